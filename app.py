@@ -1,0 +1,42 @@
+"""GCPC review app: `streamlit run app.py`. Opens $GCPC_DB, or the embedded demo project."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from gcpc_core.demo import ensure_demo_project
+from gcpc_core.store import Store
+
+st.set_page_config(page_title="GCPC", layout="wide")
+
+
+@st.cache_resource(show_spinner="Opening project…")
+def open_store(db_path: str) -> Store:
+    """One Store per DB path for the whole server; it hands each thread its own connection."""
+    return Store(db_path)
+
+
+@st.cache_resource(show_spinner="Building the demo project (simulated data)…")
+def demo_db_path() -> str:
+    return str(ensure_demo_project())
+
+
+db_path = os.environ.get("GCPC_DB") or demo_db_path()
+if not Path(db_path).is_file():
+    st.error(f"Project DB not found: {db_path}")
+    st.stop()
+store = open_store(db_path)
+st.session_state["db_path"] = db_path
+st.session_state["store"] = store
+
+with st.sidebar:
+    st.caption("Project DB")
+    st.code(db_path, language=None)
+    if store.get_meta("is_demo") == "1":
+        st.warning("DEMO project: simulated data, not real agent runs.", icon="🧪")
+
+page = st.navigation([st.Page("pages/overview.py", title="Overview", default=True)])
+page.run()

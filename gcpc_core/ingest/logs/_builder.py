@@ -1,0 +1,187 @@
+"""The one place that numbers events, links outputs to their calls and spots skill use.
+
+Every format parser feeds harness records through `EventBuilder`, so ids (`E1`..`En`),
+call linking (harness call id -> event id of the tool call), the read/write tool rules and
+skill detection behave identically across formats.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...models import Event, EventKind, LogFormat
+from ._render import render_args
+from .base import ParsedLog
+
+__all__ = ["READ_TOOLS", "SHELL_TOOLS", "EventBuilder"]
+
+SHELL_TOOLS = frozenset(
+    {"Bash", "bash", "shell", "run_shell_command", "execute_bash", "execute_command", "run_command", "terminal"}
+)
+"""Tools whose call text is just the command."""
+READ_TOOLS = frozenset({"Read", "read_file", "NotebookRead"})
+"""Tools whose (non-error) results are file contents rather than tool output."""
+_PATH_KEYS = ("file_path", "absolute_path", "notebook_path", "path")
+_WRITES: dict[str, tuple[str, bool]] = {
+    "Write": ("content", True),
+    "write_file": ("content", True),
+    "Edit": ("new_string", False),
+    "replace": ("new_string", False),
+    "NotebookEdit": ("new_source", False),
+}
+"""Tool -> (argument holding written text, whether that text moves out of the call text)."""
+_SKILL_TOOLS = {
+    "Skill": ("skill", "command"),
+    "activate_skill": ("name", "skill"),
+    "load_skill": ("load_skill", "name", "skill"),
+}
+"""Skill-activating tools -> argument keys that may hold the skill name, in preference order."""
+_SKILL_MD = re.compile(r"/skills?/([^/\s'\"`]+)/SKILL\.md")
+_SKILL_DIR = re.compile(r"/skills?/([A-Za-z0-9][\w.-]*)/")
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    event_id: str
+    tool_name: str
+    path: str | None
+
+
+def _add_unique(items: list[str], value: str) -> None:
+    if value and value not in items:
+        items.append(value)
+
+
+class EventBuilder:
+    """Accumulates events for one log; `finish` turns them into a `ParsedLog`."""
+
+    def __init__(self, fmt: LogFormat, path: Path) -> None:
+        self.format: LogFormat = fmt
+        self.path = path
+        self.events: list[Event] = []
+        self.skills_used: list[str] = []
+        self.skills_referenced: list[str] = []
+        self.warnings: list[str] = []
+        self._calls: dict[str, _Call] = {}
+        self.last_call: str | None = None
+        """Event id of the latest tool call, for formats that link outputs by position."""
+
+    def warn(self, message: str) -> None:
+        """Record a lenient repair, so nothing is changed or dropped silently."""
+        self.warnings.append(message)
+
+    def emit(
+        self,
+        kind: EventKind,
+        text: str,
+        source: str,
+        *,
+        tool_name: str | None = None,
+        call_id: str | None = None,
+        path: str | None = None,
+        is_error: bool = False,
+    ) -> str:
+        """Append one event and return its id."""
+        seq = len(self.events) + 1
+        eid = f"E{seq}"
+        self.events.append(
+            Event(
+                id=eid, seq=seq, kind=kind, text=text, tool_name=tool_name,
+                call_id=call_id, path=path, is_error=is_error, source=source,
+            )
+        )
+        return eid
+
+    def has_call(self, key: str) -> bool:
+        """Whether a tool call with this harness id was already emitted."""
+        return key in self._calls
+
+    def tool_call(self, tool_name: str | None, args: Any, source: str, *, key: str | None = None,
+                  args_label: str = "input") -> str:
+        """Emit a tool call (plus `file_content` for text it writes); register it under `key`.
+
+        `args` may be a dict or a JSON string (decoded when it is a JSON object, else kept
+        verbatim). Returns the call's event id.
+        """
+        name = tool_name or "unknown"
+        if isinstance(args, str):
+            try:
+                decoded = json.loads(args)
+            except ValueError:
+                decoded = None
+            if isinstance(decoded, dict):
+                args = decoded
+        argd = args if isinstance(args, dict) else {}
+        if any(k in argd for k in _PATH_KEYS):  # path first: reads like "which file, then what"
+            args = argd = {**{k: argd[k] for k in _PATH_KEYS if k in argd}, **argd}
+        write = _WRITES.get(name)
+        if name in SHELL_TOOLS and isinstance(argd.get("command"), str):
+            text = argd["command"]
+        elif write and write[1] and isinstance(argd.get(write[0]), str):
+            text = render_args({k: v for k, v in argd.items() if k != write[0]})
+        else:
+            text = render_args(args)
+        eid = self.last_call = self.emit("tool_call", text, source, tool_name=name)
+        path = next((argd[k] for k in _PATH_KEYS if isinstance(argd.get(k), str)), None)
+        self._calls[key if key is not None else eid] = _Call(eid, name, path)
+        if write and isinstance(argd.get(write[0]), str):
+            self.emit("file_content", argd[write[0]], f"{source}, {args_label}.{write[0]}",
+                      tool_name=name, call_id=eid, path=path)
+        elif name == "MultiEdit" and isinstance(argd.get("edits"), list):
+            for i, edit in enumerate(argd["edits"]):
+                if isinstance(edit, dict) and isinstance(edit.get("new_string"), str):
+                    self.emit("file_content", edit["new_string"], f"{source}, {args_label}.edits[{i}].new_string",
+                              tool_name=name, call_id=eid, path=path)
+        self.note_skills(name, argd, text)
+        return eid
+
+    def tool_result(self, key: Any, text: str, source: str, *, is_error: bool = False) -> str:
+        """Emit the output of the call registered under `key` (a harness id or an event id).
+
+        Successful reads become `file_content` with the read path; an unknown key still
+        yields a `tool_output` (unlinked) plus a warning rather than losing the output.
+        """
+        call = self._calls.get(key) if isinstance(key, str) else None
+        if call is None:
+            self.warn(f"{source}: output for unknown tool call {key!r}, kept unlinked")
+            return self.emit("tool_output", text, source, is_error=is_error)
+        if call.tool_name in READ_TOOLS and not is_error:
+            return self.emit("file_content", text, source, tool_name=call.tool_name,
+                             call_id=call.event_id, path=call.path)
+        return self.emit("tool_output", text, source, tool_name=call.tool_name,
+                         call_id=call.event_id, is_error=is_error)
+
+    def note_skill(self, name: str) -> None:
+        """Record that the agent activated skill `name` (first use wins the order)."""
+        words = name.strip().lstrip("/").split()
+        if words:
+            _add_unique(self.skills_used, words[0])
+
+    def note_skills(self, name: str, args: dict[str, Any], text: str) -> None:
+        """Skills a tool call activates (skill tools, SKILL.md reads) or refers to (skill dirs)."""
+        for key in _SKILL_TOOLS.get(name, ()):
+            value = args.get(key)
+            if isinstance(value, str) and value.strip():
+                self.note_skill(value)
+                break
+        if name in READ_TOOLS or name in SHELL_TOOLS:
+            for m in _SKILL_MD.finditer(text):
+                _add_unique(self.skills_used, m.group(1))
+        for m in _SKILL_DIR.finditer(text):
+            _add_unique(self.skills_referenced, m.group(1))
+
+    def finish(self, *, skills_offered: list[str] | None, metadata: dict[str, Any]) -> ParsedLog:
+        """The parse result; adds `skills_referenced` and `warnings` to the metadata when non-empty."""
+        meta = dict(metadata)
+        if self.skills_referenced:
+            meta["skills_referenced"] = list(self.skills_referenced)
+        if self.warnings:
+            meta["warnings"] = list(self.warnings)
+        return ParsedLog(
+            format=self.format, path=self.path, events=self.events,
+            skills_offered=skills_offered, skills_used=list(self.skills_used), metadata=meta,
+        )

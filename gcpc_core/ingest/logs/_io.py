@@ -1,0 +1,127 @@
+"""Reading log files safely: size, binary, encoding and JSON checks with precise locations.
+
+Every check raises `LogError` naming the file and where the problem is (byte offset, line),
+because importers report these messages to users verbatim.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .base import LogError
+
+__all__ = ["iter_json_lines", "load_json_doc", "read_head", "read_text", "type_name"]
+
+_MB = 2**20
+
+
+def _size(n: int) -> str:
+    return f"{n / _MB:.1f} MiB ({n} bytes)" if n >= _MB else f"{n} bytes"
+
+
+def type_name(value: Any) -> str:
+    """JSON-ish name of a value's type, for wrong-shape messages."""
+    if value is None:
+        return "null"
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _check_bytes(path: Path, data: bytes, *, empty_ok: bool = False) -> str:
+    if not empty_ok and (not data or data.isspace()):
+        raise LogError(f"{path}: empty file")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise LogError(f"{path}: binary file (NUL byte at byte offset {nul})")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.start + 1].hex()
+        raise LogError(f"{path}: not UTF-8 (invalid byte 0x{bad} at byte offset {exc.start})") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _open_checked(path: Path, max_bytes: int | None) -> int:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise LogError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise LogError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not path.is_file():
+        raise LogError(f"{path}: not a regular file")
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise LogError(f"{path}: file is {_size(st.st_size)}, over the {_size(max_bytes)} limit")
+    return st.st_size
+
+
+def read_text(path: Path, max_bytes: int) -> str:
+    """The whole file as text, after the size, emptiness, NUL-byte and UTF-8 checks."""
+    _open_checked(path, max_bytes)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LogError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > max_bytes:  # grew between stat and read
+        raise LogError(f"{path}: file is {_size(len(data))}, over the {_size(max_bytes)} limit")
+    return _check_bytes(path, data)
+
+
+def read_head(path: Path, n: int = 1 << 16) -> tuple[str, bool]:
+    """The first `n` bytes as text and whether that is the whole file.
+
+    Used for cheap format sniffing, so a 20 MB log is not read twice just to pick a parser.
+    """
+    _open_checked(path, None)
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(n + 1)
+    except OSError as exc:
+        raise LogError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    complete = len(data) <= n
+    if complete:
+        return _check_bytes(path, data), True
+    data = data[:n]
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:  # a multi-byte character cut at the boundary is not bad UTF-8
+        if exc.reason == "unexpected end of data":
+            data = data[: exc.start]
+    return _check_bytes(path, data, empty_ok=True), False
+
+
+def _json_error(exc: json.JSONDecodeError, doc: str) -> str:
+    truncated = exc.pos >= len(doc.rstrip()) or exc.msg.startswith("Unterminated")
+    what = "truncated JSON" if truncated else "invalid JSON"
+    return f"{what} ({exc.msg}: column {exc.colno})"
+
+
+def iter_json_lines(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    """(1-based line number, parsed value) for every non-blank line of a JSON-lines text.
+
+    Splits on "\\n" only: `str.splitlines` would also split on U+2028 and friends, which may
+    legally appear raw inside JSON strings.
+    """
+    loads = json.loads
+    for i, line in enumerate(text.split("\n"), 1):
+        if not line or line.isspace():
+            continue
+        try:
+            yield i, loads(line)
+        except json.JSONDecodeError as exc:
+            raise LogError(f"{path} line {i}: {_json_error(exc, line)}") from None
+        except RecursionError:
+            raise LogError(f"{path} line {i}: JSON nested too deeply") from None
+
+
+def load_json_doc(path: Path, text: str) -> Any:
+    """The file parsed as one JSON document; errors give line and column."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LogError(f"{path} line {exc.lineno}: {_json_error(exc, text)}") from None
+    except RecursionError:
+        raise LogError(f"{path}: JSON nested too deeply") from None

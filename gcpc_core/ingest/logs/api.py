@@ -1,0 +1,162 @@
+"""Finding a trial's agent log, recognizing its format by content, and parsing it.
+
+Detection sniffs content rather than trusting file names, because the same name
+(`agent/trajectory.json`) holds different formats depending on the harness.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...models import LogFormat
+from . import atif, claude_code, gcpc_jsonl, terminus2
+from ._io import load_json_doc, read_head, read_text, type_name
+from .base import LogError, ParsedLog
+
+__all__ = ["DEFAULT_MAX_BYTES", "PARSERS", "classify", "find_log", "parse_log", "sniff_format"]
+
+DEFAULT_MAX_BYTES = 25 * 2**20
+PARSERS: dict[LogFormat, Callable[[Path, str, Any], ParsedLog]] = {
+    "claude-code": claude_code.parse,
+    "atif": atif.parse,
+    "terminus-2": terminus2.parse,
+    "gcpc-jsonl": gcpc_jsonl.parse,
+}
+"""Format -> parser(path, text, already-decoded JSON document or None)."""
+_ATIF_HINT = re.compile(r'"schema_version"\s*:\s*"ATIF|"steps"\s*:\s*\[')
+_TERMINUS_HINT = re.compile(r'\[\s*\{\s*"(?:episode|prompt|response)"\s*:')
+_NOTHING = object()
+_NO_LOG = "no agent log found (looked for agent/claude-code.txt, agent/trajectory.json, agent/*.jsonl)"
+
+
+def _first_line(text: str) -> tuple[str, bool]:
+    """The first non-blank line and whether it is complete (ends with a newline)."""
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        line = text[start:] if end < 0 else text[start:end]
+        if end < 0 or line.strip():
+            return line, end >= 0
+        start = end + 1
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"a JSON object with keys {sorted(map(str, value))[:8]}"
+    if isinstance(value, list):
+        first = f", first item {_describe(value[0])}" if value else ""
+        return f"a JSON array of {len(value)} items{first}"
+    return f"a JSON {type_name(value)}"
+
+
+def _loads(line: str) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return _NOTHING
+
+
+def _line_format(first: Any) -> LogFormat | None:
+    if gcpc_jsonl.is_header(first):
+        return "gcpc-jsonl"
+    if claude_code.is_record(first):
+        return "claude-code"
+    return None
+
+
+def _doc_format(doc: Any) -> LogFormat | None:
+    if atif.is_doc(doc):
+        return "atif"
+    if terminus2.is_doc(doc):
+        return "terminus-2"
+    return None
+
+
+def classify(path: Path, text: str) -> tuple[LogFormat, Any]:
+    """(format, decoded JSON document or None) for a log's full text.
+
+    JSON-lines formats are recognized from their first line; document formats are decoded
+    here once and the document handed to the parser, so nothing is parsed twice.
+    """
+    line, _ = _first_line(text)
+    first = _loads(line)
+    fmt = _line_format(first)
+    if fmt is not None:
+        return fmt, None
+    if first is not _NOTHING and line.strip() != text.strip():
+        raise LogError(f"{path}: unknown log format (JSON lines whose first line is {_describe(first)})")
+    doc = first if first is not _NOTHING else load_json_doc(path, text)
+    fmt = _doc_format(doc)
+    if fmt is None:
+        raise LogError(f"{path}: unknown log format ({_describe(doc)})")
+    return fmt, doc
+
+
+def sniff_format(path: Path) -> LogFormat:
+    """The log's format from its first 64 KiB when that suffices, else from the whole file."""
+    head, complete = read_head(path)
+    if complete:
+        return classify(path, head)[0]
+    line, whole_line = _first_line(head)
+    if whole_line:
+        fmt = _line_format(_loads(line))
+        if fmt is not None:
+            return fmt
+    start = head.lstrip()[:1]
+    if start == "{" and _ATIF_HINT.search(head):
+        return "atif"
+    if start == "[" and _TERMINUS_HINT.match(head.lstrip()):
+        return "terminus-2"
+    return classify(path, read_text(path, DEFAULT_MAX_BYTES))[0]
+
+
+def find_log(trial_dir: Path) -> tuple[Path, LogFormat]:
+    """The agent log of a Harbor trial folder and its format.
+
+    Order: `agent/claude-code.txt` (preferred: the ATIF file beside it is a lossy
+    conversion), then `agent/trajectory.json`, then the first `agent/*.jsonl` (sorted by name)
+    whose content is a known format.
+    """
+    trial_dir = Path(trial_dir)
+    if not trial_dir.is_dir():
+        raise LogError(f"{trial_dir}: not a directory")
+    agent = trial_dir / "agent"
+    for name in ("claude-code.txt", "trajectory.json"):
+        if (agent / name).is_file():
+            return agent / name, sniff_format(agent / name)
+    problems: list[str] = []
+    for path in sorted(agent.glob("*.jsonl")) if agent.is_dir() else []:
+        if not path.is_file():
+            continue
+        try:
+            return path, sniff_format(path)
+        except LogError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise LogError(f"{trial_dir}: no readable agent log; " + "; ".join(problems))
+    raise LogError(f"{trial_dir}: {_NO_LOG}")
+
+
+def parse_log(path: Path, fmt: LogFormat | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedLog:
+    """Parse one agent log whole, or raise `LogError`; never returns partial output.
+
+    `fmt` None means detect from content. Unexpected structure that slips past a parser's
+    own checks is still reported as `LogError` (naming the file), never as a crash.
+    """
+    path = Path(path)
+    if fmt is not None and fmt not in PARSERS:
+        raise LogError(f"{path}: unsupported log format {fmt!r} (known: {', '.join(PARSERS)})")
+    text = read_text(path, max_bytes)
+    doc = None
+    if fmt is None:
+        fmt, doc = classify(path, text)
+    try:
+        return PARSERS[fmt](path, text, doc)
+    except LogError:
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
+        raise LogError(f"{path}: malformed {fmt} log ({type(exc).__name__}: {exc})") from exc

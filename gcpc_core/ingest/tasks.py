@@ -1,0 +1,137 @@
+"""Harbor task folders: instruction, task.toml and the verifier's test nodes.
+
+Verifier test ids are parsed statically with `ast` (the verifier is never
+imported or run) into the `file::Class::test` form that pytest and CTRF use,
+so checklist items can cite them and CTRF results can be mapped back to them.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+from ..models import Task, VerifierTest
+
+__all__ = ["TaskError", "find_task_dirs", "load_task", "parse_verifier_source"]
+
+MAX_TASK_FILE_BYTES = 2 * 2**20
+"""Verifier sources and instructions larger than this are refused: they are not hand-written."""
+
+
+class TaskError(ValueError):
+    """A task folder that cannot be imported; the message names the path and the problem."""
+
+
+def find_task_dirs(root: Path) -> list[Path]:
+    """Every folder under `root` (itself included) that holds an `instruction.md`."""
+    root = Path(root)
+    return sorted(p.parent for p in root.rglob("instruction.md") if p.is_file())
+
+
+def _is_parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        if isinstance(target, ast.Attribute) and target.attr == "parametrize":
+            return True
+    return False
+
+
+def _test(file: str, cls: str | None, node: ast.FunctionDef | ast.AsyncFunctionDef) -> VerifierTest:
+    node_id = f"{file}::{cls}::{node.name}" if cls else f"{file}::{node.name}"
+    return VerifierTest(
+        node_id=node_id,
+        file=file,
+        cls=cls,
+        name=node.name,
+        lineno=node.lineno,
+        end_lineno=node.end_lineno or node.lineno,
+        parametrized=_is_parametrized(node),
+        docstring=ast.get_docstring(node),
+    )
+
+
+def _class_tests(file: str, node: ast.ClassDef, prefix: str | None = None) -> list[VerifierTest]:
+    """Test methods of a `Test*` class, following pytest's collection of nested classes."""
+    name = f"{prefix}::{node.name}" if prefix else node.name
+    if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__" for s in node.body):
+        return []  # pytest refuses to collect classes with an __init__
+    found: list[VerifierTest] = []
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name.startswith("test"):
+            found.append(_test(file, name, stmt))
+        elif isinstance(stmt, ast.ClassDef) and stmt.name.startswith("Test"):
+            found.extend(_class_tests(file, stmt, name))
+    return found
+
+
+def parse_verifier_source(file: str, source: str) -> list[VerifierTest]:
+    """Test nodes of one verifier file, in source order; raises SyntaxError on invalid Python."""
+    tree = ast.parse(source, filename=file)
+    found: list[VerifierTest] = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name.startswith("test"):
+            found.append(_test(file, None, stmt))
+        elif isinstance(stmt, ast.ClassDef) and stmt.name.startswith("Test"):
+            found.extend(_class_tests(file, stmt))
+    return found
+
+
+def _read_text(path: Path) -> str:
+    size = path.stat().st_size
+    if size > MAX_TASK_FILE_BYTES:
+        raise TaskError(f"{path}: {size / 2**20:.1f} MB is too large for a task file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+
+
+def _is_test_file(path: Path) -> bool:
+    return path.name.startswith("test_") or path.name.endswith("_test.py")
+
+
+def load_task(task_dir: Path) -> Task:
+    """Read one Harbor task folder; raises TaskError naming the file at fault."""
+    task_dir = Path(task_dir).resolve()
+    instruction_path = task_dir / "instruction.md"
+    if not instruction_path.is_file():
+        raise TaskError(f"{task_dir}: no instruction.md")
+    instruction = _read_text(instruction_path)
+    metadata: dict = {}
+    toml_path = task_dir / "task.toml"
+    if toml_path.is_file():
+        try:
+            metadata = tomllib.loads(_read_text(toml_path))
+        except tomllib.TOMLDecodeError as exc:
+            raise TaskError(f"{toml_path}: invalid TOML ({exc})") from exc
+    tests_dir = task_dir / "tests"
+    verifier_files: dict[str, str] = {}
+    tests: list[VerifierTest] = []
+    parse_errors: list[str] = []
+    if tests_dir.is_dir():
+        for path in sorted(tests_dir.rglob("*.py")):
+            rel = path.relative_to(tests_dir).as_posix()
+            try:
+                source = _read_text(path)
+            except TaskError as exc:
+                parse_errors.append(str(exc))
+                continue
+            verifier_files[rel] = source
+            if not _is_test_file(path):
+                continue  # helpers such as conftest.py or testing_utils.py hold no test nodes
+            try:
+                tests.extend(parse_verifier_source(rel, source))
+            except SyntaxError as exc:
+                parse_errors.append(f"{path}: line {exc.lineno}: {exc.msg}")
+    test_sh = tests_dir / "test.sh"
+    return Task(
+        id=task_dir.name,
+        instruction=instruction,
+        verifier_files=verifier_files,
+        test_script=_read_text(test_sh) if test_sh.is_file() else None,
+        tests=tests,
+        parse_errors=parse_errors,
+        metadata=metadata,
+        source_path=str(task_dir),
+    )

@@ -1,0 +1,89 @@
+"""Outcome stage: apply the official verifier outcome to judged items, then score.
+
+Pure functions, applied after judging and never inside it, so raw and
+postprocessed verdicts can both be stored and every score variant can be
+recomputed from the raw verdicts (the analysis ablations depend on that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from .models import ENDPOINT_ITEM_ID, ItemJudgment, Outcome
+
+__all__ = ["Score", "postprocess", "score_items"]
+
+
+def postprocess(
+    items: Sequence[ItemJudgment],
+    outcome: Outcome,
+    *,
+    propagate_pass: bool = True,
+    add_endpoint: bool = True,
+) -> list[ItemJudgment]:
+    """Official PASS → every assertion item Yes; official FAIL → a virtual endpoint item judged No.
+
+    The two switches exist for ablations (PASS propagation alone vs the endpoint item alone).
+    """
+    out: list[ItemJudgment] = []
+    for item in items:
+        if item.item_id == ENDPOINT_ITEM_ID:
+            continue  # idempotent: an endpoint from an earlier pass is rebuilt below
+        if propagate_pass and outcome == "PASS" and item.route == "assertion" and item.verdict_raw != "Yes":
+            out.append(item.model_copy(update={"verdict": "Yes", "reason": "official_pass"}))
+        else:
+            out.append(item.model_copy(update={"verdict": item.verdict_raw}))
+    if add_endpoint and outcome == "FAIL":
+        out.append(
+            ItemJudgment(
+                item_id=ENDPOINT_ITEM_ID,
+                route="endpoint",
+                verdict_raw="No",
+                verdict="No",
+                rationale="The official verifier reported FAIL.",
+                reason="official_fail",
+            )
+        )
+    return out
+
+
+class Score(BaseModel):
+    """Scores of one trajectory under one judge, from postprocessed verdicts."""
+
+    partial_credit: float | None
+    """Yes / (Yes + No) over all items, endpoint included; None when nothing was decided."""
+    evidence_coverage: float | None
+    """(Yes + No) / items, endpoint excluded; None for an empty checklist."""
+    perfect: int
+    """1 when no real item is No (endpoint excluded)."""
+    perfect_with_endpoint: int
+    """1 when no item at all is No, endpoint included (so 0 for every official FAIL)."""
+    n_items: int
+    """Real items (endpoint excluded)."""
+    n_yes: int
+    """Yes verdicts, endpoint included."""
+    n_no: int
+    """No verdicts, endpoint included."""
+    n_abstain: int
+    """Abstain verdicts (the endpoint is never Abstain)."""
+
+
+def score_items(items: Sequence[ItemJudgment]) -> Score:
+    """Partial credit, evidence coverage and Perfect from postprocessed verdicts."""
+    real = [i for i in items if i.item_id != ENDPOINT_ITEM_ID]
+    n_yes = sum(i.verdict == "Yes" for i in items)
+    n_no = sum(i.verdict == "No" for i in items)
+    n_abstain = sum(i.verdict == "Abstain" for i in items)
+    decided_real = sum(i.verdict != "Abstain" for i in real)
+    return Score(
+        partial_credit=n_yes / (n_yes + n_no) if n_yes + n_no else None,
+        evidence_coverage=decided_real / len(real) if real else None,
+        perfect=int(not any(i.verdict == "No" for i in real)),
+        perfect_with_endpoint=int(n_no == 0),
+        n_items=len(real),
+        n_yes=n_yes,
+        n_no=n_no,
+        n_abstain=n_abstain,
+    )

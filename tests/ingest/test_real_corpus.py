@@ -1,0 +1,110 @@
+"""Import all of ../shared/skillsbench (read in place) and check it against the source files."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gcpc_core.ingest import import_project
+from gcpc_core.store import Store
+
+pytestmark = pytest.mark.skillsbench
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def real(skillsbench: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, object]:
+    store = Store(tmp_path_factory.mktemp("real") / "p.db")
+    report = import_project(store, tasks_dir=skillsbench / "tasks", trials_dir=skillsbench / "trials", progress=False)
+    return store, report
+
+
+def manifest(skillsbench: Path) -> dict[str, dict]:
+    with open(skillsbench / "trials" / "MANIFEST.tsv", encoding="utf-8") as fh:
+        return {row["trial_folder"]: row for row in csv.DictReader(fh, delimiter="\t")}
+
+
+def test_counts(real) -> None:
+    store, report = real
+    assert report.skipped == []
+    counts = store.counts()
+    assert (counts["tasks"], counts["trials"]) == (87, 12)
+    assert (counts["pass"], counts["fail"]) == (6, 6)
+    formats = sorted(t.log_format for t in store.trajectories())
+    assert formats.count("claude-code") == 4 and formats.count("atif") == 6 and formats.count("terminus-2") == 2
+
+
+def _by_folder(store: Store) -> dict[str, object]:
+    return {Path(t.source_path).name: t for t in store.trajectories()}
+
+
+def test_outcomes_match_result_json_and_partial_reward_is_fail(real, skillsbench: Path) -> None:
+    store, _ = real
+    for folder, t in _by_folder(store).items():
+        result = json.loads((skillsbench / "trials" / folder / "result.json").read_text())
+        reward = result["verifier_result"]["rewards"]["reward"]
+        assert t.reward == pytest.approx(reward)
+        assert t.outcome == ("PASS" if reward >= 1.0 else "FAIL")
+        assert t.task == result["task_name"]
+    partial = _by_folder(store)["dialogue-parser__rwnM43w"]
+    assert partial.reward == pytest.approx(0.667) and partial.outcome == "FAIL"
+
+
+def test_conditions_agents_models_match_manifest(real, skillsbench: Path) -> None:
+    store, _ = real
+    rows = manifest(skillsbench)
+    by_folder = _by_folder(store)
+    assert set(by_folder) == set(rows)
+    for folder, row in rows.items():
+        t = by_folder[folder]
+        assert t.condition == row["condition"], (folder, t.condition_basis)
+        assert t.agent == row["agent"]
+        assert t.model == row["model"]
+        assert t.log_path == row["log_file"]
+
+
+def test_ctrf_statuses_where_a_report_exists(real, skillsbench: Path) -> None:
+    store, _ = real
+    for folder, t in _by_folder(store).items():
+        ctrf = skillsbench / "trials" / folder / "verifier" / "ctrf.json"
+        if not ctrf.exists():
+            assert t.ctrf == []  # some real trials have no report: normal
+            continue
+        tests = json.loads(ctrf.read_text())["results"]["tests"]
+        assert [(c.name, c.status) for c in t.ctrf] == [(x["name"], x["status"]) for x in tests]
+
+
+def test_ctrf_names_map_to_parsed_verifier_nodes(real) -> None:
+    store, _ = real
+    unmapped = []
+    for t in store.trajectories():
+        node_ids = set(store.get_task(t.task).test_ids)
+        for c in t.ctrf:
+            base = re.sub(r"\[.*\]$", "", c.name)  # parametrized: node[param]
+            if base not in node_ids:
+                unmapped.append((t.id, c.name))
+    # every CTRF name in the real sample maps to a node id parsed from the verifier source
+    assert unmapped == []
+
+
+def test_cli_import_and_info_json(skillsbench: Path, tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    run = subprocess.run(
+        [sys.executable, "-m", "gcpc_core", "import", "--tasks", str(skillsbench / "tasks"),
+         "--trials", str(skillsbench / "trials"), "--db", str(db), "--quiet"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    )
+    assert "12 imported" in run.stdout
+    info = subprocess.run([sys.executable, "-m", "gcpc_core", "info", "--db", str(db), "--json"],
+                          cwd=REPO, capture_output=True, text=True, check=True)
+    data = json.loads(info.stdout)
+    for key in ("tasks", "trials", "pass", "fail", "events", "checklists", "judgments", "annotations"):
+        assert key in data
+    assert (data["tasks"], data["trials"], data["pass"], data["fail"]) == (87, 12, 6, 6)
+    assert data["events"] > 100

@@ -1,0 +1,63 @@
+"""The command line: every verb documents itself, and the contracts of DESIGN.md hold."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gcpc_core.cli import build_parser, main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def verbs() -> list[str]:
+    sub = next(a for a in build_parser()._actions if a.dest == "verb")
+    return sorted(sub.choices)
+
+
+@pytest.mark.parametrize("verb", verbs())
+def test_every_verb_has_help(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([verb, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert f"python -m gcpc_core {verb}" in out and "--db" in out or "--task-dir" in out or "--out" in out
+
+
+def test_module_entry_point_runs() -> None:
+    run = subprocess.run([sys.executable, "-m", "gcpc_core", "--help"], cwd=REPO, capture_output=True, text=True)
+    assert run.returncode == 0
+    for verb in ("import", "info", "export", "demo"):
+        assert verb in run.stdout
+
+
+def test_import_rejects_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", "--trials", str(tmp_path / "nope"), "--db", str(tmp_path / "p.db")]) == 2
+    assert "not a folder" in capsys.readouterr().err
+
+
+def test_info_on_missing_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "--db", str(tmp_path / "none.db")]) == 2
+    assert "no such project DB" in capsys.readouterr().err
+
+
+def test_demo_db_info_and_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "demo.db"
+    assert main(["demo", "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert main(["info", "--db", str(db), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["demo"] is True and info["tasks"] >= 3 and info["trials"] >= 24
+    assert info["pass"] > 0 and info["fail"] > 0
+    out = tmp_path / "trials.csv"
+    assert main(["export", "--db", str(db), "--what", "trials", "--format", "csv", "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("trajectory_id,task,") and len(lines) == info["trials"] + 1
+    assert main(["export", "--db", str(db), "--what", "trials"]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(rows) == info["trials"] and all(r["is_demo"] for r in rows)
+    assert {r["condition"] for r in rows} == {"with-skills", "without-skills"}
