@@ -3,8 +3,8 @@
 Everything written here is invented by GCPC for demos and tests. No agent was run: the logs are
 simulated turn by turn against an in-memory workspace, and the verifier outcome of every trial is
 computed from the files that workspace ends with. `write_demo_corpus` lays the result out like
-SkillsBench/Harbor (`tasks/<task>/...`, `trials/<trial>/...`), and every artefact that is not a
-task text carries `DEMO_MARKER` (task.toml, result.json, the log's init line).
+SkillsBench/Harbor (`tasks/<task>/...`, `trials/<trial>/...`). `DEMO_MARKER` labels task.toml,
+result.json and each log's init line; instructions and verifiers read like real task files.
 
 Layout of this module: a simulated Claude Code session (`_Session`), three task definitions (data,
 instruction, official verifier, a pure-Python mirror of that verifier, and a scenario-driven agent
@@ -96,6 +96,13 @@ def _fill(template: str, **values: object) -> str:
         template = template.replace(f"@@{key}@@", str(value))
     assert "@@" not in template, "unfilled placeholder"
     return template
+
+
+def _literal(value: list[Any] | dict[str, Any]) -> str:
+    """A Python literal with one item per line, as a person would write it in a verifier."""
+    if isinstance(value, dict):
+        return "{\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in value.items()) + "}"
+    return "[\n" + "".join(f"    {item!r},\n" for item in value) + "]"
 
 
 def _dumps(obj: Any) -> str:
@@ -340,7 +347,9 @@ class _Session:
 
     def glob(self, pattern: str, path: str = "/root") -> _Call:
         prefix = path.rstrip("/") + "/"
-        found = sorted(p for p in self.ws if p.startswith(prefix) and fnmatch(p[len(prefix):], pattern))
+        patterns = (pattern, pattern[3:]) if pattern.startswith("**/") else (pattern,)  # `**/` also matches `.`
+        found = sorted(p for p in self.ws if p.startswith(prefix) and any(fnmatch(p[len(prefix):], pat)
+                                                                          for pat in patterns))
         meta = {"filenames": found, "durationMs": self.rng.randint(3, 40), "numFiles": len(found),
                 "truncated": False}
         return self._call("Glob", {"pattern": pattern, "path": path}, "\n".join(found) or "No files found",
@@ -724,6 +733,11 @@ OUT.write_text(json.dumps(summary, indent=2) + "\\n")
 print(json.dumps(summary, indent=2))
 '''
 
+_PIP_PANDAS = """Collecting pandas
+  Downloading pandas-2.2.3-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl (12.7 MB)
+Installing collected packages: pytz, tzdata, numpy, python-dateutil, pandas
+Successfully installed numpy-2.1.3 pandas-2.2.3 python-dateutil-2.9.0.post0 pytz-2024.2 tzdata-2024.2"""
+
 _SALES_PANDAS_SCRIPT = '''#!/usr/bin/env python3
 import json
 from pathlib import Path
@@ -771,14 +785,15 @@ def _sales_checks(exp: dict[str, Any]) -> tuple[_Check, ...]:
         def run(ws: Workspace) -> None:
             got = (load(ws).get("orders_by_region") or {}).get(name)
             want = exp["orders_by_region"][name]
-            _require(got == want, f"orders_by_region[{name!r}] = {got!r}, expected {want}", "orders_by_region[{region!r}]")
+            _require(got == want, f"orders_by_region[{name!r}] = {got!r}, expected {want}",
+                     "orders_by_region[{region!r}]")
         return run
 
     def scalar(key: str, anchor: str, quote: bool) -> Callable[[Workspace], None]:
         def run(ws: Workspace) -> None:
             got, want = load(ws).get(key), exp[key]
-            _require(got == want, f"{key} = {got!r}, expected {want!r}" if quote else f"{key} = {got!r}, expected {want}",
-                     anchor)
+            shown = repr(want) if quote else str(want)
+            _require(got == want, f"{key} = {got!r}, expected {shown}", anchor)
         return run
 
     node = "test_outputs.py::"
@@ -819,21 +834,19 @@ def _play_sales(s: _Session, scenario: str, with_skill: bool) -> None:
 
     if v.pandas:
         s.turn("pandas makes the group-bys trivial; let me make sure it is available.",
-               s.bash("pip install pandas", "Collecting pandas\n  Downloading pandas-2.2.3-cp312-cp312-manylinux_2_17_x86_64."
-                      "whl (12.7 MB)\nInstalling collected packages: pytz, tzdata, numpy, python-dateutil, pandas\n"
-                      "Successfully installed numpy-2.1.3 pandas-2.2.3 python-dateutil-2.9.0.post0 pytz-2024.2 "
-                      "tzdata-2024.2", seconds=21.0),
+               s.bash("pip install pandas", _PIP_PANDAS, seconds=21.0),
                thinking="Quickest is pandas: read_csv, filter status, groupby.")
     script = _sales_script(v, "price" if v.bad_column else "unit_price")
     s.turn(s.pick(["Now I'll write the summary script.", "Writing a small script that computes all four values."]),
            s.write(SALES_SCRIPT, script))
     run = f"python3 {SALES_SCRIPT}"
+    description = "Run the summary script"
     if v.bad_column:
         line = script.splitlines().index('        revenue = int(row["units"]) * float(row["price"])') + 1
         trace = (f'Traceback (most recent call last):\n  File "{SALES_SCRIPT}", line {line}, in <module>\n'
                  f'    revenue = int(row["units"]) * float(row["price"])\n'
                  f'                                        ~~~^^^^^^^^^\nKeyError: \'price\'')
-        s.turn("Running it.", s.bash(run, "", stderr=trace, exit_code=1))
+        s.turn("Running it.", s.bash(run, "", stderr=trace, exit_code=1, description=description))
         if not v.fixes_column:
             s.finish(f"I've written `{SALES_SCRIPT}` and run it. The summary has been generated at "
                      f"`{SALES_OUT}` with `total_revenue`, `orders_by_region` (lower-case keys), `top_product` and "
@@ -845,7 +858,7 @@ def _play_sales(s: _Session, scenario: str, with_skill: bool) -> None:
     summary = _sales_summary(rows, v)
     out_text = json.dumps(summary, indent=2) + "\n"
     s.turn("Running the script." if not v.bad_column else "Re-running.",
-           s.bash(run, out_text.rstrip("\n"), writes={v.out_path: out_text}))
+           s.bash(run, out_text.rstrip("\n"), writes={v.out_path: out_text}, description=description))
     if s.chance(0.6):
         s.turn("Let me verify the written file.", s.read(v.out_path) if s.chance(0.5) else s.cat(v.out_path))
     regions = ", ".join(f"{k}: {n}" for k, n in summary["orders_by_region"].items())
@@ -860,7 +873,7 @@ def _sales_task() -> _TaskSpec:
     rows = _sales_rows()
     exp = _sales_summary(rows)
     csv_text = _csv_text(_SALES_HEADER, [[r[k] for k in _SALES_HEADER] for r in rows])
-    verifier = _fill(_SALES_VERIFIER, TOTAL=repr(exp["total_revenue"]), REGIONS=repr(exp["orders_by_region"]),
+    verifier = _fill(_SALES_VERIFIER, TOTAL=repr(exp["total_revenue"]), REGIONS=_literal(exp["orders_by_region"]),
                      TOP=repr(exp["top_product"]), REFUNDED=exp["refunded_orders"])
     return _TaskSpec(
         name="sales-csv-summary", skill="csv-analytics", category="data-analysis", tags=("csv", "json", "stdlib"),
@@ -1192,8 +1205,8 @@ def _play_config(s: _Session, scenario: str, with_skill: bool) -> None:
 
 
 def _config_task() -> _TaskSpec:
-    verifier = _fill(_CONFIG_VERIFIER, COMMENTS=repr(_CONFIG_COMMENTS), KEPT=repr(_CONFIG_KEPT),
-                     CHANGES=repr(_CONFIG_EXPECTED_CHANGES))
+    verifier = _fill(_CONFIG_VERIFIER, COMMENTS=_literal(_CONFIG_COMMENTS), KEPT=_literal(_CONFIG_KEPT),
+                     CHANGES=_literal(_CONFIG_EXPECTED_CHANGES))
     return _TaskSpec(
         name="ini-config-repair", skill="ini-config-editing", category="devops", tags=("ini", "configparser"),
         summary="repair a broken INI service configuration in place and log the changes.",
@@ -1214,6 +1227,7 @@ AUTH_CSV = "/root/report/failed_logins.csv"
 AUTH_SUMMARY = "/root/report/summary.txt"
 AUTH_SCRIPT = "/root/report/make_report.py"
 _AUTH_HEADER = ["ip", "failed_attempts", "first_seen", "last_seen"]
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _AUTH_REGEX = r"Failed password for (?:invalid user )?(?P<user>\S+) from (?P<ip>[\d.]+)"
 _AUTH_REGEX_NARROW = r"Failed password for (?P<user>\S+) from (?P<ip>[\d.]+)"
 _AUTH_SOURCES = (  # ip, attempts, share with an invalid user name, user names, brute-force burst?
@@ -1412,11 +1426,13 @@ def _auth_log() -> str:
             pid, port, user = rng.randint(20000, 39999), rng.randint(30000, 65000), rng.choice(users)
             if k in invalid:
                 events.append((at(t), f"sshd[{pid}]: Invalid user {user} from {ip} port {port}"))
-                events.append((at(t + 2), f"sshd[{pid}]: Failed password for invalid user {user} from {ip} port {port} ssh2"))
+                events.append((at(t + 2), f"sshd[{pid}]: Failed password for invalid user {user} from {ip} "
+                                          f"port {port} ssh2"))
             else:
                 events.append((at(t + 2), f"sshd[{pid}]: Failed password for {user} from {ip} port {port} ssh2"))
             if rng.random() < 0.1:
-                events.append((at(t + 3), f"sshd[{pid}]: Connection closed by authenticating user {user} {ip} port {port} [preauth]"))
+                events.append((at(t + 3), f"sshd[{pid}]: Connection closed by authenticating user {user} {ip} "
+                                          f"port {port} [preauth]"))
     for _ in range(6):
         t, pid = rng.uniform(0, span), rng.randint(20000, 39999)
         events.append((at(t), f"sshd[{pid}]: Accepted publickey for deploy from 10.0.4.12 port "
@@ -1425,7 +1441,13 @@ def _auth_log() -> str:
         events.append((at(rng.uniform(0, span)), f"CRON[{rng.randint(1000, 9999)}]: pam_unix(cron:session): "
                                                  "session opened for user root(uid=0) by (uid=0)"))
     events.sort(key=lambda e: e[0])
-    return "".join(f"{dt:%b} {dt.day:>2} {dt:%H:%M:%S} bastion {msg}\n" for dt, msg in events)
+    return "".join(f"{_MONTHS[dt.month - 1]} {dt.day:>2} {dt:%H:%M:%S} bastion {msg}\n" for dt, msg in events)
+
+
+def _syslog_time(stamp: str) -> datetime:
+    """`Mar  3 08:15:02` in 2024, parsed without the locale-dependent `%b`."""
+    hour, minute, second = map(int, stamp[7:15].split(":"))
+    return datetime(2024, _MONTHS.index(stamp[:3]) + 1, int(stamp[4:6]), hour, minute, second)
 
 
 def _auth_report(log: str, v: _AuthVariant) -> tuple[str, str | None, str]:
@@ -1435,7 +1457,7 @@ def _auth_report(log: str, v: _AuthVariant) -> tuple[str, str | None, str]:
     for line in log.splitlines():
         match = pattern.search(line)
         if match:
-            stamp: Any = line[:15] if v.stamp == "raw" else datetime.strptime(f"2024 {line[:15]}", "%Y %b %d %H:%M:%S")
+            stamp: Any = line[:15] if v.stamp == "raw" else _syslog_time(line[:15])
             attempts[match.group("ip")].append(stamp)
     offenders = sorted(((ip, st) for ip, st in attempts.items() if len(st) >= 5), key=lambda i: (-len(i[1]), i[0]))
     fmt: Callable[[Any], str] = str if v.stamp == "raw" else datetime.isoformat
@@ -1459,16 +1481,14 @@ def _split_crash(log: str, script: str) -> str:
     """The traceback of the `split(" ")` timestamp bug on the first failed line."""
     line = next(ln for ln in log.splitlines() if re.search(_AUTH_REGEX, ln))
     month, day, clock = line.split(" ")[:3]
-    try:
-        datetime.strptime(f"2024 {month} {day} {clock}", "%Y %b %d %H:%M:%S")
-    except ValueError as exc:
-        code = _AUTH_STAMPS["split"].splitlines()[1]
-        lineno = script.splitlines().index(code) + 1
-        return (f'Traceback (most recent call last):\n  File "{AUTH_SCRIPT}", line {lineno}, in <module>\n'
-                f"{code}\n  File \"/usr/lib/python3.12/_strptime.py\", line 554, in _strptime_datetime\n"
-                "    tt, fraction, gmtoff_fraction = _strptime(data_string, format)\n"
-                f"                                    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\nValueError: {exc}")
-    raise AssertionError("the demo log must start with a single-digit day")
+    assert day == "", "the demo log's first failed attempt must fall on a single-digit day"
+    code = _AUTH_STAMPS["split"].splitlines()[1]
+    lineno = script.splitlines().index(code) + 1
+    return (f'Traceback (most recent call last):\n  File "{AUTH_SCRIPT}", line {lineno}, in <module>\n'
+            f"{code}\n  File \"/usr/lib/python3.12/_strptime.py\", line 554, in _strptime_datetime\n"
+            "    tt, fraction, gmtoff_fraction = _strptime(data_string, format)\n"
+            "                                    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+            f"ValueError: time data {f'2024 {month} {day} {clock}'!r} does not match format '%Y %b %d %H:%M:%S'")
 
 
 def _auth_checks(rows: list[list[str]], summary: list[str]) -> tuple[_Check, ...]:
@@ -1581,7 +1601,8 @@ def _auth_task() -> _TaskSpec:
     csv_text, summary, _ = _auth_report(log, _AuthVariant())
     rows = [row for row in csv.reader(io.StringIO(csv_text))][1:]
     summary_lines = summary.split() if summary else []
-    verifier = _fill(_AUTH_VERIFIER, ROWS=repr(rows), SUMMARY=repr(summary_lines), IPS=repr(sorted(r[0] for r in rows)))
+    verifier = _fill(_AUTH_VERIFIER, ROWS=_literal(rows), SUMMARY=repr(summary_lines),
+                     IPS=repr(sorted(r[0] for r in rows)))
     return _TaskSpec(
         name="ssh-failed-login-report", skill="log-forensics", category="security", tags=("logs", "sshd", "csv"),
         summary="report brute-force SSH attempts from a syslog auth log.", instruction=_AUTH_INSTRUCTION,
@@ -1655,7 +1676,8 @@ def _pytest_stdout(tests: list[dict[str, Any]], failures: list[tuple[str, str, s
     def bar(text: str, fill: str = "=") -> str:
         return f" {text} ".center(80, fill)
 
-    out = [bar("test session starts"), "platform linux -- Python 3.12.3, pytest-8.4.1, pluggy-1.6.0 -- /usr/bin/python3",
+    out = [bar("test session starts"),
+           "platform linux -- Python 3.12.3, pytest-8.4.1, pluggy-1.6.0 -- /usr/bin/python3",
            "cachedir: .pytest_cache", "rootdir: /tests", "plugins: json-ctrf-0.3.5",
            f"collecting ... collected {len(tests)} items", ""]
     for i, test in enumerate(tests, 1):
@@ -1825,29 +1847,28 @@ def build_demo_corpus(seed: int = 7) -> DemoCorpus:
     return DemoCorpus(tasks=tasks, trials=trials)
 
 
-def _is_demo_output(tasks_dir: Path, trials_dir: Path) -> bool:
-    tomls = list(tasks_dir.glob("*/task.toml")) if tasks_dir.is_dir() else []
-    results = list(trials_dir.glob("*/result.json")) if trials_dir.is_dir() else []
-    return all(DEMO_MARKER in p.read_text(encoding="utf-8") for p in tomls + results)
+def _holds_only_demo(folder: Path, marker_file: str) -> bool:
+    """True when every entry of `folder` is a folder whose `marker_file` carries DEMO_MARKER."""
+    return all(child.is_dir() and (child / marker_file).is_file()
+               and DEMO_MARKER in (child / marker_file).read_text(encoding="utf-8", errors="replace")
+               for child in folder.iterdir())
 
 
-def write_demo_corpus(out: Path, *, seed: int = 7, overwrite: bool = False) -> tuple[Path, Path]:
+def write_demo_corpus(out: Path, *, seed: int = 7) -> tuple[Path, Path]:
     """Write `out/tasks/<task>/...` and `out/trials/<trial>/...`; returns (tasks_dir, trials_dir).
 
-    Refuses to write into non-empty target folders unless `overwrite` is set, and even then only
-    replaces folders that hold nothing but an earlier demo corpus.
+    An earlier demo corpus in those folders is replaced; anything else there makes this raise
+    FileExistsError, so real data is never deleted.
     """
     out = Path(out)
     tasks_dir, trials_dir = out / "tasks", out / "trials"
-    occupied = [d for d in (tasks_dir, trials_dir) if d.is_dir() and any(d.iterdir())]
-    if occupied:
-        if not overwrite:
-            raise FileExistsError(f"{occupied[0]} is not empty; pass overwrite=True to replace an earlier demo corpus")
-        if not _is_demo_output(tasks_dir, trials_dir):
-            raise FileExistsError(f"{out} holds files that are not GCPC demo data; refusing to overwrite")
-        for d in occupied:
-            shutil.rmtree(d)
+    for folder, marker_file in ((tasks_dir, "task.toml"), (trials_dir, "result.json")):
+        if folder.exists() and not (folder.is_dir() and _holds_only_demo(folder, marker_file)):
+            raise FileExistsError(f"{folder} holds data that is not a GCPC demo corpus; refusing to overwrite it")
     corpus = build_demo_corpus(seed)
+    for folder in (tasks_dir, trials_dir):
+        if folder.exists():
+            shutil.rmtree(folder)
     targets = [(tasks_dir / task, files) for task, files in corpus.tasks.items()]
     targets += [(trials_dir / trial.name, trial.files) for trial in corpus.trials]
     for folder, files in targets:

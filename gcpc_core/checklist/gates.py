@@ -1,0 +1,372 @@
+"""Deterministic validation gates G1–G6 for one checklist against one task (no LLM).
+
+The gates run identically on LLM output and on hand-written files, so a checklist is accepted
+for what it says, not for who wrote it. Every threshold and word list comes from `Rules`
+(`rules/checklist_contract.yaml`); this module only holds the procedures. Failures are data
+(`GateFailure`), so synthesis can feed them back into a repair round and the CLI can print them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..models import Task, VerifierTest
+from .rules import Rules
+from .schema import ROUTES, Checklist, ChecklistFileError, parse_checklist
+
+__all__ = [
+    "GATES",
+    "GateFailure",
+    "check_checklist_data",
+    "failure_lines",
+    "gate_coverage",
+    "gate_duplicates",
+    "gate_quotes",
+    "gate_refs",
+    "gate_requirements",
+    "gate_schema",
+    "mask_quoted",
+    "normalize_whitespace",
+    "requirement_problems",
+    "run_gates",
+    "schema_failures",
+    "similarity",
+    "split_ref",
+]
+
+GATES: dict[str, str] = {
+    "G1": "verbatim quote",
+    "G2": "verifier refs",
+    "G3": "requirement level",
+    "G4": "duplicates",
+    "G5": "coverage",
+    "G6": "schema and budget",
+}
+"""Gate ids and their short names, in the order they run and report."""
+
+CHECKLIST_LEVEL = "-"
+"""Item id used for failures that belong to the checklist as a whole."""
+
+
+class GateFailure(BaseModel):
+    """One gate's objection to one item (or to the checklist, item id `-`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item_id: str
+    """Item id, a waiver's verifier ref, or `-` for the checklist as a whole."""
+    gate: str
+    """`G1` … `G6`."""
+    message: str
+    """What is wrong, on one line; written to be fed back to an author or a repair prompt."""
+
+    def line(self) -> str:
+        """The CLI form: `<item id> <gate id> <message>`."""
+        return f"{self.item_id} {self.gate} {' '.join(self.message.split())}"
+
+
+# ---------------------------------------------------------------- text helpers
+
+
+def normalize_whitespace(text: str) -> str:
+    """Every whitespace run (newlines, tabs, NBSP included) becomes one space; ends stripped."""
+    return " ".join(text.split())
+
+
+_QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^'\n]*'(?!\w)")
+_QUOTE_MASK = "QUOTED"
+
+
+def mask_quoted(text: str) -> str:
+    """Replace quoted literals with a placeholder word: quoted task data is not phrasing."""
+    return _QUOTED.sub(_QUOTE_MASK, text)
+
+
+_PARAM = re.compile(r"^(?P<base>[^\[]+)\[(?P<param>.*)\]$", re.DOTALL)
+
+
+def split_ref(ref: str) -> tuple[str, str | None]:
+    """`file::Class::test[param]` → (`file::Class::test`, `param`); no suffix → (ref, None)."""
+    ref = ref.strip()
+    match = _PARAM.match(ref)
+    return (match["base"], match["param"]) if match else (ref, None)
+
+
+def _similarity_text(text: str) -> str:
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.lower()).split())
+
+
+def similarity(a: str, b: str) -> float:
+    """G4's measure: SequenceMatcher ratio of lower-cased, punctuation-free, space-normalized text."""
+    return difflib.SequenceMatcher(None, _similarity_text(a), _similarity_text(b), autojunk=False).ratio()
+
+
+# ---------------------------------------------------------------- G3 core
+
+
+_AND = re.compile(r"(?<![\w/])and(?![\w/])")
+_AND_FOLLOWER = re.compile(r"(?<![\w/])and\s+([a-z][\w'-]*)")
+_SENTENCE_BREAK = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)[.!?]\s+[A-Z]")
+
+
+def _compound_signal(masked: str, rules: Rules) -> str | None:
+    rule = rules.contract.compound
+    low = " " + masked.lower() + " "
+    for sep in rule.separators:
+        if sep.lower() in low:
+            return f"separator {sep.strip() or sep!r} joins two requirements"
+    starters = {w.lower() for w in rule.clause_starters_after_and}
+    for match in _AND_FOLLOWER.finditer(low):
+        if match[1] in starters:
+            return f"'and {match[1]}' starts a second requirement"
+    count = len(_AND.findall(low))
+    if count > rule.max_and:
+        return f"{count} standalone 'and's (at most {rule.max_and})"
+    if rule.sentence_boundary and _SENTENCE_BREAK.search(masked):
+        return "more than one sentence"
+    return None
+
+
+def requirement_problems(text: str, rules: Rules) -> list[str]:
+    """G3's findings for one item text, as messages; empty when the text is requirement-level.
+
+    Length is measured on the whole text; phrase and compound checks run on the text with quoted
+    literals masked (see `mask_quoted`).
+    """
+    item_rule = rules.contract.item
+    problems: list[str] = []
+    stripped = text.strip()
+    words, chars = len(stripped.split()), len(stripped)
+    if not item_rule.min_words <= words <= item_rule.max_words:
+        problems.append(f"text has {words} words; allowed {item_rule.min_words}-{item_rule.max_words}")
+    if not item_rule.min_chars <= chars <= item_rule.max_chars:
+        problems.append(f"text has {chars} characters; allowed {item_rule.min_chars}-{item_rule.max_chars}")
+    masked = mask_quoted(stripped)
+    for family in rules.contract.banned.values():
+        hit = next((m[0] for _, rx in family.matchers if (m := rx.search(masked))), None)
+        if hit is not None:
+            problems.append(f"{family.label} {' '.join(hit.split())!r}")
+    signal = _compound_signal(masked, rules)
+    if signal:
+        problems.append(f"compound item: {signal}; split it into one item per requirement")
+    return problems
+
+
+# ---------------------------------------------------------------- the gates
+
+
+def gate_quotes(checklist: Checklist, task: Task, rules: Rules) -> list[GateFailure]:
+    """G1: each task quote is a whitespace-normalized substring of instruction.md."""
+    instruction = normalize_whitespace(task.instruction)
+    min_chars = rules.contract.quote.min_chars
+    failures: list[GateFailure] = []
+    for item in checklist.items:
+        quote = normalize_whitespace(item.task_quote)
+        if not quote:
+            message = "task quote is empty"
+        elif len(quote) < min_chars:
+            message = f"task quote {quote!r} is shorter than {min_chars} characters"
+        elif quote not in instruction:
+            message = f"task quote not found verbatim in instruction.md{_mismatch_hint(quote, instruction)}"
+        else:
+            continue
+        failures.append(GateFailure(item_id=item.id, gate="G1", message=message))
+    return failures
+
+
+def _mismatch_hint(quote: str, instruction: str) -> str:
+    """Where the quote stops matching: the longest prefix found in the instruction (monotone)."""
+    lo, hi = 0, len(quote)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if quote[:mid] in instruction:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0:
+        return ""
+    return f" (matches up to {quote[max(0, lo - 30):lo]!r}, then differs at {quote[lo:lo + 20]!r})"
+
+
+def gate_refs(checklist: Checklist, task: Task, rules: Rules) -> list[GateFailure]:
+    """G2: refs resolve to this task's parsed test nodes; routes that need refs have them."""
+    failures = [
+        GateFailure(item_id=CHECKLIST_LEVEL, gate="G2", message=f"verifier could not be parsed: {err}")
+        for err in task.parse_errors
+    ]
+    tests = {t.node_id: t for t in task.tests}
+    for item in checklist.items:
+        route = rules.contract.routes.get(item.route)
+        if route is not None and route.requires_refs and not item.verifier_refs:
+            message = (
+                f"{item.route} item has no verifier refs"
+                if tests
+                else f"{item.route} item needs a verifier ref but this task's verifier has no pytest test nodes"
+            )
+            failures.append(GateFailure(item_id=item.id, gate="G2", message=message))
+        for ref in item.verifier_refs:
+            problem = _ref_problem(ref, tests)
+            if problem:
+                failures.append(GateFailure(item_id=item.id, gate="G2", message=problem))
+    return failures
+
+
+def _ref_problem(ref: str, tests: dict[str, VerifierTest]) -> str | None:
+    base, param = split_ref(ref)
+    test = tests.get(base)
+    if test is None:
+        close = difflib.get_close_matches(base, list(tests), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"unknown verifier ref {ref!r}: not a test node of this task{hint}"
+    if param is not None and not test.parametrized:
+        return f"verifier ref {ref!r} has a [param] suffix but {base!r} is not parametrized"
+    return None
+
+
+def gate_requirements(checklist: Checklist, task: Task, rules: Rules) -> list[GateFailure]:
+    """G3: one observable requirement per item; not vague, not outcome, not run-specific."""
+    return [
+        GateFailure(item_id=item.id, gate="G3", message=problem)
+        for item in checklist.items
+        for problem in requirement_problems(item.text, rules)
+    ]
+
+
+def gate_duplicates(checklist: Checklist, task: Task, rules: Rules) -> list[GateFailure]:
+    """G4: no item's normalized text is as similar as the threshold to an earlier item's."""
+    threshold = rules.contract.duplicates.threshold
+    failures: list[GateFailure] = []
+    for i, item in enumerate(checklist.items):
+        for earlier in checklist.items[:i]:
+            score = similarity(item.text, earlier.text)
+            if score >= threshold:
+                failures.append(
+                    GateFailure(
+                        item_id=item.id,
+                        gate="G4",
+                        message=f"duplicates {earlier.id} (similarity {score:.2f} >= {threshold:.2f})",
+                    )
+                )
+                break
+    return failures
+
+
+def gate_coverage(checklist: Checklist, task: Task, rules: Rules) -> list[GateFailure]:
+    """G5: every test node is covered by a covering route's refs or waived with a reason."""
+    node_ids = set(task.test_ids)
+    covered = {
+        split_ref(ref)[0]
+        for item in checklist.items
+        if (route := rules.contract.routes.get(item.route)) is not None and route.covers_tests
+        for ref in item.verifier_refs
+    }
+    failures: list[GateFailure] = []
+    waived: set[str] = set()
+    for waiver in checklist.waivers:
+        base = split_ref(waiver.verifier_ref)[0]
+        owner = waiver.verifier_ref.strip() or CHECKLIST_LEVEL
+        if base not in node_ids:
+            failures.append(GateFailure(item_id=owner, gate="G5", message="waiver names an unknown verifier test node"))
+            continue
+        if base in waived:
+            failures.append(GateFailure(item_id=owner, gate="G5", message="test node is waived more than once"))
+        if not waiver.reason.strip():
+            failures.append(GateFailure(item_id=owner, gate="G5", message="waiver has no reason"))
+        waived.add(base)
+    for node_id in task.test_ids:
+        if node_id not in covered and node_id not in waived:
+            failures.append(
+                GateFailure(
+                    item_id=CHECKLIST_LEVEL,
+                    gate="G5",
+                    message=f"verifier test {node_id} is neither covered by an assertion item nor waived",
+                )
+            )
+    return failures
+
+
+def gate_schema(checklist: Checklist, task: Task, rules: Rules) -> list[GateFailure]:
+    """G6: right task, known source, well-formed unique ids, valid routes, budget, compilable probes.
+
+    Type-level schema errors are caught when a file is parsed (`schema_failures`); this re-checks
+    what a model built in code could still get wrong.
+    """
+    contract = rules.contract
+    failures: list[GateFailure] = []
+
+    def fail(item_id: str, message: str) -> None:
+        failures.append(GateFailure(item_id=item_id, gate="G6", message=message))
+
+    if checklist.task != task.id:
+        fail(CHECKLIST_LEVEL, f"checklist is for task {checklist.task!r}, not {task.id!r}")
+    prefix, _, who = checklist.source.partition(":")
+    if prefix not in contract.sources or not who.strip():
+        allowed = " or ".join(f"'{p}:<name>'" for p in contract.sources)
+        fail(CHECKLIST_LEVEL, f"source {checklist.source!r} must look like {allowed}")
+    n = len(checklist.items)
+    if not contract.budget.min_items <= n <= contract.budget.max_items:
+        fail(CHECKLIST_LEVEL, f"{n} items; the budget is {contract.budget.min_items}-{contract.budget.max_items}")
+    id_pattern = re.compile(contract.item.id_pattern)
+    seen: set[str] = set()
+    for item in checklist.items:
+        if not id_pattern.fullmatch(item.id):
+            fail(item.id or CHECKLIST_LEVEL, f"item id {item.id!r} does not match {contract.item.id_pattern}")
+        if item.id in seen:
+            fail(item.id, f"duplicate item id {item.id!r}")
+        seen.add(item.id)
+        if item.route not in ROUTES or item.route not in contract.routes:
+            fail(item.id, f"route {item.route!r} is not one of {', '.join(ROUTES)}")
+        for k, probe in enumerate(item.probes):
+            try:
+                probe.compile()
+            except (re.error, ValueError) as exc:
+                fail(item.id, f"probes[{k}] pattern {probe.pattern!r} does not compile: {exc}")
+    return failures
+
+
+_GATE_FUNCTIONS: tuple[Callable[[Checklist, Task, Rules], list[GateFailure]], ...] = (
+    gate_quotes,
+    gate_refs,
+    gate_requirements,
+    gate_duplicates,
+    gate_coverage,
+    gate_schema,
+)
+
+
+def run_gates(checklist: Checklist, task: Task, rules: Rules) -> list[GateFailure]:
+    """All gate failures of `checklist` against `task`, G1 to G6; empty means it may be frozen."""
+    return [failure for gate in _GATE_FUNCTIONS for failure in gate(checklist, task, rules)]
+
+
+def schema_failures(error: ChecklistFileError) -> list[GateFailure]:
+    """G6 failures for a file or reply that is not a valid checklist (syntax or schema)."""
+    return [
+        GateFailure(item_id=p.item_id, gate="G6", message=f"{p.field}: {p.message}" if p.field else p.message)
+        for p in error.problems
+    ]
+
+
+def check_checklist_data(
+    data: Any, task: Task, rules: Rules, origin: str = "<data>"
+) -> tuple[Checklist | None, list[GateFailure]]:
+    """Parse plain data (a loaded file or an LLM reply) and gate it: the path both take.
+
+    Returns (None, G6 failures) when the data is not a checklist at all, else the checklist and
+    every gate failure.
+    """
+    try:
+        checklist = parse_checklist(data, origin)
+    except ChecklistFileError as exc:
+        return None, schema_failures(exc)
+    return checklist, run_gates(checklist, task, rules)
+
+
+def failure_lines(failures: Iterable[GateFailure]) -> list[str]:
+    """CLI lines for failures, in the order given."""
+    return [f.line() for f in failures]

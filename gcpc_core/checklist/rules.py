@@ -1,0 +1,303 @@
+"""The human-governed rule files in `rules/`: loading, validation and the content-hash version.
+
+Rules are data, not code: the gates read their thresholds and word lists from
+`checklist_contract.yaml`, prompts embed the Markdown prose, and every artifact records
+`rules_version` so a result can be traced to the exact rules it was produced under.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .schema import ROUTES, Checklist, ChecklistItem, Route
+
+__all__ = [
+    "CONTRACT_FILE",
+    "DEFAULT_RULES_DIR",
+    "FIXED_CHECKLIST_FILE",
+    "PROSE_FILES",
+    "BudgetRule",
+    "CompoundRule",
+    "ContractRules",
+    "DuplicateRule",
+    "FixedQuestion",
+    "ItemRule",
+    "PhraseRule",
+    "QuoteRule",
+    "RouteRule",
+    "Rules",
+    "RulesError",
+    "fixed_checklist",
+    "load_rules",
+    "rules_version",
+]
+
+DEFAULT_RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
+"""The repository's `rules/` folder (beside the `gcpc_core` package)."""
+
+CONTRACT_FILE = "checklist_contract.yaml"
+FIXED_CHECKLIST_FILE = "fixed_checklist.yaml"
+PROSE_FILES: tuple[str, ...] = ("checklist_contract.md", "evidence.md")
+"""Markdown files that must exist; every other `*.md` in rules/ is loaded too."""
+
+SHORT_VERSION_LEN = 12
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class RulesError(ValueError):
+    """A rules folder that cannot be loaded; the message names the file and the problem."""
+
+
+class _Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BudgetRule(_Rule):
+    """How many items one checklist may hold (G6)."""
+
+    min_items: int = Field(ge=1)
+    """Fewest items allowed."""
+    max_items: int = Field(ge=1)
+    """Most items allowed."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BudgetRule:
+        if self.min_items > self.max_items:
+            raise ValueError("min_items exceeds max_items")
+        return self
+
+
+class ItemRule(_Rule):
+    """Length bounds of an item's text (G3) and the shape of its id (G6)."""
+
+    min_words: int = Field(ge=1)
+    """Fewest whitespace-separated words."""
+    max_words: int = Field(ge=1)
+    """Most whitespace-separated words."""
+    min_chars: int = Field(ge=1)
+    """Fewest characters after stripping."""
+    max_chars: int = Field(ge=1)
+    """Most characters after stripping."""
+    id_pattern: str
+    """Regex an item id must fully match."""
+
+    @field_validator("id_pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        re.compile(value)
+        return value
+
+
+class QuoteRule(_Rule):
+    """Task-quote requirements beyond verbatim-ness (G1)."""
+
+    min_chars: int = Field(ge=1)
+    """Shortest whitespace-normalized quote that counts as grounding."""
+
+
+class PhraseRule(_Rule):
+    """One family of banned wording (G3), matched on quote-masked text."""
+
+    label: str
+    """How a failure names the family, e.g. `vague phrase`."""
+    why: str = ""
+    """The reason, for humans and prompts."""
+    phrases: list[str] = Field(default_factory=list)
+    """Literal phrases: case-insensitive, whole words, any whitespace between words."""
+    patterns: list[str] = Field(default_factory=list)
+    """Python regexes (compiled case-insensitive) for word families."""
+
+    @field_validator("patterns")
+    @classmethod
+    def _compile(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            re.compile(pattern, re.IGNORECASE)
+        return value
+
+    @cached_property
+    def matchers(self) -> tuple[tuple[str, re.Pattern[str]], ...]:
+        """(shown text, compiled regex) for every phrase and pattern, in file order."""
+        literal = [
+            (p, re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, p.split())) + r"(?!\w)", re.IGNORECASE))
+            for p in self.phrases
+            if p.strip()
+        ]
+        return tuple(literal + [(p, re.compile(p, re.IGNORECASE)) for p in self.patterns])
+
+
+class CompoundRule(_Rule):
+    """Signals that an item states more than one requirement (G3); see the YAML for the rule."""
+
+    separators: list[str]
+    """Substrings (lower case, spaces significant) that join clauses."""
+    clause_starters_after_and: list[str]
+    """Words that, directly after a standalone "and", open a second predicate."""
+    max_and: int = Field(ge=0)
+    """More standalone "and"s than this makes an item compound."""
+    sentence_boundary: bool = True
+    """Whether more than one sentence makes an item compound."""
+
+
+class DuplicateRule(_Rule):
+    """Near-duplicate detection between items (G4)."""
+
+    method: Literal["sequence_matcher"]
+    """`difflib.SequenceMatcher(autojunk=False).ratio()` over normalized text."""
+    threshold: float = Field(gt=0.0, le=1.0)
+    """Similarity at or above which the later item is rejected."""
+
+
+class RouteRule(_Rule):
+    """What one route means and how the gates treat its refs."""
+
+    definition: str
+    """One-paragraph definition, for humans and prompts."""
+    requires_refs: bool
+    """G2: items on this route need at least one verifier ref."""
+    covers_tests: bool
+    """G5: refs of items on this route count as covering test nodes."""
+    examples: list[str] = Field(default_factory=list)
+    """Example item texts."""
+
+
+class ContractRules(_Rule):
+    """`checklist_contract.yaml`: everything the gates read."""
+
+    schema_version: int
+    """Version of this file's layout (not of its content; the rules version hashes content)."""
+    budget: BudgetRule
+    item: ItemRule
+    quote: QuoteRule
+    sources: list[str] = Field(min_length=1)
+    """Allowed `source` prefixes (`human` in `human:alice`)."""
+    banned: dict[str, PhraseRule]
+    """Banned wording families; must include `vague`, `outcome` and `run_specific`."""
+    compound: CompoundRule
+    duplicates: DuplicateRule
+    routes: dict[Route, RouteRule]
+    """Exactly the three routes."""
+
+    @field_validator("banned")
+    @classmethod
+    def _required_families(cls, value: dict[str, PhraseRule]) -> dict[str, PhraseRule]:
+        missing = {"vague", "outcome", "run_specific"} - set(value)
+        if missing:
+            raise ValueError(f"missing banned families: {', '.join(sorted(missing))}")
+        return value
+
+    @field_validator("routes")
+    @classmethod
+    def _all_routes(cls, value: dict[str, RouteRule]) -> dict[str, RouteRule]:
+        if set(value) != set(ROUTES):
+            raise ValueError(f"routes must define exactly {', '.join(ROUTES)}")
+        return value
+
+
+class FixedQuestion(_Rule):
+    """One question of the task-agnostic fixed checklist (ablation baseline)."""
+
+    id: str
+    """`F1`, `F2`, …"""
+    route: Literal["judge"] = "judge"
+    """Always `judge`: the question needs the instruction and the run."""
+    text: str
+    """The question, phrased as a requirement."""
+
+
+class _FixedFile(_Rule):
+    items: list[FixedQuestion] = Field(min_length=1)
+
+
+class Rules(_Rule):
+    """Everything in one rules folder, with its content-hash version."""
+
+    rules_dir: str
+    """Absolute path the rules were loaded from."""
+    version: str
+    """First 12 hex digits of `version_full`; what artifacts show."""
+    version_full: str
+    """sha256 over every file in the folder (see `rules_version`)."""
+    contract: ContractRules
+    """The gate rules (`checklist_contract.yaml`)."""
+    fixed: list[FixedQuestion]
+    """The fixed checklist questions (`fixed_checklist.yaml`)."""
+    prose: dict[str, str]
+    """Every Markdown file's text, keyed by file name, for prompts and the app."""
+
+
+def _rule_files(rules_dir: Path) -> list[Path]:
+    return sorted((p for p in rules_dir.rglob("*") if p.is_file()), key=lambda p: p.relative_to(rules_dir).as_posix())
+
+
+def rules_version(rules_dir: Path | None = None, *, full: bool = False) -> str:
+    """sha256 over the sorted (relative path, bytes) of every file under `rules_dir`.
+
+    Each file contributes its POSIX relative path and its bytes, each length-prefixed, so no
+    two different folders hash alike. Returns the 12-hex short form unless `full`.
+    """
+    root = Path(rules_dir or DEFAULT_RULES_DIR).resolve()
+    if not root.is_dir():
+        raise RulesError(f"{root}: rules folder not found")
+    digest = hashlib.sha256()
+    for path in _rule_files(root):
+        for part in (path.relative_to(root).as_posix().encode("utf-8"), path.read_bytes()):
+            digest.update(len(part).to_bytes(8, "big"))
+            digest.update(part)
+    hexdigest = digest.hexdigest()
+    return hexdigest if full else hexdigest[:SHORT_VERSION_LEN]
+
+
+def _load_yaml(path: Path) -> Any:
+    if not path.is_file():
+        raise RulesError(f"{path}: required rules file is missing")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise RulesError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from exc
+
+
+def _validated(model: type[_M], path: Path) -> _M:
+    try:
+        return model.model_validate(_load_yaml(path))
+    except ValidationError as exc:
+        detail = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors(include_url=False)
+        )
+        raise RulesError(f"{path}: {detail}") from exc
+
+
+def load_rules(rules_dir: Path | None = None) -> Rules:
+    """Load and validate a rules folder (default: the repository's `rules/`); raises RulesError."""
+    root = Path(rules_dir or DEFAULT_RULES_DIR).resolve()
+    full = rules_version(root, full=True)
+    for name in PROSE_FILES:
+        if not (root / name).is_file():
+            raise RulesError(f"{root / name}: required rules file is missing")
+    return Rules(
+        rules_dir=str(root),
+        version=full[:SHORT_VERSION_LEN],
+        version_full=full,
+        contract=_validated(ContractRules, root / CONTRACT_FILE),
+        fixed=_validated(_FixedFile, root / FIXED_CHECKLIST_FILE).items,
+        prose={p.name: p.read_text(encoding="utf-8") for p in sorted(root.glob("*.md"))},
+    )
+
+
+def fixed_checklist(rules: Rules, task_id: str) -> Checklist:
+    """The fixed questions as a Checklist for `task_id`, so the fixed judge reuses checklist judging.
+
+    Its items are task-agnostic, so they carry no task quote and are not gated.
+    """
+    return Checklist(
+        task=task_id,
+        source=f"fixed:rules-{rules.version}",
+        items=[ChecklistItem(id=q.id, route=q.route, text=q.text, task_quote="") for q in rules.fixed],
+    )

@@ -1,0 +1,821 @@
+"""The one LLM layer: every LLM call in GCPC goes through `LLM.complete`.
+
+Why one layer: synthesis and every judge need the same guarantees, and they are
+easy to get subtly wrong twice —
+
+* any OpenAI-compatible endpoint through the real `openai` client
+  (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, model from the caller or `GCPC_MODEL`);
+* structured output validated by pydantic. `structured_mode` picks how the schema
+  is sent: `parse` (`chat.completions.parse`, strict JSON schema — OpenAI),
+  `json_schema` (a plain JSON-schema `response_format` — vLLM, recent Ollama) or
+  `json_object` (JSON mode plus the schema in a system message — anything else).
+  The reply is always validated here with `model_validate_json`, from the raw body,
+  so a bad reply can be reported with its text and a good one cached as is;
+* a content-addressed response cache in the project DB: an identical request
+  (model, messages, schema, temperature, prompt version) makes no HTTP call, and
+  identical requests in flight at once share one call;
+* HTTP retries, backoff and timeouts are the `openai` client's own (`max_retries`,
+  `timeout`; it honours Retry-After) — there is no hand-written retry loop here;
+* a reply that is malformed, fails the schema, is truncated or is a refusal is never
+  cached and raises `LLMReplyError` (or `LLMRefusal`) carrying the raw text, so the
+  caller can do one repair round and record the reason;
+* bounded concurrency (an asyncio semaphore) for many calls (`complete_many`);
+* token accounting (prompt, cached, completion) per call and per run, with a cost
+  estimate from `llm_prices.yaml`; every call is recorded in the DB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+import openai
+import yaml
+from openai import AsyncOpenAI
+from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from .store import Store
+
+__all__ = [
+    "DEFAULT_PRICES_PATH",
+    "ENV_MODEL",
+    "JSON_OBJECT_PROMPT",
+    "LLM",
+    "LLMCallError",
+    "LLMConfig",
+    "LLMError",
+    "LLMNotConfigured",
+    "LLMRefusal",
+    "LLMReplyError",
+    "LLMRequest",
+    "LLMResult",
+    "Price",
+    "RunTotals",
+    "STRUCTURED_MODES",
+    "StructuredMode",
+    "Usage",
+    "estimate_cost",
+    "interpret_reply",
+    "llm_status",
+    "load_prices",
+    "price_for",
+    "request_key",
+]
+
+T = TypeVar("T", bound=BaseModel)
+
+StructuredMode = Literal["parse", "json_schema", "json_object"]
+STRUCTURED_MODES: tuple[str, ...] = StructuredMode.__args__  # type: ignore[attr-defined]
+
+ENV_MODEL = "GCPC_MODEL"
+ENV_BASE_URL = "OPENAI_BASE_URL"
+ENV_API_KEY = "OPENAI_API_KEY"
+ENV_STRUCTURED_MODE = "GCPC_STRUCTURED_MODE"
+ENV_TIMEOUT = "GCPC_LLM_TIMEOUT"
+ENV_MAX_RETRIES = "GCPC_LLM_MAX_RETRIES"
+ENV_CONCURRENCY = "GCPC_LLM_CONCURRENCY"
+ENV_PRICES = "GCPC_PRICES"
+
+DEFAULT_PRICES_PATH = Path(__file__).with_name("llm_prices.yaml")
+
+PLACEHOLDER_API_KEY = "not-needed"
+"""Sent to a self-hosted endpoint (OPENAI_BASE_URL set) when no key is configured:
+vLLM and Ollama ignore it, but the client refuses to start without one."""
+
+JSON_OBJECT_PROMPT = (
+    "Reply with exactly one JSON object and nothing else (no prose, no code fences). "
+    "It must validate against this JSON Schema, named {name}:\n{schema}"
+)
+"""System message prepended in `json_object` mode, where the server does not see the schema."""
+
+RAW_REPLY_LIMIT = 200_000
+"""Raw reply text kept on errors and in call records; longer replies are cut (and say so)."""
+
+MAX_ERRORS_SHOWN = 20
+"""Validation errors named in an LLMReplyError message (enough for a repair prompt)."""
+
+
+# ---- configuration -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Where and how to call the model. `from_env` reads the documented variables."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    structured_mode: StructuredMode = "parse"
+    timeout: float = 120.0
+    """Seconds per HTTP attempt; the client retries a timed-out attempt."""
+    max_retries: int = 4
+    """The client's own retries for 408/409/429/5xx, timeouts and connection errors."""
+    concurrency: int = 8
+    """At most this many HTTP requests in flight from one `LLM`."""
+    temperature: float | None = 0.0
+    """None omits the parameter (some reasoning models accept only their default)."""
+    max_completion_tokens: int | None = None
+
+    @classmethod
+    def from_env(
+        cls, model: str | None = None, *, env: Mapping[str, str] | None = None, **overrides: Any
+    ) -> LLMConfig:
+        """Config from `GCPC_MODEL`, `OPENAI_BASE_URL`, `OPENAI_API_KEY` and the `GCPC_LLM_*` knobs;
+        an explicit `model` and `overrides` win."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {
+            "model": model or env.get(ENV_MODEL) or None,
+            "base_url": env.get(ENV_BASE_URL) or None,
+            "api_key": env.get(ENV_API_KEY) or None,
+        }
+        if env.get(ENV_STRUCTURED_MODE):
+            values["structured_mode"] = env[ENV_STRUCTURED_MODE]
+        for name, var, kind in (
+            ("timeout", ENV_TIMEOUT, float),
+            ("max_retries", ENV_MAX_RETRIES, int),
+            ("concurrency", ENV_CONCURRENCY, int),
+        ):
+            if env.get(var):
+                values[name] = kind(env[var])
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def problems(self) -> list[str]:
+        """Why this config cannot make calls; empty when it can."""
+        found = []
+        if not self.model:
+            found.append(f"no model: pass --model or set {ENV_MODEL}")
+        if not self.api_key and not self.base_url:
+            found.append(
+                f"no endpoint: set {ENV_API_KEY} (and {ENV_BASE_URL} for a server other than OpenAI)"
+            )
+        if self.structured_mode not in STRUCTURED_MODES:
+            found.append(
+                f"structured mode {self.structured_mode!r} is not one of {', '.join(STRUCTURED_MODES)}"
+            )
+        if self.concurrency < 1:
+            found.append("concurrency must be at least 1")
+        return found
+
+
+def llm_status(model: str | None = None, *, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """(usable, one-line reason) for the app and CLI to show before starting LLM work."""
+    config = LLMConfig.from_env(model, env=env)
+    problems = config.problems()
+    if problems:
+        return False, "LLM not configured: " + "; ".join(problems)
+    where = config.base_url or "api.openai.com (default)"
+    return True, f"model {config.model} at {where}, structured mode {config.structured_mode}"
+
+
+# ---- prices and usage ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per 1M tokens."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+
+def load_prices(path: str | Path | None = None) -> dict[str, Price]:
+    """The price table: `llm_prices.yaml`, then the file named by `GCPC_PRICES` (or `path`) on top."""
+    table: dict[str, Price] = {}
+    extra = path or os.environ.get(ENV_PRICES)
+    for source in (DEFAULT_PRICES_PATH, Path(extra) if extra else None):
+        if source is None:
+            continue
+        data = yaml.safe_load(Path(source).read_text(encoding="utf-8")) or {}
+        for name, row in data.items():
+            table[str(name)] = Price(**row)
+    return table
+
+
+def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
+    """Longest price-table key that the model name starts with (a `provider/` prefix is dropped)."""
+    name = model.rsplit("/", 1)[-1]
+    matches = [key for key in prices if name == key or name.startswith(key)]
+    return prices[max(matches, key=len)] if matches else None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens of one call, or summed over many."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    """Part of `prompt_tokens` the provider served from its prompt cache."""
+    completion_tokens: int = 0
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> Usage:
+        usage = body.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or {}
+        return cls(
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            cached_tokens=int(details.get("cached_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        )
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+def estimate_cost(usage: Usage, price: Price | None) -> float | None:
+    """USD for `usage` at `price`; None when the price is unknown (never a misleading 0)."""
+    if price is None:
+        return None
+    cached_price = price.input if price.cached_input is None else price.cached_input
+    uncached = max(usage.prompt_tokens - usage.cached_tokens, 0)
+    return (
+        uncached * price.input + usage.cached_tokens * cached_price + usage.completion_tokens * price.output
+    ) / 1_000_000
+
+
+@dataclass
+class RunTotals:
+    """What one run spent so far; `LLM.run` writes it to the `runs` row at the end."""
+
+    run_id: str | None = None
+    calls: int = 0
+    http_calls: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    """Calls with tokens but no price: `cost_usd` then understates the run and says so."""
+
+    def add(self, *, usage: Usage, cost: float | None, cache_hit: bool, error: bool) -> None:
+        self.calls += 1
+        self.cache_hits += int(cache_hit)
+        self.http_calls += int(not cache_hit)
+        self.errors += int(error)
+        self.usage = self.usage + usage
+        if cost is None:
+            self.unpriced_calls += int(usage != Usage())
+        else:
+            self.cost_usd += cost
+
+    @property
+    def cost_or_none(self) -> float | None:
+        """The run's cost, or None when no call could be priced."""
+        return None if self.unpriced_calls and not self.cost_usd else self.cost_usd
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "http_calls": self.http_calls,
+            "cache_hits": self.cache_hits,
+            "errors": self.errors,
+            "prompt_tokens": self.usage.prompt_tokens,
+            "cached_tokens": self.usage.cached_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "cost_usd": self.cost_or_none,
+            "unpriced_calls": self.unpriced_calls,
+        }
+
+
+# ---- errors -----------------------------------------------------------------------
+
+
+class LLMError(RuntimeError):
+    """Base of every error this layer raises; `reason` is a short machine-readable code."""
+
+    reason: str = "error"
+
+    def __init__(self, message: str, *, reason: str | None = None):
+        super().__init__(message)
+        if reason is not None:
+            self.reason = reason
+
+
+class LLMNotConfigured(LLMError):
+    """No model or endpoint configured: the message says which variable to set."""
+
+    reason = "not_configured"
+
+
+class LLMCallError(LLMError):
+    """The HTTP call failed after the client's own retries (or was not retryable, e.g. 400)."""
+
+    def __init__(self, message: str, *, reason: str, status: int | None = None):
+        super().__init__(message, reason=reason)
+        self.status = status
+
+
+class LLMReplyError(LLMError):
+    """The model answered, but not with a valid instance of the schema. Never cached.
+
+    `raw` is the reply text (or the whole body when there was no text), for a repair
+    prompt and for the audit trail; `usage` is what the bad reply cost.
+    """
+
+    def __init__(self, message: str, *, reason: str, raw: str, usage: Usage | None = None):
+        super().__init__(message, reason=reason)
+        self.raw = raw
+        self.usage = usage or Usage()
+
+
+class LLMRefusal(LLMReplyError):
+    """The model refused (`message.refusal` or a content-filter stop)."""
+
+
+# ---- requests and results ----------------------------------------------------------
+
+
+Message = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class LLMRequest(Generic[T]):
+    """One structured call, for `complete_many`."""
+
+    messages: Sequence[Message]
+    response_model: type[T]
+    prompt_version: str
+    tag: str = ""
+    """Free label recorded with the call, e.g. the task or trajectory id."""
+    temperature: float | None = None
+    """None: the config's temperature."""
+
+
+@dataclass(frozen=True)
+class LLMResult(Generic[T]):
+    """A validated reply and what it cost."""
+
+    parsed: T
+    text: str
+    model: str
+    key: str
+    usage: Usage
+    """Tokens this call spent: zero for a cache hit."""
+    cost_usd: float | None
+    cache_hit: bool
+    latency_s: float
+    retries: int = 0
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_key(
+    *,
+    model: str,
+    messages: Sequence[Message],
+    response_model: type[BaseModel],
+    temperature: float | None,
+    prompt_version: str,
+) -> str:
+    """Cache key: sha256 of the canonical request. The structured mode is deliberately not part
+    of it — a reply that validates against the schema is equally good whichever way it was asked."""
+    return hashlib.sha256(
+        _canonical(
+            {
+                "model": model,
+                "messages": [dict(m) for m in messages],
+                "schema": {"name": response_model.__name__, "json_schema": response_model.model_json_schema()},
+                "temperature": temperature,
+                "prompt_version": prompt_version,
+            }
+        ).encode("utf-8")
+    ).hexdigest()
+
+
+def _clip(text: str) -> str:
+    if len(text) <= RAW_REPLY_LIMIT:
+        return text
+    return text[:RAW_REPLY_LIMIT] + f"\n[… cut: {len(text) - RAW_REPLY_LIMIT} more characters]"
+
+
+def _strip_fences(text: str) -> str:
+    """Drop one ```json … ``` wrapper, which JSON-mode servers sometimes add."""
+    stripped = text.strip()
+    if stripped.startswith("```") and stripped.endswith("```"):
+        stripped = stripped[3:-3]
+        first_newline = stripped.find("\n")
+        if first_newline != -1 and stripped[:first_newline].strip().isalpha():
+            stripped = stripped[first_newline + 1 :]
+    return stripped.strip()
+
+
+def interpret_reply(body: Mapping[str, Any], response_model: type[T]) -> tuple[T, str]:
+    """Validate a chat-completion body against `response_model`: (instance, reply text).
+
+    The single validation path for fresh replies (any structured mode) and cache hits.
+    """
+    usage = Usage.from_body(body)
+    choices = body.get("choices") or []
+    if not choices:
+        raise LLMReplyError("reply has no choices", reason="no_choices", raw=_clip(_canonical(body)), usage=usage)
+    choice = choices[0]
+    message = choice.get("message") or {}
+    text = message.get("content") or ""
+    if message.get("refusal"):
+        raise LLMRefusal(f"model refused: {message['refusal']}", reason="refusal", raw=_clip(message["refusal"]), usage=usage)
+    finish = choice.get("finish_reason")
+    if finish == "content_filter":
+        raise LLMRefusal("reply stopped by the content filter", reason="content_filter", raw=_clip(text), usage=usage)
+    if finish == "length":
+        raise LLMReplyError(
+            "reply was cut at the token limit", reason="truncated", raw=_clip(text), usage=usage
+        )
+    if not text.strip():
+        raise LLMReplyError("reply is empty", reason="empty", raw=_clip(_canonical(body)), usage=usage)
+    try:
+        return response_model.model_validate_json(_strip_fences(text)), text
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        json_broken = any(err["type"] == "json_invalid" for err in errors)
+        detail = "; ".join(
+            f"{'.'.join(map(str, err['loc'])) or '(root)'}: {err['msg']}" for err in errors[:MAX_ERRORS_SHOWN]
+        )
+        if len(errors) > MAX_ERRORS_SHOWN:
+            detail += f"; and {len(errors) - MAX_ERRORS_SHOWN} more"
+        raise LLMReplyError(
+            f"reply is {'not valid JSON' if json_broken else f'not a valid {response_model.__name__}'}: {detail}",
+            reason="invalid_json" if json_broken else "schema",
+            raw=_clip(text),
+            usage=usage,
+        ) from exc
+
+
+# ---- the layer ------------------------------------------------------------------------
+
+
+@dataclass
+class _LoopState:
+    """Things bound to one event loop: the HTTP client's pool, the semaphore, in-flight calls."""
+
+    loop: asyncio.AbstractEventLoop
+    client: AsyncOpenAI
+    semaphore: asyncio.Semaphore
+    inflight: dict[str, asyncio.Future[dict[str, Any] | None]] = field(default_factory=dict)
+    in_flight_now: int = 0
+    max_in_flight: int = 0
+
+
+class LLM:
+    """A configured model endpoint with cache, accounting and a concurrency bound.
+
+    Use one instance per run: `with llm.run("synthesize", prompt_version=...)` records the run;
+    calls made outside a run are recorded with no run id.
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        store: Store | None = None,
+        prices: Mapping[str, Price] | None = None,
+    ):
+        problems = config.problems()
+        if problems:
+            raise LLMNotConfigured("LLM not configured: " + "; ".join(problems))
+        self.config = config
+        self.model: str = config.model  # type: ignore[assignment]  # problems() guarantees it
+        self.store = store
+        self.prices = load_prices() if prices is None else dict(prices)
+        self.price = price_for(self.model, self.prices)
+        self.totals = RunTotals()
+        self._state: _LoopState | None = None
+
+    @classmethod
+    def from_env(cls, model: str | None = None, *, store: Store | None = None, **overrides: Any) -> LLM:
+        """The usual way in: config from the environment, `model` from `--model` when given."""
+        return cls(LLMConfig.from_env(model, **overrides), store=store)
+
+    @property
+    def max_in_flight(self) -> int:
+        """Most HTTP requests this instance had in flight at once (on its current event loop)."""
+        return self._state.max_in_flight if self._state else 0
+
+    # -- runs --
+
+    @contextmanager
+    def run(
+        self,
+        kind: str,
+        *,
+        prompt_version: str,
+        rules_version: str | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Iterator[RunTotals]:
+        """Record one run (a `runs` row): its calls are tagged with its id and summed into it.
+
+        The row ends `done`, `interrupted` (Ctrl-C, cancellation) or `failed` (any other error).
+        """
+        self.totals = RunTotals()
+        started = time.monotonic()
+        if self.store is not None:
+            self.totals.run_id = self.store.start_run(
+                kind=kind,
+                model=self.model,
+                prompt_version=prompt_version,
+                rules_version=rules_version,
+                params=dict(params or {}),
+            )
+        status = "failed"
+        try:
+            yield self.totals
+            status = "done"
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            status = "interrupted"
+            raise
+        finally:
+            if self.store is not None and self.totals.run_id is not None:
+                self.store.finish_run(
+                    self.totals.run_id,
+                    status=status,
+                    wall_s=round(time.monotonic() - started, 3),
+                    totals=self.totals.as_row(),
+                )
+
+    # -- calls --
+
+    def _loop_state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        if self._state is None or self._state.loop is not loop:
+            client = AsyncOpenAI(
+                api_key=self.config.api_key or PLACEHOLDER_API_KEY,
+                base_url=self.config.base_url,
+                timeout=self.config.timeout,
+                max_retries=self.config.max_retries,
+            )
+            self._state = _LoopState(loop, client, asyncio.Semaphore(self.config.concurrency))
+        return self._state
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the current event loop."""
+        if self._state is not None:
+            state, self._state = self._state, None
+            await state.client.close()
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        response_model: type[T],
+        *,
+        prompt_version: str,
+        tag: str = "",
+        temperature: float | None = None,
+    ) -> LLMResult[T]:
+        """One structured call: cached reply, or one HTTP request (with the client's retries).
+
+        Raises LLMReplyError / LLMRefusal for a bad reply and LLMCallError for a failed call;
+        both are recorded before they are raised.
+        """
+        temp = self.config.temperature if temperature is None else temperature
+        key = request_key(
+            model=self.model,
+            messages=messages,
+            response_model=response_model,
+            temperature=temp,
+            prompt_version=prompt_version,
+        )
+        state = self._loop_state()
+        body = self.store.llm_cache_get(key) if self.store is not None else None
+        while body is None and key in state.inflight:
+            body = await asyncio.shield(state.inflight[key])  # an identical call is on its way
+        if body is not None:
+            parsed, text = interpret_reply(body, response_model)
+            return self._finish(
+                LLMResult(parsed, text, self.model, key, Usage(), 0.0, True, 0.0),
+                prompt_version=prompt_version,
+                tag=tag,
+            )
+        future: asyncio.Future[dict[str, Any] | None] = state.loop.create_future()
+        state.inflight[key] = future
+        try:
+            result, body = await self._call(state, key, messages, response_model, temp, prompt_version, tag)
+            future.set_result(body)
+            return result
+        finally:
+            if not future.done():
+                future.set_result(None)  # the call failed: waiters make their own
+            state.inflight.pop(key, None)
+
+    async def _call(
+        self,
+        state: _LoopState,
+        key: str,
+        messages: Sequence[Message],
+        response_model: type[T],
+        temperature: float | None,
+        prompt_version: str,
+        tag: str,
+    ) -> tuple[LLMResult[T], dict[str, Any]]:
+        record = {"prompt_version": prompt_version, "tag": tag, "key": key}
+        async with state.semaphore:
+            state.in_flight_now += 1
+            state.max_in_flight = max(state.max_in_flight, state.in_flight_now)
+            started = time.monotonic()
+            try:
+                body, retries = await self._send(state.client, messages, response_model, temperature)
+            except openai.APIError as exc:
+                error = _call_error(exc)
+                self._record_failure(error, Usage(), time.monotonic() - started, record, raw=None)
+                raise error from exc
+            except LLMReplyError as error:
+                self._record_failure(error, error.usage, time.monotonic() - started, record, raw=error.raw)
+                raise
+            finally:
+                state.in_flight_now -= 1
+            latency = time.monotonic() - started
+        usage = Usage.from_body(body)
+        cost = estimate_cost(usage, self.price)
+        try:
+            parsed, text = interpret_reply(body, response_model)
+        except LLMReplyError as error:
+            self._record_failure(error, usage, latency, record, raw=error.raw, cost=cost, retries=retries)
+            raise
+        if self.store is not None:
+            self.store.llm_cache_put(key, model=self.model, response=body)
+        result = self._finish(
+            LLMResult(parsed, text, self.model, key, usage, cost, False, latency, retries),
+            prompt_version=prompt_version,
+            tag=tag,
+        )
+        return result, body
+
+    async def _send(
+        self,
+        client: AsyncOpenAI,
+        messages: Sequence[Message],
+        response_model: type[BaseModel],
+        temperature: float | None,
+    ) -> tuple[dict[str, Any], int]:
+        """One logical request (the client retries inside): the raw JSON body and retries taken.
+
+        The raw body rather than the SDK's parsed object: it is what the cache stores and what
+        a bad reply is reported with.
+        """
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages]}
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if self.config.max_completion_tokens is not None:
+            kwargs["max_completion_tokens"] = self.config.max_completion_tokens
+        completions = client.chat.completions.with_raw_response
+        mode = self.config.structured_mode
+        if mode == "parse":
+            raw = await completions.parse(response_format=response_model, **kwargs)
+        elif mode == "json_schema":
+            raw = await completions.create(
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": response_model.__name__,
+                        "schema": response_model.model_json_schema(),
+                        "strict": False,
+                    },
+                },
+                **kwargs,
+            )
+        else:
+            schema_prompt = JSON_OBJECT_PROMPT.format(
+                name=response_model.__name__, schema=_canonical(response_model.model_json_schema())
+            )
+            kwargs["messages"] = [{"role": "system", "content": schema_prompt}, *kwargs["messages"]]
+            raw = await completions.create(response_format={"type": "json_object"}, **kwargs)
+        try:
+            body = raw.http_response.json()
+        except ValueError as exc:
+            raise LLMReplyError(
+                "reply body is not JSON", reason="invalid_body", raw=_clip(raw.http_response.text)
+            ) from exc
+        if not isinstance(body, dict):
+            raise LLMReplyError("reply body is not a JSON object", reason="invalid_body", raw=_clip(_canonical(body)))
+        return body, raw.retries_taken
+
+    def _finish(self, result: LLMResult[T], *, prompt_version: str, tag: str) -> LLMResult[T]:
+        self.totals.add(usage=result.usage, cost=result.cost_usd, cache_hit=result.cache_hit, error=False)
+        self._record(
+            key=result.key,
+            prompt_version=prompt_version,
+            tag=tag,
+            cache_hit=result.cache_hit,
+            usage=result.usage,
+            cost=result.cost_usd,
+            latency=result.latency_s,
+            retries=result.retries,
+            status="ok",
+        )
+        return result
+
+    def _record_failure(
+        self,
+        error: LLMError,
+        usage: Usage,
+        latency: float,
+        record: Mapping[str, str],
+        *,
+        raw: str | None,
+        cost: float | None = None,
+        retries: int = 0,
+    ) -> None:
+        self.totals.add(usage=usage, cost=cost, cache_hit=False, error=True)
+        self._record(
+            **record,
+            cache_hit=False,
+            usage=usage,
+            cost=cost,
+            latency=latency,
+            retries=retries,
+            status=error.reason,
+            error=str(error),
+            raw_reply=raw,
+        )
+
+    def _record(self, *, usage: Usage, latency: float, cost: float | None, **fields: Any) -> None:
+        if self.store is None:
+            return
+        self.store.record_llm_call(
+            {
+                "run_id": self.totals.run_id,
+                "model": self.model,
+                "prompt_tokens": usage.prompt_tokens,
+                "cached_tokens": usage.cached_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "cost_usd": cost,
+                "latency_s": round(latency, 4),
+                **fields,
+            }
+        )
+
+    async def complete_many(
+        self,
+        requests: Iterable[LLMRequest[Any]],
+        *,
+        on_done: Callable[[int, LLMResult[Any] | LLMError], None] | None = None,
+    ) -> list[LLMResult[Any] | LLMError]:
+        """Run many calls concurrently (bounded by `config.concurrency`), results in request order.
+
+        An LLMError is returned in its request's slot rather than raised, so one bad reply does not
+        sink a thousand; `on_done(index, outcome)` fires as each finishes (progress bars).
+        """
+
+        async def one(index: int, request: LLMRequest[Any]) -> LLMResult[Any] | LLMError:
+            try:
+                outcome: LLMResult[Any] | LLMError = await self.complete(
+                    request.messages,
+                    request.response_model,
+                    prompt_version=request.prompt_version,
+                    tag=request.tag,
+                    temperature=request.temperature,
+                )
+            except LLMError as error:
+                outcome = error
+            if on_done is not None:
+                on_done(index, outcome)
+            return outcome
+
+        return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(requests))))
+
+    def run_sync(self, work: Callable[[], Awaitable[Any]]) -> Any:
+        """Run async work to completion from sync code, closing the HTTP client afterwards."""
+
+        async def main() -> Any:
+            try:
+                return await work()
+            finally:
+                await self.aclose()
+
+        return asyncio.run(main())
+
+    def with_config(self, **changes: Any) -> LLM:
+        """A sibling layer sharing the store and prices, e.g. with another structured mode."""
+        return LLM(replace(self.config, **changes), store=self.store, prices=self.prices)
+
+
+def _call_error(exc: openai.APIError) -> LLMCallError:
+    if isinstance(exc, openai.APITimeoutError):
+        return LLMCallError(f"request timed out after retries: {exc}", reason="timeout")
+    if isinstance(exc, openai.APIConnectionError):
+        return LLMCallError(f"cannot reach the endpoint: {exc}", reason="connection")
+    if isinstance(exc, openai.APIStatusError):
+        hint = (
+            " (if the server does not support this response_format, try GCPC_STRUCTURED_MODE="
+            "json_schema or json_object)"
+            if exc.status_code in (400, 422)
+            else ""
+        )
+        return LLMCallError(
+            f"HTTP {exc.status_code}: {exc.message}{hint}", reason=f"http_{exc.status_code}", status=exc.status_code
+        )
+    return LLMCallError(str(exc), reason="api_error")

@@ -1,0 +1,467 @@
+"""Checklist synthesis: one structured LLM call per task, gated, repaired at most once, then
+frozen — or stored as failed with its reasons. A bad item is never silently accepted.
+
+Leak-proof by construction: `synthesize_checklist` takes a `Task` (instruction and verifier
+sources are all a Task holds) and the rules. It has no parameter through which a trajectory,
+an official outcome or a `solution/` folder could arrive, and it gets no project DB (which
+holds trajectories); `synthesize_project` reads only tasks from the DB and stores the results.
+
+Prompts are module constants versioned by `PROMPT_VERSION`; the rules text is part of the
+prompt, so a rules change also changes every request (and so misses the response cache).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+from tqdm import tqdm
+
+from .checklist import (
+    Checklist,
+    ChecklistItem,
+    GateFailure,
+    Rules,
+    Waiver,
+    checklist_sha,
+    failure_lines,
+    freeze,
+    load_rules,
+    run_gates,
+)
+from .llm import LLM, LLMCallError, LLMConfig, LLMReplyError, RunTotals
+from .models import Task
+from .store import Store, utcnow
+
+__all__ = [
+    "CONTRACT_PROSE_FILE",
+    "PROMPT_VERSION",
+    "REPAIR_GATES_PROMPT",
+    "REPAIR_REPLY_PROMPT",
+    "SYSTEM_PROMPT",
+    "TASK_PROMPT",
+    "Attempt",
+    "ChecklistDraft",
+    "ProjectSynthesis",
+    "SynthesisResult",
+    "build_messages",
+    "record_synthesis",
+    "synthesize_checklist",
+    "synthesize_checklist_async",
+    "synthesize_project",
+]
+
+PROMPT_VERSION = "synthesis-v1"
+"""Bump whenever a prompt constant below changes meaning: it is part of every cache key."""
+
+CONTRACT_PROSE_FILE = "checklist_contract.md"
+"""The rules prose the synthesis prompt embeds (the gate settings are embedded as loaded)."""
+
+MAX_SOURCE_CHARS = 100_000
+"""A verifier file longer than this is cut in the prompt (the longest real one is ~50k)."""
+
+CREATED_BY = "gcpc synthesize"
+
+SYSTEM_PROMPT = """\
+You write grading checklists for agent benchmark tasks (GCPC: Grounded Checklist Partial Credit).
+
+A checklist lists, for one task, the atomic and observable requirements a run of the task must \
+meet, so that a rater can answer Yes or No to each item from the run's evidence (tool calls, tool \
+outputs and file contents). You see only the task's instruction and its official verifier. Base \
+every item on them; do not imagine what a solution or a particular run looks like.
+
+Deterministic gates check every item you write, and a checklist that fails any gate is rejected:
+- task_quote is an exact span of instruction.md: copy it character for character, markdown \
+markup (`**`, backticks) included; only whitespace may differ;
+- verifier_refs are test node ids from the list given, written exactly as listed;
+- every verifier test node is covered by the verifier_refs of an assertion item, or waived with \
+a written reason;
+- each item states one specific requirement, says nothing about tests passing, rewards or the \
+task being complete, and nothing about a particular run; its length and the item count stay \
+within the bounds below.
+
+Reply with one JSON object {{"items": [...], "waivers": [...]}}. Each item has id (C1, C2, ...), \
+route (assertion, generated or judge), text, task_quote, verifier_refs (a list; may be empty for \
+generated and judge items) and probes (an empty list unless a regular expression over tool \
+outputs or written file contents reliably decides the item). Each waiver has verifier_ref and reason.
+
+# Checklist contract ({contract_file})
+
+{contract}
+
+# Gate settings (checklist_contract.yaml, as loaded)
+
+{settings}"""
+
+TASK_PROMPT = """\
+Task id: {task_id}
+
+## instruction.md
+Task quotes must be exact spans of the text between the tags.
+<instruction>
+{instruction}
+</instruction>
+
+## Verifier test nodes
+Use these ids, exactly as written, as verifier refs. Cover each with an assertion item or waive it.
+{test_nodes}
+
+## Verifier source
+{sources}
+
+Write the checklist for task {task_id}."""
+
+NO_TEST_NODES = (
+    "(none: this verifier has no pytest test nodes, so write generated and judge items only "
+    "and no assertion items)"
+)
+
+REPAIR_GATES_PROMPT = """\
+Your checklist failed these validation gates (one per line: item id, gate, message):
+{failures}
+
+Reply with the complete corrected checklist as one JSON object: all items and waivers, not only \
+the changed ones. Fix every failure above; keep the items that passed as they are unless a fix \
+needs them changed."""
+
+REPAIR_REPLY_PROMPT = """\
+Your reply could not be read as a checklist ({reason}): {message}
+
+Reply again with one JSON object of the form {{"items": [...], "waivers": [...]}} that follows the \
+schema exactly."""
+
+MAX_REPAIR_ECHO = 20_000
+"""An unreadable reply is echoed back to the model at most this long in the repair round."""
+
+
+class ChecklistDraft(BaseModel):
+    """What the model writes: items and waivers. Task id and source are filled in by code,
+    so a model can neither relabel a checklist nor claim to be human."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[ChecklistItem]
+    waivers: list[Waiver]
+
+
+class Attempt(BaseModel):
+    """One call of a synthesis: the initial one or the repair."""
+
+    kind: Literal["initial", "repair"]
+    cache_hit: bool = False
+    llm_key: str | None = None
+    sha: str | None = None
+    """sha of the checklist this attempt produced (None when its reply was unusable)."""
+    reply_error: str | None = None
+    """Reason code when the reply was not a valid checklist (invalid_json, schema, refusal, …)."""
+    failures: list[GateFailure] = Field(default_factory=list)
+
+
+class SynthesisResult(BaseModel):
+    """Outcome for one task, with provenance; `status`:
+
+    - `frozen`: passed every gate (after at most one repair); `sha` identifies it;
+    - `failed`: still failing after the repair; `failures` say why (never silently accepted);
+    - `error`: the endpoint could not be reached (HTTP error after retries): nothing to judge
+      yet, nothing stored as a checklist; a rerun tries again.
+    """
+
+    task: str
+    status: Literal["frozen", "failed", "error"]
+    checklist: Checklist | None = None
+    """The frozen checklist, or the last one the model produced when it failed."""
+    sha: str | None = None
+    failures: list[GateFailure] = Field(default_factory=list)
+    reason: str = ""
+    """One line for the CLI and the app."""
+    raw_reply: str | None = None
+    """The last unusable reply's text, kept for the audit trail."""
+    attempts: list[Attempt] = Field(default_factory=list)
+    model: str
+    prompt_version: str = PROMPT_VERSION
+    rules_version: str
+    created_at: str = Field(default_factory=utcnow)
+
+
+# ---- prompts -----------------------------------------------------------------------------
+
+
+def _system_prompt(rules: Rules) -> str:
+    settings = yaml.safe_dump(rules.contract.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+    return SYSTEM_PROMPT.format(
+        contract_file=CONTRACT_PROSE_FILE,
+        contract=rules.prose.get(CONTRACT_PROSE_FILE, "").strip(),
+        settings=settings.strip(),
+    )
+
+
+def _test_node_lines(task: Task) -> str:
+    lines = []
+    for test in task.tests:
+        line = f"- {test.node_id}"
+        if test.parametrized:
+            line += " (parametrized: a ref may add a [param] suffix)"
+        if test.docstring:
+            line += f": {' '.join(test.docstring.split())}"
+        lines.append(line)
+    lines.extend(f"- could not be parsed: {err}" for err in task.parse_errors)
+    return "\n".join(lines) or NO_TEST_NODES
+
+
+def _source_block(name: str, text: str, language: str) -> str:
+    if len(text) > MAX_SOURCE_CHARS:
+        text = text[:MAX_SOURCE_CHARS] + f"\n# [... {len(text) - MAX_SOURCE_CHARS} more characters cut]"
+    return f"### tests/{name}\n```{language}\n{text.rstrip()}\n```"
+
+
+def build_messages(task: Task, rules: Rules) -> list[dict[str, str]]:
+    """The synthesis request: rules first (identical for every task, so providers can cache the
+    prefix), then this task's instruction, verifier test nodes and verifier source."""
+    blocks = [_source_block(name, src, "python") for name, src in sorted(task.verifier_files.items())]
+    if task.test_script:
+        blocks.append(_source_block("test.sh", task.test_script, "sh"))
+    user = TASK_PROMPT.format(
+        task_id=task.id,
+        instruction=task.instruction.rstrip(),
+        test_nodes=_test_node_lines(task),
+        sources="\n\n".join(blocks) or "(no verifier source)",
+    )
+    return [{"role": "system", "content": _system_prompt(rules)}, {"role": "user", "content": user}]
+
+
+# ---- one task ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Outcome:
+    """What one call produced: a gated checklist, or the reply error that prevented one."""
+
+    attempt: Attempt
+    checklist: Checklist | None = None
+    reply_text: str = ""
+    error: LLMReplyError | None = None
+
+
+async def _attempt(
+    kind: Literal["initial", "repair"],
+    messages: list[dict[str, str]],
+    task: Task,
+    llm: LLM,
+    rules: Rules,
+) -> _Outcome:
+    try:
+        result = await llm.complete(messages, ChecklistDraft, prompt_version=PROMPT_VERSION, tag=task.id)
+    except LLMReplyError as error:
+        failure = GateFailure(item_id="-", gate="G6", message=f"reply is not a valid checklist ({error.reason}): {error}")
+        return _Outcome(Attempt(kind=kind, reply_error=error.reason, failures=[failure]), error=error)
+    draft = result.parsed
+    checklist = Checklist(task=task.id, source=f"llm:{llm.model}", items=draft.items, waivers=draft.waivers)
+    failures = run_gates(checklist, task, rules)
+    attempt = Attempt(
+        kind=kind, cache_hit=result.cache_hit, llm_key=result.key, sha=checklist_sha(checklist), failures=failures
+    )
+    return _Outcome(attempt, checklist=checklist, reply_text=result.text)
+
+
+def _repair_messages(messages: list[dict[str, str]], first: _Outcome) -> list[dict[str, str]]:
+    """The conversation so far plus one repair turn naming exactly what was wrong."""
+    if first.error is not None:
+        echo = first.error.raw[:MAX_REPAIR_ECHO]
+        ask = REPAIR_REPLY_PROMPT.format(reason=first.error.reason, message=" ".join(str(first.error).split())[:2000])
+    else:
+        echo = first.reply_text
+        ask = REPAIR_GATES_PROMPT.format(failures="\n".join(failure_lines(first.attempt.failures)))
+    return [*messages, {"role": "assistant", "content": echo}, {"role": "user", "content": ask}]
+
+
+async def synthesize_checklist_async(task: Task, *, llm: LLM, rules: Rules) -> SynthesisResult:
+    """Synthesize, gate and (if it passes) freeze one task's checklist; stores nothing.
+
+    At most two LLM calls: the initial one and, when the reply fails a gate or cannot be read,
+    exactly one repair that sends the gate messages (or the read error) back.
+    """
+    provenance = {"task": task.id, "model": llm.model, "rules_version": rules.version}
+    messages = build_messages(task, rules)
+    outcomes: list[_Outcome] = []
+    try:
+        outcomes.append(await _attempt("initial", messages, task, llm, rules))
+        if outcomes[0].attempt.failures:
+            outcomes.append(await _attempt("repair", _repair_messages(messages, outcomes[0]), task, llm, rules))
+    except LLMCallError as error:
+        return SynthesisResult(
+            status="error",
+            reason=f"LLM call failed ({error.reason}): {error}",
+            attempts=[o.attempt for o in outcomes],
+            **provenance,
+        )
+    attempts = [o.attempt for o in outcomes]
+    last = outcomes[-1]
+    if last.checklist is not None and not last.attempt.failures:
+        frozen = freeze(last.checklist, rules_version=rules.version)
+        repaired = " after one repair" if len(outcomes) > 1 else ""
+        return SynthesisResult(
+            status="frozen",
+            checklist=frozen.checklist,
+            sha=frozen.sha,
+            reason=f"passed every gate{repaired}",
+            attempts=attempts,
+            **provenance,
+        )
+    # Still failing: keep the last checklist the model did produce (with its own failures), and
+    # say why the final attempt was rejected.
+    best = next((o for o in reversed(outcomes) if o.checklist is not None), None)
+    failures = list(best.attempt.failures) if best else []
+    if last.error is not None:
+        failures += last.attempt.failures
+    gates = sorted({f.gate for f in failures})
+    reason = (
+        f"unusable reply after repair ({last.error.reason})"
+        if last.error is not None
+        else f"{len(failures)} gate failure(s) after repair ({', '.join(gates)})"
+    )
+    return SynthesisResult(
+        status="failed",
+        checklist=best.checklist if best else None,
+        sha=best.attempt.sha if best else None,
+        failures=failures,
+        reason=reason,
+        raw_reply=last.error.raw if last.error is not None else None,
+        attempts=attempts,
+        **provenance,
+    )
+
+
+def synthesize_checklist(task: Task, *, llm: LLM, rules: Rules) -> SynthesisResult:
+    """Sync form of `synthesize_checklist_async` (runs its own event loop)."""
+    return llm.run_sync(lambda: synthesize_checklist_async(task, llm=llm, rules=rules))
+
+
+# ---- a project ----------------------------------------------------------------------------------
+
+
+def record_synthesis(store: Store, result: SynthesisResult, *, run_id: str | None = None) -> dict | None:
+    """Store a frozen or failed result as the task's next checklist version; returns the row.
+
+    `error` results are not stored as checklists (their calls are in `llm_calls`). A failed
+    result without any checklist is keyed by the sha256 of its raw reply.
+    """
+    if result.status == "error":
+        return None
+    sha = result.sha or hashlib.sha256((result.raw_reply or result.reason).encode("utf-8")).hexdigest()
+    return store.add_checklist(
+        sha=sha,
+        task=result.task,
+        status=result.status,
+        source=result.checklist.source if result.checklist else f"llm:{result.model}",
+        checklist=result.checklist.model_dump(mode="json") if result.checklist else None,
+        gate_failures=[f.model_dump() for f in result.failures],
+        reason=result.reason,
+        raw_reply=result.raw_reply,
+        attempts=[a.model_dump() for a in result.attempts],
+        rules_version=result.rules_version,
+        model=result.model,
+        prompt_version=result.prompt_version,
+        run_id=run_id,
+        created_by=CREATED_BY,
+    )
+
+
+@dataclass
+class ProjectSynthesis:
+    """What `synthesize_project` did: per-task results, skipped tasks and the run's totals."""
+
+    results: list[SynthesisResult]
+    skipped: dict[str, str] = field(default_factory=dict)
+    """task id → why it was not synthesized (e.g. already frozen)."""
+    run_id: str | None = None
+    totals: RunTotals = field(default_factory=RunTotals)
+
+    def count(self, status: str) -> int:
+        return sum(r.status == status for r in self.results)
+
+    @property
+    def ok(self) -> bool:
+        """True when every synthesized task was frozen."""
+        return all(r.status == "frozen" for r in self.results)
+
+    def lines(self) -> list[str]:
+        """Human-readable report: one line per task, then a summary line."""
+        out = [
+            f"{r.task} {r.status} {r.sha[:12] if r.sha and r.status == 'frozen' else '-'} {r.reason}"
+            for r in self.results
+        ]
+        out += [f"{task} skipped - {why}" for task, why in sorted(self.skipped.items())]
+        t = self.totals
+        cost = "unknown" if t.cost_or_none is None else f"${t.cost_or_none:.4f}"
+        out.append(
+            f"frozen {self.count('frozen')}, failed {self.count('failed')}, error {self.count('error')}, "
+            f"skipped {len(self.skipped)}; {t.calls} calls ({t.cache_hits} cached), tokens "
+            f"{t.usage.prompt_tokens} prompt ({t.usage.cached_tokens} cached) + {t.usage.completion_tokens} "
+            f"completion, cost {cost}" + (f", run {self.run_id}" if self.run_id else "")
+        )
+        return out
+
+
+def synthesize_project(
+    store: Store,
+    *,
+    task: str | None = None,
+    model: str | None = None,
+    concurrency: int = 4,
+    force: bool = False,
+    rules: Rules | None = None,
+    llm: LLM | None = None,
+    progress: bool = True,
+    on_result: Callable[[SynthesisResult], None] | None = None,
+) -> ProjectSynthesis:
+    """Synthesize checklists for every task lacking a frozen one (or just `task`).
+
+    Restartable: each result is stored as soon as it is ready, tasks already frozen are skipped
+    (unless `force`), and a rerun answers identical requests from the response cache. Raises
+    LLMNotConfigured before any work when no model or endpoint is configured, and KeyError for
+    an unknown `task`.
+    """
+    rules = rules or load_rules()
+    if llm is None:
+        llm = LLM(LLMConfig.from_env(model, concurrency=concurrency), store=store)
+    if task is not None:
+        found = store.get_task(task)
+        if found is None:
+            raise KeyError(f"unknown task {task!r}: import it first")
+        candidates = [found]
+    else:
+        candidates = store.tasks()
+    frozen = set() if force else store.frozen_checklist_tasks()
+    todo = [t for t in candidates if t.id not in frozen]
+    report = ProjectSynthesis(
+        results=[], skipped={t.id: "already has a frozen checklist" for t in candidates if t.id in frozen}
+    )
+    if not todo:
+        return report
+    params = {"task": task, "force": force, "concurrency": llm.config.concurrency, "tasks": len(todo)}
+    with llm.run("synthesize", prompt_version=PROMPT_VERSION, rules_version=rules.version, params=params) as totals:
+        report.run_id, report.totals = totals.run_id, totals
+        bar = tqdm(total=len(todo), desc="synthesize", unit="task", disable=not progress)
+
+        async def one(t: Task) -> SynthesisResult:
+            result = await synthesize_checklist_async(t, llm=llm, rules=rules)
+            record_synthesis(store, result, run_id=totals.run_id)
+            bar.set_postfix_str(f"{t.id} {result.status}", refresh=False)
+            bar.update(1)
+            if on_result is not None:
+                on_result(result)
+            return result
+
+        async def everything() -> list[SynthesisResult]:
+            return list(await asyncio.gather(*(one(t) for t in todo)))
+
+        try:
+            report.results = llm.run_sync(everything)
+        finally:
+            bar.close()
+    return report

@@ -1,0 +1,327 @@
+"""Checklist synthesis end to end against the fake server, on the real `citation-check` task."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from fake_openai import FAKE_MODEL, FakeOpenAI, Reply, fault_malformed, request_text
+
+from gcpc_core.checklist import Checklist, checklist_sha, load_rules, run_gates
+from gcpc_core.ingest.tasks import load_task
+from gcpc_core.llm import LLMNotConfigured
+from gcpc_core.models import Task
+from gcpc_core.store import Store
+from gcpc_core.synthesis import (
+    PROMPT_VERSION,
+    ChecklistDraft,
+    build_messages,
+    synthesize_checklist,
+    synthesize_project,
+)
+
+pytestmark = pytest.mark.skillsbench
+
+TASK_ID = "citation-check"
+T = "test_outputs.py::"
+ON_TASK = f"Task id: {TASK_ID}"
+ON_REPAIR_GATES = "failed these validation gates"
+ON_REPAIR_REPLY = "could not be read as a checklist"
+
+VALID = {
+    "items": [
+        {"id": "C1", "route": "assertion", "text": "The file /root/answer.json exists",
+         "task_quote": "Write your findings to `/root/answer.json`",
+         "verifier_refs": [T + "TestAnswerFileExists::test_answer_file_exists"], "probes": []},
+        {"id": "C2", "route": "assertion", "text": "/root/answer.json parses as valid JSON",
+         "task_quote": "Write your findings to `/root/answer.json` in the following format:",
+         "verifier_refs": [T + "TestAnswerFileExists::test_answer_file_valid_json"], "probes": []},
+        {"id": "C3", "route": "assertion", "text": "The top-level key 'fake_citations' of answer.json holds a list",
+         "task_quote": "in the `fake_citations` array",
+         "verifier_refs": [T + "TestAnswerFileExists::test_answer_has_required_key",
+                           T + "TestAnswerFileExists::test_fake_citations_is_list"], "probes": []},
+        {"id": "C4", "route": "assertion",
+         "text": "fake_citations includes 'Advances in Artificial Intelligence for Natural Language Processing'",
+         "task_quote": "identify which citations are fake or hallucinated",
+         "verifier_refs": [T + "TestFakeCitationsDetected::test_smith2020ai_detected"],
+         "probes": [{"pattern": "Advances in Artificial Intelligence", "polarity": "yes", "flags": "i"}]},
+        {"id": "C5", "route": "assertion",
+         "text": "fake_citations includes 'Neural Networks in Deep Learning: A Comprehensive Review'",
+         "task_quote": "identify which citations are fake or hallucinated",
+         "verifier_refs": [T + "TestFakeCitationsDetected::test_wilson2021neural_detected"], "probes": []},
+        {"id": "C6", "route": "assertion",
+         "text": "fake_citations includes 'Blockchain Applications in Supply Chain Management'",
+         "task_quote": "identify which citations are fake or hallucinated",
+         "verifier_refs": [T + "TestFakeCitationsDetected::test_patel2023blockchain_detected"], "probes": []},
+        {"id": "C7", "route": "assertion", "text": "fake_citations holds exactly three titles",
+         "task_quote": "identify which citations are fake or hallucinated",
+         "verifier_refs": [T + "TestCitationCount::test_correct_fake_count"], "probes": []},
+        {"id": "C8", "route": "generated", "text": "The titles in fake_citations are in alphabetical order",
+         "task_quote": "Sort titles alphabetically for consistency", "verifier_refs": [], "probes": []},
+    ],
+    "waivers": [
+        {"verifier_ref": T + "TestCitationCount::test_no_empty_titles",
+         "reason": "adds no requirement of its own: C4-C6 name the exact titles expected"},
+    ],
+}
+"""A hand-written reply that passes every gate for citation-check."""
+
+
+def _bad_quote() -> dict:
+    """VALID with a fabricated quote on C1 (fails G1)."""
+    bad = copy.deepcopy(VALID)
+    bad["items"][0]["task_quote"] = "Save the answer to /root/result.json"
+    return bad
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return load_rules()
+
+
+@pytest.fixture
+def task(skillsbench: Path) -> Task:
+    return load_task(skillsbench / "tasks" / TASK_ID)
+
+
+@pytest.fixture
+def project(store: Store, task: Task) -> Store:
+    store.upsert_task(task)
+    return store
+
+
+def run_project(project: Store, make_llm, rules, **kwargs):
+    return synthesize_project(project, llm=make_llm(), rules=rules, progress=False, **kwargs)
+
+
+# ---- no leakage ---------------------------------------------------------------------------------
+
+
+def test_signature_admits_only_task_and_rules() -> None:
+    assert list(inspect.signature(synthesize_checklist).parameters) == ["task", "llm", "rules"]
+    leaky = {"trajectory", "trajectories", "trial", "outcome", "reward", "solution", "events", "ctrf"}
+    assert not leaky & set(Task.model_fields)
+
+
+def _trajectory_strings(trial_dir: Path) -> set[str]:
+    """Long strings from a real agent log (and result.json) that are not task or verifier text."""
+    found: set[str] = set()
+
+    def walk(value) -> None:
+        if isinstance(value, str):
+            for line in value.splitlines():
+                if len(line.strip()) >= 40:
+                    found.add(line.strip())
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for path in [*trial_dir.glob("agent/*"), trial_dir / "result.json"]:
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            walk(json.loads(text))
+        except json.JSONDecodeError:
+            for line in text.splitlines():
+                try:
+                    walk(json.loads(line))
+                except json.JSONDecodeError:
+                    walk(line)
+    return found
+
+
+def test_prompt_contains_no_trajectory_text(skillsbench: Path, task: Task, rules) -> None:
+    trials = sorted((skillsbench / "trials").glob(f"{TASK_ID}__*"))
+    assert trials, "no citation-check trials in the sample"
+    prompt = "\n".join(m["content"] for m in build_messages(task, rules))
+    task_text = task.instruction + "\n".join(task.verifier_files.values())
+    flat_task = " ".join(task_text.split())
+    checked = 0
+    for trial in trials:
+        for s in _trajectory_strings(trial):
+            if s in task_text or " ".join(s.split()) in flat_task:
+                continue  # the agent saw the instruction too: that text is the task's, not the run's
+            checked += 1
+            assert s not in prompt, f"trajectory text leaked into the prompt: {s[:80]!r}"
+    assert checked > 50  # the check really looked at run text
+    assert "verifier_result" not in prompt and "trial_name" not in prompt
+
+
+def test_prompt_holds_rules_instruction_and_verifier(task: Task, rules) -> None:
+    system, user = build_messages(task, rules)
+    assert system["role"] == "system" and rules.prose["checklist_contract.md"].strip()[:200] in system["content"]
+    assert "max_items: 15" in system["content"]  # gate settings as loaded
+    assert task.instruction.strip() in user["content"]
+    assert all(node in user["content"] for node in task.test_ids)
+    assert task.verifier_files["test_outputs.py"].strip()[:300] in user["content"]
+    # rules first and task-independent, so providers can cache the prefix
+    assert build_messages(task.model_copy(update={"id": "other"}), rules)[0] == system
+
+
+# ---- end to end ------------------------------------------------------------------------------------
+
+
+def test_synthesis_freezes_a_checklist_that_passes_every_gate(
+    fake_openai: FakeOpenAI, make_llm, project: Store, task: Task, rules
+) -> None:
+    fake_openai.on(ON_TASK, Reply.json(VALID))
+    report = run_project(project, make_llm, rules)
+    [result] = report.results
+    assert result.status == "frozen", result.reason
+    assert fake_openai.request_count == 1
+    sent = fake_openai.requests[0]
+    assert sent["response_format"]["json_schema"]["name"] == ChecklistDraft.__name__
+    assert result.checklist.source == f"llm:{FAKE_MODEL}" and result.checklist.task == TASK_ID
+    assert result.sha == checklist_sha(result.checklist)
+
+    [row] = project.checklists(task=TASK_ID)
+    assert row["status"] == "frozen" and row["sha"] == result.sha and row["version"] == 1
+    assert row["rules_version"] == rules.version and row["model"] == FAKE_MODEL
+    assert row["prompt_version"] == PROMPT_VERSION and row["run_id"] == report.run_id and row["created_at"]
+    stored = Checklist.model_validate(row["checklist"])
+    assert checklist_sha(stored) == row["sha"]
+    assert run_gates(stored, task, rules) == []
+
+    [run] = project.runs(kind="synthesize")
+    assert run["status"] == "done" and run["calls"] == 1 and run["prompt_tokens"] > 0
+    assert run["rules_version"] == rules.version and run["prompt_version"] == PROMPT_VERSION
+    assert "frozen 1, failed 0" in report.lines()[-1]
+
+    # rerun: the task is frozen, so nothing is asked
+    again = run_project(project, make_llm, rules)
+    assert again.results == [] and TASK_ID in again.skipped
+    # forced rerun: answered from the cache, no HTTP call, no new row
+    forced = run_project(project, make_llm, rules, force=True)
+    assert forced.results[0].status == "frozen" and forced.totals.cache_hits == 1
+    assert fake_openai.request_count == 1
+    assert len(project.checklists(task=TASK_ID)) == 1
+
+
+def test_sync_synthesize_checklist_stores_nothing(fake_openai: FakeOpenAI, make_llm, task: Task, rules, store) -> None:
+    fake_openai.on(ON_TASK, Reply.json(VALID))
+    result = synthesize_checklist(task, llm=make_llm(), rules=rules)
+    assert result.status == "frozen" and result.rules_version == rules.version
+    assert store.checklists() == []
+
+
+def test_gate_failure_gets_exactly_one_repair(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
+    fake_openai.on(ON_REPAIR_GATES, Reply.json(VALID))
+    fake_openai.on(ON_TASK, Reply.json(_bad_quote()))
+    [result] = run_project(project, make_llm, rules).results
+    assert result.status == "frozen" and "after one repair" in result.reason
+    assert fake_openai.request_count == 2
+    repair = fake_openai.requests[1]
+    assert repair["messages"][:2] == fake_openai.requests[0]["messages"]
+    assert repair["messages"][2]["role"] == "assistant"
+    assert json.loads(repair["messages"][2]["content"]) == _bad_quote()
+    assert "C1 G1 task quote not found verbatim" in repair["messages"][3]["content"]
+    assert [a.kind for a in result.attempts] == ["initial", "repair"]
+    assert result.attempts[0].failures[0].gate == "G1" and not result.attempts[1].failures
+
+
+def test_still_failing_after_repair_is_stored_as_failed(
+    fake_openai: FakeOpenAI, make_llm, project: Store, rules
+) -> None:
+    fake_openai.on(ON_TASK, Reply.json(_bad_quote()))  # the repair gets the same bad answer
+    report = run_project(project, make_llm, rules)
+    [result] = report.results
+    assert result.status == "failed" and not report.ok
+    assert fake_openai.request_count == 2  # initial + exactly one repair
+    assert [f.gate for f in result.failures] == ["G1"] and result.failures[0].item_id == "C1"
+    [row] = project.checklists(task=TASK_ID, status=None)
+    assert row["status"] == "failed" and row["gate_failures"][0]["gate"] == "G1"
+    assert row["checklist"]["items"][0]["task_quote"] == "Save the answer to /root/result.json"
+    assert project.frozen_checklist_tasks() == set()
+    assert project.latest_checklist(TASK_ID) is None
+    # a rerun asks again (no frozen checklist) but both replies come from the cache: no HTTP, no new row
+    rerun = run_project(project, make_llm, rules)
+    assert rerun.results[0].status == "failed" and rerun.totals.cache_hits == 2
+    assert fake_openai.request_count == 2
+    assert len(project.checklists(task=TASK_ID, status=None)) == 1
+
+
+def test_malformed_reply_is_reported_not_accepted(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
+    fake_openai.on(ON_TASK, fault_malformed('{"items": [{"id": "C1", '))
+    [result] = run_project(project, make_llm, rules).results
+    assert result.status == "failed" and "invalid_json" in result.reason
+    assert fake_openai.request_count == 2
+    assert ON_REPAIR_REPLY in request_text(fake_openai.requests[1])
+    assert result.checklist is None and result.raw_reply == '{"items": [{"id": "C1", '
+    assert result.failures[0].gate == "G6"
+    [row] = project.checklists(task=TASK_ID, status=None)
+    assert row["status"] == "failed" and row["checklist"] is None and row["raw_reply"]
+    assert [c["status"] for c in project.llm_calls()] == ["invalid_json", "invalid_json"]
+
+
+def test_malformed_then_repaired_reply_freezes(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
+    fake_openai.on(ON_REPAIR_REPLY, Reply.json(VALID))
+    fake_openai.on(ON_TASK, Reply.json({"items": "not a list", "waivers": []}))
+    [result] = run_project(project, make_llm, rules).results
+    assert result.status == "frozen"
+    assert result.attempts[0].reply_error == "schema"
+
+
+def test_http_error_is_reported_and_not_stored(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
+    fake_openai.on(ON_TASK, Reply.error(400, "model not found"))
+    report = run_project(project, make_llm, rules)
+    assert report.results[0].status == "error" and "http_400" in report.results[0].reason
+    assert project.checklists(status=None) == []
+    assert project.runs()[0]["errors"] == 1
+
+
+def test_unknown_task_and_missing_config(project: Store, rules, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("GCPC_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(LLMNotConfigured):
+        synthesize_project(project, rules=rules, progress=False)
+    monkeypatch.setenv("GCPC_MODEL", "m")
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    with pytest.raises(KeyError, match="nope"):
+        synthesize_project(project, task="nope", rules=rules, progress=False)
+
+
+def test_many_tasks_respect_concurrency(skillsbench: Path, make_llm, store: Store, rules) -> None:
+    names = ["3d-scan-calc", "dialogue-parser", "azure-bgp-oscillation-route-leak", TASK_ID, "data-to-d3"]
+    for name in names:
+        store.upsert_task(load_task(skillsbench / "tasks" / name))
+    with FakeOpenAI(latency=0.05) as server:
+        server.on(ON_TASK, Reply.json(VALID))
+        server.default = fault_malformed()
+        seen: list[str] = []
+        report = synthesize_project(
+            store, llm=make_llm(base_url=server.url, concurrency=2), rules=rules, progress=False,
+            on_result=lambda r: seen.append(r.task),
+        )
+    assert sorted(seen) == sorted(names)
+    assert server.max_in_flight <= 2
+    statuses = {r.task: r.status for r in report.results}
+    assert statuses.pop(TASK_ID) == "frozen" and set(statuses.values()) == {"failed"}
+    assert server.request_count == 1 + 2 * (len(names) - 1)
+
+
+# ---- frozen means frozen -------------------------------------------------------------------------------
+
+
+def test_frozen_rows_are_immutable_and_edits_are_new_versions(
+    fake_openai: FakeOpenAI, make_llm, project: Store, rules
+) -> None:
+    fake_openai.on(ON_TASK, Reply.json(VALID))
+    [result] = run_project(project, make_llm, rules).results
+    with pytest.raises(sqlite3.IntegrityError, match="frozen"):
+        project.db["checklists"].update(result.sha, {"checklist": "{}"})
+    edited = result.checklist.model_copy(update={"source": "human:auditor"})
+    row = project.add_checklist(
+        sha=checklist_sha(edited), task=TASK_ID, status="frozen", source=edited.source,
+        checklist=edited.model_dump(mode="json"), rules_version=rules.version, created_by="auditor",
+    )
+    assert row["version"] == 2 and row["sha"] != result.sha
+    assert project.latest_checklist(TASK_ID)["sha"] == row["sha"]
+    assert project.get_checklist(result.sha)["checklist"] == result.checklist.model_dump(mode="json")
