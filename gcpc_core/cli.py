@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TextIO
 
 from . import demo, export
+from .checklist import ChecklistFileError, load_checklist_file, validate_files
+from .checklist.registry import register_checklist
 from .ingest import import_project, load_condition_map
 from .ingest.trials import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, TrialError
 from .store import Store
@@ -114,6 +116,58 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_validate(args: argparse.Namespace) -> int:
+    code, lines = validate_files(args.task_dir, args.checklist, args.rules)
+    for line in lines:
+        print(line)
+    if code == 0:
+        print(f"ok: {args.checklist} passes every gate", file=sys.stderr)
+    return code
+
+
+def _cmd_checklist_add(args: argparse.Namespace) -> int:
+    store = Store(args.db)
+    status = 0
+    for path in args.files:
+        try:
+            checklist = load_checklist_file(path)
+            row, failures = register_checklist(store, checklist, created_by=args.by)
+        except (ChecklistFileError, KeyError) as exc:
+            print(f"{path}: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        if failures:
+            status = 1
+            print(f"{path}: not frozen, {len(failures)} gate failure(s):", file=sys.stderr)
+            for f in failures:
+                print(f"{f.item_id} {f.gate} {f.message}")
+            continue
+        assert row is not None
+        print(f"{path}: frozen {row['task']} v{row['version']} sha {row['sha'][:12]}")
+    return status
+
+
+def _cmd_synthesize(args: argparse.Namespace) -> int:
+    from .llm import LLMNotConfigured, llm_status
+    from .synthesis import synthesize_project
+
+    ok, reason = llm_status(args.model)
+    if not ok:
+        print(f"synthesize: {reason}", file=sys.stderr)
+        return 2
+    try:
+        report = synthesize_project(
+            Store(args.db), task=args.task, model=args.model, concurrency=args.concurrency,
+            force=args.force, progress=not args.quiet,
+        )
+    except (LLMNotConfigured, KeyError) as exc:
+        print(f"synthesize: {exc}", file=sys.stderr)
+        return 2
+    for line in report.lines():
+        print(line)
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m gcpc_core",
@@ -148,6 +202,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", default="jsonl", choices=["jsonl", "csv"])
     p.add_argument("--out", type=Path, help="output file (default: standard output)")
     p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser("validate", help="run the checklist gates on a task folder and a checklist file",
+                       description="Run gates G1–G6 (no LLM). Exit 0 when every gate passes, 1 otherwise, "
+                       "with one line '<item id> <gate id> <message>' per failure; 2 when the files are unusable.")
+    p.add_argument("--task-dir", type=Path, required=True, help="Harbor task folder (instruction.md, tests/)")
+    p.add_argument("--checklist", type=Path, required=True, help="checklist file, JSON or YAML")
+    p.add_argument("--rules", type=Path, help="rules folder (default: the repository's rules/)")
+    p.set_defaults(func=_cmd_validate)
+
+    p = sub.add_parser("checklist", help="store hand-written checklists in a project DB",
+                       description="Gate, freeze and store checklist files (JSON or YAML) as their task's "
+                       "next version. A file failing a gate is reported and not stored.")
+    checklist_sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = checklist_sub.add_parser("add", help="gate, freeze and store checklist files",
+                                   description="Gate, freeze and store checklist files in a project DB.")
+    add.add_argument("--db", type=Path, required=True, help="project DB file (its tasks must be imported)")
+    add.add_argument("files", type=Path, nargs="+", help="checklist files")
+    add.add_argument("--by", default="human", help="author recorded as created_by (default %(default)s)")
+    add.set_defaults(func=_cmd_checklist_add)
+
+    p = sub.add_parser("synthesize", help="LLM checklist synthesis from instruction + verifier",
+                       description="One structured LLM call per task lacking a frozen checklist; gate failures "
+                       "get one repair round; a task still failing is stored as failed with reasons. "
+                       "Endpoint from OPENAI_BASE_URL / OPENAI_API_KEY, model from --model or GCPC_MODEL.")
+    p.add_argument("--db", type=Path, required=True, help="project DB file")
+    p.add_argument("--task", help="only this task")
+    p.add_argument("--model", help="model name (default: $GCPC_MODEL)")
+    p.add_argument("--concurrency", type=int, default=4, help="parallel requests (default %(default)s)")
+    p.add_argument("--force", action="store_true", help="synthesize again even where a frozen checklist exists")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_synthesize)
 
     p = sub.add_parser("demo", help="write the embedded demo corpus or a ready demo project DB",
                        description="The demo corpus is simulated data written by GCPC itself, "

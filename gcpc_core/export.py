@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from .checklist.registry import export_checklists
 from .store import Store
 
 __all__ = ["EXPORTERS", "export_trials"]
@@ -32,5 +33,8 @@ def export_trials(store: Store) -> Iterator[dict]:
         }
 
 
-EXPORTERS: dict[str, Callable[[Store], Iterator[dict]]] = {"trials": export_trials}
+EXPORTERS: dict[str, Callable[[Store], Iterator[dict]]] = {
+    "trials": export_trials,
+    "checklists": export_checklists,
+}
 """`--what` name → row generator; later stages register theirs here."""

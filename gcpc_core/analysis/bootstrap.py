@@ -57,11 +57,13 @@ def percentile_ci(draws: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.n
     Returns ``(low, high, n_valid)``; low and high are NaN where no draw was valid.
     """
     draws = np.asarray(draws, dtype=float)
-    n_valid = np.isfinite(draws).sum(axis=-1)
+    flat = draws.reshape(-1, draws.shape[-1])
+    n_valid = np.isfinite(flat).sum(axis=1)
     tail = 50 * (1 - ci)
-    low = np.full(draws.shape[:-1], np.nan)
-    high = np.full(draws.shape[:-1], np.nan)
+    low = np.full(len(flat), np.nan)
+    high = np.full(len(flat), np.nan)
     ok = n_valid > 0
     if ok.any():
-        low[ok], high[ok] = np.nanpercentile(draws[ok], [tail, 100 - tail], axis=-1)
-    return low, high, n_valid
+        low[ok], high[ok] = np.nanpercentile(flat[ok], [tail, 100 - tail], axis=1)
+    shape = draws.shape[:-1]
+    return low.reshape(shape), high.reshape(shape), n_valid.reshape(shape)

@@ -1,0 +1,58 @@
+"""Checklists in the project DB: gate, freeze and store a checklist, or list the stored ones.
+
+The same gates guard a hand-written file, an edit made in the app and an LLM synthesis,
+so a checklist is only ever frozen after passing every gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..store import Store
+from .freeze import freeze
+from .gates import GateFailure, run_gates
+from .rules import Rules, load_rules, rules_version
+from .schema import Checklist
+
+__all__ = ["export_checklists", "register_checklist"]
+
+
+def register_checklist(
+    store: Store, checklist: Checklist, *, created_by: str, rules: Rules | None = None
+) -> tuple[dict | None, list[GateFailure]]:
+    """Gate and freeze `checklist` as its task's next version; nothing is stored when a gate fails.
+
+    Storing identical content again returns the stored row (same sha), so this is idempotent.
+    """
+    task = store.get_task(checklist.task)
+    if task is None:
+        raise KeyError(f"unknown task {checklist.task!r}: import its task folder first")
+    rules = rules or load_rules()
+    failures = run_gates(checklist, task, rules)
+    if failures:
+        return None, failures
+    frozen = freeze(checklist, rules_version=rules_version())
+    row = store.add_checklist(
+        sha=frozen.sha,
+        task=checklist.task,
+        status="frozen",
+        source=checklist.source,
+        checklist=checklist.model_dump(mode="json"),
+        rules_version=frozen.rules_version,
+        created_by=created_by,
+    )
+    return row, []
+
+
+def export_checklists(store: Store) -> Iterator[dict]:
+    """Every frozen checklist in the DESIGN.md file schema, plus its identity and provenance."""
+    for row in store.checklists(status="frozen"):
+        checklist = Checklist.model_validate(row["checklist"])
+        yield {
+            "sha": row["sha"],
+            "version": row["version"],
+            "rules_version": row["rules_version"],
+            "created_at": row["created_at"],
+            "created_by": row["created_by"],
+            **checklist.model_dump(mode="json"),
+        }
