@@ -214,6 +214,97 @@ def m102_checklists(db: Database) -> None:
     )
 
 
+@MIGRATIONS()
+def m301_annotations_and_studies(db: Database) -> None:
+    """Human annotations (append-only; an edit supersedes) and human-study designs (annotations/)."""
+    db["studies"].create(
+        {
+            "id": str,
+            "name": str,
+            "status": str,
+            "seed": int,
+            "params": str,
+            "design": str,
+            "design_sha": str,
+            "is_simulated": int,
+            "created_at": str,
+            "created_by": str,
+        },
+        pk="id",
+        not_null={"status", "seed", "params", "design", "design_sha", "created_at"},
+    )
+    db["study_units"].create(
+        {"study_id": str, "unit_id": str, "trajectory_id": str, "task": str, "stratum": str},
+        pk=("study_id", "unit_id"),
+        foreign_keys=[("study_id", "studies", "id"), ("trajectory_id", "trajectories", "id")],
+        not_null={"trajectory_id", "task"},
+    )
+    db["study_units"].create_index(["study_id", "trajectory_id"], unique=True)
+    db["study_pairs"].create(
+        {"study_id": str, "pair_id": str, "task": str, "left_unit": str, "right_unit": str},
+        pk=("study_id", "pair_id"),
+        foreign_keys=[("study_id", "studies", "id")],
+        not_null={"task", "left_unit", "right_unit"},
+    )
+    db["study_raters"].create(
+        {"study_id": str, "rater": str, "token_hash": str, "is_simulated": int, "created_at": str,
+         "token_issued_at": str},
+        pk=("study_id", "rater"),
+        foreign_keys=[("study_id", "studies", "id")],
+        not_null={"created_at"},
+    )
+    db["study_raters"].create_index(["token_hash"], unique=True)
+    db["study_assignments"].create(
+        {"id": int, "study_id": str, "rater": str, "kind": str, "target": str, "position": int,
+         "active": int, "assigned_at": str, "reassigned_from": str},
+        pk="id",
+        foreign_keys=[("study_id", "studies", "id")],
+        not_null={"study_id", "rater", "kind", "target", "position", "active", "assigned_at"},
+    )
+    db["study_assignments"].create_index(["study_id", "rater", "kind", "target"], unique=True)
+    db["study_assignments"].create_index(["study_id", "kind", "target"])
+    # Written as SQL: sqlite-utils cannot declare a self-referencing foreign key or a CHECK.
+    db.execute(
+        """
+        CREATE TABLE annotations (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL CHECK (kind IN ('item_audit', 'progress_rating', 'preference')),
+            study_id TEXT REFERENCES studies(id),
+            target TEXT NOT NULL,
+            task TEXT,
+            trajectory_id TEXT,
+            unit_id TEXT,
+            pair_id TEXT,
+            item_id TEXT,
+            judge TEXT,
+            rater TEXT NOT NULL,
+            value TEXT NOT NULL,
+            note TEXT,
+            confidence INTEGER,
+            created_at TEXT NOT NULL,
+            supersedes INTEGER REFERENCES annotations(id),
+            client_token TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT 'app',
+            is_simulated INTEGER NOT NULL DEFAULT 0
+        )
+        """
+    )
+    db["annotations"].create_index(["client_token"], unique=True)
+    db["annotations"].create_index(["supersedes"], unique=True)  # history is a chain, never a fork
+    db["annotations"].create_index(["kind", "study_id", "target", "rater"])
+    db["annotations"].create_index(["trajectory_id"])
+    for op in ("UPDATE", "DELETE"):
+        db.execute(
+            f"""
+            CREATE TRIGGER annotations_append_only_{op.lower()}
+            BEFORE {op} ON annotations
+            BEGIN
+                SELECT RAISE(ABORT, 'annotations are append-only: store an edit as a new row');
+            END
+            """
+        )
+
+
 _JSON_TASK = ("verifier_files", "tests", "parse_errors", "metadata")
 _JSON_TRAJ = ("ctrf", "timings", "exception", "tokens")
 

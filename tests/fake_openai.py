@@ -388,6 +388,7 @@ def _file_object(file_id: str, filename: str, purpose: str, size: int) -> dict[s
 def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class _Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
         timeout = 10  # an idle keep-alive connection frees its thread after this many seconds
 
         def _serve(self, method: str) -> None:

@@ -68,3 +68,34 @@ def test_demo_db_info_and_export(tmp_path: Path, capsys: pytest.CaptureFixture[s
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert len(rows) == info["trials"] and all(r["is_demo"] for r in rows)
     assert {r["condition"] for r in rows} == {"with-skills", "without-skills"}
+
+
+FIXTURES = REPO / "tests" / "fixtures" / "checklists"
+
+
+def test_validate_exit_codes_and_lines(skillsbench: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    task_dir = skillsbench / "tasks" / "citation-check"
+    assert main(["validate", "--task-dir", str(task_dir), "--checklist", str(FIXTURES / "citation-check.yaml")]) == 0
+    assert capsys.readouterr().out == ""
+    bad = FIXTURES / "negative" / "g1_fabricated_quote.yaml"
+    assert main(["validate", "--task-dir", str(task_dir), "--checklist", str(bad)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(len(line.split(" ", 2)) == 3 for line in lines)
+    assert any(line.split(" ")[1] == "G1" for line in lines)
+
+
+def test_checklist_add_freezes_once_and_refuses_gate_failures(
+    skillsbench: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "p.db"
+    assert main(["import", "--tasks", str(skillsbench / "tasks" / "citation-check"), "--db", str(db), "--quiet"]) == 0
+    good = str(FIXTURES / "citation-check.yaml")
+    assert main(["checklist", "add", "--db", str(db), good]) == 0
+    assert main(["checklist", "add", "--db", str(db), good]) == 0  # same content: same sha, no new version
+    assert "v1 sha" in capsys.readouterr().out
+    assert main(["checklist", "add", "--db", str(db), str(FIXTURES / "negative" / "g1_fabricated_quote.yaml")]) == 1
+    assert "not frozen" in capsys.readouterr().err
+    assert main(["export", "--db", str(db), "--what", "checklists"]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 1 and rows[0]["task"] == "citation-check" and rows[0]["version"] == 1
+    assert {"items", "waivers", "source", "sha"} <= set(rows[0])

@@ -85,9 +85,9 @@ def mann_whitney_kernel(y: np.ndarray, score: np.ndarray, codes: np.ndarray, n_t
     query = block[None, :] + rank[pos][:, None]
     left = np.searchsorted(neg_keys, query, side="left")
     right = np.searchsorted(neg_keys, query, side="right")
-    kernel = np.zeros((n_tasks, n_tasks))
-    np.add.at(kernel, codes[pos], (left - start) + 0.5 * (right - left))
-    return kernel
+    one_hot = np.zeros((int(pos.sum()), n_tasks))
+    one_hot[np.arange(len(one_hot)), codes[pos]] = 1.0
+    return one_hot.T @ ((left - start) + 0.5 * (right - left))
 
 
 def auc_draws(y: np.ndarray, score: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -66,8 +66,10 @@ class GateFailure(BaseModel):
     """What is wrong, on one line; written to be fed back to an author or a repair prompt."""
 
     def line(self) -> str:
-        """The CLI form: `<item id> <gate id> <message>`."""
-        return f"{self.item_id} {self.gate} {' '.join(self.message.split())}"
+        """The CLI form `<item id> <gate id> <message>`; whitespace in an id (a malformed id, a
+        parametrized waiver ref) becomes `_` so the first two fields always split cleanly."""
+        item_id = "_".join(self.item_id.split()) or CHECKLIST_LEVEL
+        return f"{item_id} {self.gate} {' '.join(self.message.split())}"
 
 
 # ---------------------------------------------------------------- text helpers
@@ -132,6 +134,15 @@ def _compound_signal(masked: str, rules: Rules) -> str | None:
     return None
 
 
+def _first_hit(matchers: Iterable[tuple[str, re.Pattern[str]]], text: str) -> str | None:
+    """The text matched by the first matcher (in rule-file order) that matches, space-normalized."""
+    for _, regex in matchers:
+        match = regex.search(text)
+        if match:
+            return " ".join(match[0].split())
+    return None
+
+
 def requirement_problems(text: str, rules: Rules) -> list[str]:
     """G3's findings for one item text, as messages; empty when the text is requirement-level.
 
@@ -148,9 +159,9 @@ def requirement_problems(text: str, rules: Rules) -> list[str]:
         problems.append(f"text has {chars} characters; allowed {item_rule.min_chars}-{item_rule.max_chars}")
     masked = mask_quoted(stripped)
     for family in rules.contract.banned.values():
-        hit = next((m[0] for _, rx in family.matchers if (m := rx.search(masked))), None)
+        hit = _first_hit(family.matchers, masked)
         if hit is not None:
-            problems.append(f"{family.label} {' '.join(hit.split())!r}")
+            problems.append(f"{family.label} {hit!r}")
     signal = _compound_signal(masked, rules)
     if signal:
         problems.append(f"compound item: {signal}; split it into one item per requirement")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from ..store import Store
 from .freeze import freeze
 from .gates import GateFailure, run_gates
-from .rules import Rules, load_rules, rules_version
+from .rules import Rules, load_rules
 from .schema import Checklist
 
 __all__ = ["export_checklists", "register_checklist"]
@@ -31,7 +31,7 @@ def register_checklist(
     failures = run_gates(checklist, task, rules)
     if failures:
         return None, failures
-    frozen = freeze(checklist, rules_version=rules_version())
+    frozen = freeze(checklist, rules_version=rules.version)
     row = store.add_checklist(
         sha=frozen.sha,
         task=checklist.task,

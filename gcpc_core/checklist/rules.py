@@ -229,7 +229,7 @@ class Rules(_Rule):
     """The gate rules (`checklist_contract.yaml`)."""
     fixed: list[FixedQuestion]
     """The fixed checklist questions (`fixed_checklist.yaml`)."""
-    prose: dict[str, str]
+    prose: dict[str, str] = Field(repr=False)
     """Every Markdown file's text, keyed by file name, for prompts and the app."""
 
 

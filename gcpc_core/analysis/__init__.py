@@ -1,0 +1,107 @@
+"""GCPC analysis: pure functions over pandas frames, and the report built from them.
+
+Frame contracts are documented in `gcpc_core.analysis.frames`. One module per concern:
+`discrimination` (AUC, clustered bootstrap, paired ΔAUC), `agreement` (human agreement),
+`skills` (matched with/without-skills pairs), `ablations`, `item_accuracy` (verifier-grounded),
+`perturb` (evidence perturbation for the sensitivity test), `figures`, `report`.
+"""
+
+from .ablations import VARIANTS, perfect_agreement, score_variants
+from .agreement import (
+    PREFERENCE_CODES,
+    alpha_table,
+    canonical_preferences,
+    human_rating_matrix,
+    judge_choice,
+    krippendorff_alpha,
+    mean_ratings,
+    pairwise_agreement,
+    preference_votes,
+    spearman_table,
+)
+from .bootstrap import cluster_counts, draw_clusters, draw_members, percentile_ci
+from .discrimination import (
+    AucBootstrap,
+    auc_draws,
+    auc_table,
+    bootstrap_auc,
+    delta_auc_table,
+    mann_whitney_kernel,
+    roc_data,
+)
+from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure
+from .frames import (
+    JUDGE_ORDER,
+    FrameContractError,
+    common_subset,
+    is_available,
+    ordered_judges,
+    require_columns,
+    trajectory_outcomes,
+)
+from .item_accuracy import (
+    VERDICTS,
+    assertion_truth,
+    confusion_table,
+    ctrf_node_status,
+    ctrf_pass_fraction,
+    item_accuracy_table,
+    node_id,
+)
+from .perturb import perturb_span
+from .report import FRAME_NAMES, ReportResult, build_report
+from .skills import PAIR_KEY, TRANSITIONS, item_changes, matched_pairs, transition_table
+
+__all__ = [
+    "FRAME_NAMES",
+    "JUDGE_ORDER",
+    "PAIR_KEY",
+    "PREFERENCE_CODES",
+    "TRANSITIONS",
+    "VARIANTS",
+    "VERDICTS",
+    "AucBootstrap",
+    "FrameContractError",
+    "ReportResult",
+    "agreement_figure",
+    "alpha_table",
+    "assertion_truth",
+    "auc_draws",
+    "auc_table",
+    "bootstrap_auc",
+    "build_report",
+    "canonical_preferences",
+    "cluster_counts",
+    "common_subset",
+    "confusion_table",
+    "ctrf_node_status",
+    "ctrf_pass_fraction",
+    "delta_auc_table",
+    "delta_histogram_figure",
+    "draw_clusters",
+    "draw_members",
+    "human_rating_matrix",
+    "is_available",
+    "item_accuracy_table",
+    "item_change_heatmap",
+    "item_changes",
+    "judge_choice",
+    "krippendorff_alpha",
+    "mann_whitney_kernel",
+    "matched_pairs",
+    "mean_ratings",
+    "node_id",
+    "ordered_judges",
+    "pairwise_agreement",
+    "percentile_ci",
+    "perfect_agreement",
+    "perturb_span",
+    "preference_votes",
+    "require_columns",
+    "roc_figure",
+    "roc_data",
+    "score_variants",
+    "spearman_table",
+    "trajectory_outcomes",
+    "transition_table",
+]

@@ -1,0 +1,424 @@
+"""The analysis report: every statistic the available frames allow, as report.md, report.html and CSVs.
+
+`build_report` takes the frames described in `frames` (any may be absent or empty) and writes:
+
+* ``report.md`` — sections per research question, tables (long ones truncated, pointing at
+  their CSV), and a plain statement of everything that could not be computed and why;
+* ``report.html`` — the same content, standalone (plotly.js inlined once), with figures: ROC
+  curves with bootstrap bands, Δ histograms per transition, agreement bars, item-change heatmaps.
+  Every data-derived string is HTML-escaped;
+* one CSV per table, including the per-trajectory / per-vote / per-item inputs of each
+  statistic, so any number can be recomputed from its inputs.
+
+Both documents are rendered from one list of blocks, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from .ablations import perfect_agreement, score_variants
+from .agreement import alpha_table, pairwise_agreement, preference_votes, spearman_table
+from .discrimination import auc_table, bootstrap_auc, delta_auc_table, roc_data
+from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure
+from .frames import is_available, ordered_judges, trajectory_outcomes
+from .item_accuracy import assertion_truth, confusion_table, ctrf_pass_fraction, item_accuracy_table
+from .skills import item_changes, matched_pairs, transition_table
+
+__all__ = ["FRAME_NAMES", "ReportResult", "build_report"]
+
+FRAME_NAMES = ("scores", "items", "ctrf", "ratings", "preferences")
+TASK_CHECKLIST_JUDGE = "gcpc"
+FIXED_CHECKLIST_JUDGE = "fixed"
+CTRF_REFERENCE = "ctrf_pass_fraction (reference)"
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What `build_report` wrote and computed."""
+
+    out_dir: Path
+    markdown: Path
+    html: Path
+    csv: dict[str, Path]
+    """Table name → CSV path."""
+    tables: dict[str, pd.DataFrame]
+    """Every computed table, by the name of its CSV (without `.csv`)."""
+    missing: tuple[str, ...]
+    """Plain statements of what could not be computed, and why."""
+    figures: tuple[str, ...]
+    """Titles of the figures embedded in the HTML (empty when figures were off)."""
+
+
+# ---------------------------------------------------------------- blocks, rendered to both formats
+
+
+@dataclass(frozen=True)
+class _Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class _Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class _Missing:
+    text: str
+
+
+@dataclass(frozen=True)
+class _Table:
+    name: str
+    frame: pd.DataFrame
+    caption: str
+    max_rows: int = 25
+    show: bool = True
+    """False: written as CSV and mentioned, not rendered (raw inputs of a statistic)."""
+    display: pd.DataFrame | None = field(default=None)
+    """Rows to show when truncating, if not the first ones (e.g. largest effects)."""
+
+
+@dataclass(frozen=True)
+class _Figure:
+    figure: go.Figure
+    caption: str
+
+
+Block = _Heading | _Text | _Missing | _Table | _Figure
+
+
+@dataclass(frozen=True)
+class _Settings:
+    n_boot: int
+    seed: int
+    ci: float
+    threshold: float
+    judges: tuple[str, ...] | None
+    figures: bool
+
+
+def _fmt(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _shown(t: _Table) -> pd.DataFrame:
+    source = t.display if t.display is not None else t.frame
+    return source.head(t.max_rows)
+
+
+def _truncation(t: _Table) -> str:
+    n = len(t.frame)
+    if not t.show:
+        return f"{n} rows in `{t.name}.csv`."
+    return f"Showing {min(n, t.max_rows)} of {n} rows; full table in `{t.name}.csv`." if n > t.max_rows else f"`{t.name}.csv`"
+
+
+def _md_table(frame: pd.DataFrame) -> str:
+    def cell(v: object) -> str:
+        return _fmt(v).replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(map(cell, frame.columns)) + " |"
+    rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+def _render_markdown(title: str, blocks: Sequence[Block]) -> str:
+    out = [f"# {title}"]
+    for b in blocks:
+        if isinstance(b, _Heading):
+            out.append(f"{'#' * b.level} {b.text}")
+        elif isinstance(b, _Text):
+            out.append(b.text)
+        elif isinstance(b, _Missing):
+            out.append(f"> **Not computed:** {b.text}")
+        elif isinstance(b, _Table):
+            out.append(f"**{b.caption}** — {_truncation(b)}")
+            if b.show and len(b.frame):
+                out.append(_md_table(_shown(b)))
+        elif isinstance(b, _Figure):
+            out.append(f"*Figure: {b.caption} (interactive in report.html).*")
+    return "\n\n".join(out) + "\n"
+
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.missing{background:#fff6e0;border-left:4px solid #e0a000;
+padding:.5em 1em}.caption{font-weight:600;margin-top:1.2em}.note{color:#666;font-size:12px}code{background:#f3f3f3;padding:0 3px}"""
+
+
+def _render_html(title: str, blocks: Sequence[Block]) -> str:
+    esc = html.escape
+    out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title)}</title><style>{_CSS}</style></head><body>",
+           f"<h1>{esc(title)}</h1>"]
+    plotly_js = True
+    for b in blocks:
+        if isinstance(b, _Heading):
+            out.append(f"<h{b.level}>{esc(b.text)}</h{b.level}>")
+        elif isinstance(b, _Text):
+            out.append(f"<p>{esc(b.text)}</p>")
+        elif isinstance(b, _Missing):
+            out.append(f"<p class='missing'><b>Not computed:</b> {esc(b.text)}</p>")
+        elif isinstance(b, _Table):
+            out.append(f"<p class='caption'>{esc(b.caption)}</p><p class='note'>{esc(_truncation(b))}</p>")
+            if b.show and len(b.frame):
+                shown = _shown(b).map(_fmt)
+                out.append(shown.to_html(index=False, escape=True, border=0))
+        elif isinstance(b, _Figure):
+            out.append(b.figure.to_html(full_html=False, include_plotlyjs=plotly_js, default_width="100%"))
+            out.append(f"<p class='note'>{esc(b.caption)}</p>")
+            plotly_js = False
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- sections
+
+
+def _outcomes(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame | None:
+    for name in ("scores", "items"):
+        if name in frames:
+            return trajectory_outcomes(frames[name], name)
+    return None
+
+
+def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame | None]) -> list[Block]:
+    rows = [{"frame": n, "rows": len(given[n]) if given.get(n) is not None else 0,
+             "status": "used" if n in frames else "absent or empty",
+             "columns": ", ".join(map(str, given[n].columns)) if given.get(n) is not None else ""} for n in FRAME_NAMES]
+    blocks: list[Block] = [_Heading("Inputs"), _Table("inputs", pd.DataFrame(rows), "Input frames")]
+    if "scores" in frames:
+        s = frames["scores"]
+        per = (s.groupby("judge").agg(trajectories=("trajectory_id", "nunique"), tasks=("task", "nunique"),
+                                      scored=("partial_credit", lambda x: int(x.notna().sum())))
+               .reindex(ordered_judges(s["judge"].unique())).reset_index())
+        blocks.append(_Table("judges", per, "Judges: trajectories with a row, tasks, trajectories with a score"))
+    return blocks
+
+
+def _discrimination(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
+    blocks: list[Block] = [_Heading("RQ1 — Outcome discrimination (AUC vs official PASS)")]
+    if "scores" not in frames:
+        return blocks + [_Missing("no judge scores yet (run `judge` and `score`), so no AUC.")]
+    boot = bootstrap_auc(frames["scores"], st.judges, n_boot=st.n_boot, seed=st.seed)
+    aucs = auc_table(boot, ci=st.ci)
+    blocks += [
+        _Text(f"Pooled ROC AUC on the {len(boot.data)} trajectories scored by every judge "
+              f"({boot.n_excluded} excluded for lacking a score from some judge); {int(st.ci * 100)}% percentile CIs "
+              f"from {st.n_boot} task-clustered bootstrap draws (seed {st.seed})."),
+        _Table("discrimination_auc", aucs, "AUC per judge"),
+        _Table("discrimination_data", boot.data, "Inputs: common subset with each judge's score", show=False),
+    ]
+    if len(boot.judges) >= 2:
+        blocks.append(_Table("discrimination_delta_auc", delta_auc_table(boot, ci=st.ci),
+                             "Paired ΔAUC (judge_a − judge_b) on the same draws"))
+    else:
+        blocks.append(_Missing("paired ΔAUC needs at least two judges."))
+    if "ctrf" in frames and (outcomes := _outcomes(frames)) is not None:
+        frac = ctrf_pass_fraction(frames["ctrf"]).merge(outcomes, on="trajectory_id")
+        ref = bootstrap_auc(frac.assign(judge=CTRF_REFERENCE), [CTRF_REFERENCE], score_col="ctrf_pass_fraction",
+                            n_boot=st.n_boot, seed=st.seed)
+        blocks += [_Table("discrimination_ctrf_reference", auc_table(ref, ci=st.ci),
+                          "Reference: AUC of the verifier's own per-test pass fraction (trajectories with CTRF)"),
+                   _Table("ctrf_pass_fraction", frac, "Inputs: CTRF pass fraction per trajectory", show=False)]
+    if st.figures:
+        curves, bands = roc_data(boot, ci=st.ci)
+        if len(curves):
+            blocks.append(_Figure(roc_figure(curves, bands, aucs), "ROC curves; shaded: bootstrap TPR band"))
+    return blocks
+
+
+def _agreement(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
+    blocks: list[Block] = [_Heading("RQ2 — Agreement with human judgments")]
+    has_r, has_p = "ratings" in frames, "preferences" in frames
+    if not (has_r or has_p):
+        return blocks + [_Missing("no human study data yet (progress ratings and pairwise preferences are empty): "
+                                  "pairwise agreement, Spearman ρ and Krippendorff's α need them.")]
+    if "scores" not in frames:
+        return blocks + [_Missing("human data is present but there are no judge scores to compare it with.")]
+    scores = frames["scores"]
+    if has_p:
+        votes = preference_votes(frames["preferences"], scores, st.judges)
+        agree = pairwise_agreement(votes)
+        blocks += [_Table("agreement_pairwise", agree, "Pairwise agreement with human preferences (with ties: tie is a "
+                          "class; without ties: votes where either side is a tie dropped)"),
+                   _Table("agreement_votes", votes, "Inputs: every human vote beside each judge's choice", show=False)]
+        if st.figures:
+            blocks.append(_Figure(agreement_figure(agree), "Agreement with and without ties"))
+    else:
+        blocks.append(_Missing("no pairwise preferences yet: pairwise agreement and preference α need them."))
+    if has_r:
+        rho, data = spearman_table(frames["ratings"], scores, st.judges, n_boot=st.n_boot, seed=st.seed, ci=st.ci)
+        blocks += [_Table("agreement_spearman", rho, "Spearman ρ: mean human progress rating vs judge score"),
+                   _Table("agreement_spearman_data", data, "Inputs: mean rating and judge scores per trajectory",
+                          show=False)]
+    else:
+        blocks.append(_Missing("no human progress ratings yet: Spearman ρ and rating α need them."))
+    alpha = alpha_table(frames.get("ratings"), frames.get("preferences"), scores, st.judges)
+    blocks.append(_Table("agreement_alpha", alpha, "Krippendorff's α among humans, and with each judge as a coder"))
+    return blocks
+
+
+def _skills(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
+    blocks: list[Block] = [_Heading("RQ3 — Skill effects on matched pairs")]
+    if "scores" not in frames:
+        return blocks + [_Missing("no judge scores yet, so no matched-pair analysis.")]
+    pairs = matched_pairs(frames["scores"])
+    if st.judges is not None:
+        pairs = pairs[pairs["judge"].isin(st.judges)]
+    if pairs.empty:
+        return blocks + [_Missing("no matched with/without-skills pairs (every condition unknown, or no trajectory has "
+                                  "a partner with the same task, agent, model and trial index).")]
+    blocks += [
+        _Text(f"Δ = score(with Skills) − score(without); transitions are without→with. Improving / regressing: "
+              f"Δ > {st.threshold:g} / Δ < −{st.threshold:g}."),
+        _Table("skills_transitions", transition_table(pairs, threshold=st.threshold), "Transitions per judge"),
+        _Table("skills_pairs", pairs, "Inputs: matched pairs with Δ", show=False),
+    ]
+    if st.figures:
+        blocks.append(_Figure(delta_histogram_figure(pairs), "Δ histograms per transition"))
+    if "items" not in frames:
+        return blocks + [_Missing("no item verdicts, so no per-item changes.")]
+    changes = item_changes(frames["items"], pairs)
+    display = changes.reindex(changes["net_share"].abs().sort_values(ascending=False, kind="stable").index)
+    blocks.append(_Table("skills_item_changes", changes, "Item changes per task (all pairs; largest |net share| first)",
+                         display=display))
+    if st.figures:
+        for judge in ordered_judges(changes["judge"].unique()):
+            blocks.append(_Figure(item_change_heatmap(changes, judge), f"Per-task item changes, {judge}"))
+    return blocks
+
+
+def _sensitivity(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
+    return [_Heading("RQ4 — Evidence sensitivity"),
+            _Missing("evidence sensitivity needs perturbed logs re-judged through the LLM layer; the report does not "
+                     "call an LLM. Perturbations come from `gcpc_core.analysis.perturb_span`.")]
+
+
+def _ablations(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
+    blocks: list[Block] = [_Heading("RQ4 — Ablations")]
+    if "scores" in frames:
+        judges = set(frames["scores"]["judge"])
+        if {TASK_CHECKLIST_JUDGE, FIXED_CHECKLIST_JUDGE} <= judges:
+            boot = bootstrap_auc(frames["scores"], [TASK_CHECKLIST_JUDGE, FIXED_CHECKLIST_JUDGE], n_boot=st.n_boot,
+                                 seed=st.seed)
+            blocks.append(_Table("ablation_checklist", delta_auc_table(boot, ci=st.ci),
+                                 "Task checklist vs fixed checklist: paired ΔAUC"))
+        else:
+            blocks.append(_Missing(f"task vs fixed checklist needs scores from both the `{TASK_CHECKLIST_JUDGE}` and "
+                                   f"`{FIXED_CHECKLIST_JUDGE}` judges."))
+        perfect = perfect_agreement(frames["scores"])
+        blocks.append(_Table("ablation_perfect", perfect[perfect["n"] > 0],
+                             "Perfect vs official outcome, without and with the endpoint item"))
+    else:
+        blocks.append(_Missing("no judge scores: checklist and Perfect ablations not computed."))
+    if "items" not in frames:
+        return blocks + [_Missing("no item verdicts: score variants (endpoint vs PASS propagation) not computed.")]
+    variants = score_variants(frames["items"])
+    aucs, deltas = [], []
+    pairs = [("pass_propagation", "raw"), ("endpoint", "raw"), ("full", "raw"), ("endpoint", "pass_propagation")]
+    for judge in ordered_judges(variants["judge"].unique()):
+        v = variants[variants["judge"] == judge].drop(columns="judge").rename(columns={"variant": "judge"})
+        boot = bootstrap_auc(v, ["raw", "pass_propagation", "endpoint", "full"], n_boot=st.n_boot, seed=st.seed)
+        aucs.append(auc_table(boot, ci=st.ci).rename(columns={"judge": "variant"}).assign(judge=judge))
+        deltas.append(delta_auc_table(boot, pairs, ci=st.ci).assign(judge=judge))
+    first = ["judge"]
+    blocks += [
+        _Text("Partial credit recomputed from raw verdicts: raw (no postprocessing), PASS propagation only, endpoint "
+              "item only, full (both)."),
+        _Table("ablation_variant_auc", _front(pd.concat(aucs, ignore_index=True), first), "AUC per score variant"),
+        _Table("ablation_variant_delta", _front(pd.concat(deltas, ignore_index=True), first),
+               "AUC increments between variants (paired, same draws)"),
+        _Table("ablation_variant_scores", variants, "Inputs: recomputed scores per variant", show=False),
+    ]
+    return blocks
+
+
+def _front(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    return frame[[*columns, *(c for c in frame.columns if c not in columns)]]
+
+
+def _item_accuracy(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
+    blocks: list[Block] = [_Heading("Verifier-grounded item accuracy")]
+    if not {"items", "ctrf"} <= set(frames):
+        absent = " and ".join(n for n in ("items", "ctrf") if n not in frames)
+        return blocks + [_Missing(f"needs item verdicts and per-test CTRF results; {absent} absent.")]
+    truth = assertion_truth(frames["items"], frames["ctrf"])
+    if st.judges is not None:
+        truth = truth[truth["judge"].isin(st.judges)]
+    if not (truth["basis"] == "ctrf").any():
+        basis = truth["basis"].value_counts().to_dict()
+        return blocks + [_Missing(f"no assertion item has verifier refs decided by a CTRF report (assertion items by "
+                                  f"reason: {basis or 'none'}).")]
+    blocks += [
+        _Text("Raw (pre-postprocessing) verdicts of assertion items vs the status of the tests they cite: true No as soon "
+              "as one cited test failed, true Yes when all passed."),
+        _Table("item_accuracy", item_accuracy_table(truth), "Item accuracy per judge"),
+        _Table("item_confusion", confusion_table(truth), "Confusion matrix: truth (rows) × raw verdict"),
+        _Table("item_accuracy_by_task", item_accuracy_table(truth, by=("judge", "task")), "Item accuracy per task"),
+        _Table("item_truth", truth, "Inputs: every assertion item with its CTRF truth", show=False),
+    ]
+    return blocks
+
+
+SECTIONS = (_discrimination, _agreement, _skills, _sensitivity, _ablations, _item_accuracy)
+
+
+def build_report(
+    frames: Mapping[str, pd.DataFrame | None],
+    out_dir: Path,
+    *,
+    n_boot: int = 10_000,
+    seed: int = 0,
+    ci: float = 0.95,
+    threshold: float = 0.10,
+    judges: Sequence[str] | None = None,
+    figures: bool = True,
+    title: str = "GCPC analysis report",
+) -> ReportResult:
+    """Compute everything the frames allow and write report.md, report.html and CSV tables to `out_dir`.
+
+    `frames` maps names in `FRAME_NAMES` to frames (absent, None or empty = not available).
+    `judges` restricts the compared judges (default: all in `scores`). `figures=False` skips the
+    plotly figures (the HTML still holds every table).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    available = {n: frames[n] for n in FRAME_NAMES if is_available(frames.get(n))}
+    st = _Settings(n_boot, seed, ci, threshold, tuple(judges) if judges is not None else None, figures)
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    blocks: list[Block] = [_Text(f"Generated {stamp}; bootstrap: {n_boot} task-clustered draws, seed {seed}, "
+                                 f"{ci:.0%} percentile intervals; skill threshold {threshold:g}.")]
+    blocks += _inputs(available, frames)
+    for section in SECTIONS:
+        blocks += section(available, st)
+    blocks += [_Heading("RQ5 — Transfer"),
+               _Text("Run this report on each imported benchmark's project and compare the tables side by side.")]
+    tables = {b.name: b.frame for b in blocks if isinstance(b, _Table)}
+    csv = {}
+    for name, frame in tables.items():
+        csv[name] = out_dir / f"{name}.csv"
+        frame.to_csv(csv[name], index=False)
+    md, page = out_dir / "report.md", out_dir / "report.html"
+    md.write_text(_render_markdown(title, blocks), encoding="utf-8")
+    page.write_text(_render_html(title, blocks), encoding="utf-8")
+    return ReportResult(
+        out_dir=out_dir, markdown=md, html=page, csv=csv, tables=tables,
+        missing=tuple(b.text for b in blocks if isinstance(b, _Missing)),
+        figures=tuple(b.caption for b in blocks if isinstance(b, _Figure)),
+    )
