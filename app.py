@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from annotations.tokens import ADMIN_TOKEN_ENV, is_admin
 from gcpc_core.demo import ensure_demo_project
 from gcpc_core.store import Store
 
@@ -32,11 +33,26 @@ store = open_store(db_path)
 st.session_state["db_path"] = db_path
 st.session_state["store"] = store
 
+# Access (annotations.tokens): a visitor with `?token=` is a study rater and gets the rate page only —
+# no sidebar, no other page. Everyone else needs admin rights: with $GCPC_ADMIN_TOKEN set, `?admin=`
+# or the sign-in form must present it; with it unset the app runs locally for its owner, who is admin.
+if st.query_params.get("token"):
+    st.navigation([st.Page("pages/rate.py", title="Rate", url_path="rate", default=True)], position="hidden").run()
+    st.stop()
+if st.query_params.get("admin"):
+    st.session_state["admin_token"] = st.query_params.get("admin")
+if not is_admin(st.session_state.get("admin_token"), os.environ.get(ADMIN_TOKEN_ENV)):
+    st.navigation([st.Page("pages/sign_in.py", title="Sign in", default=True)], position="hidden").run()
+    st.stop()
+
 with st.sidebar:
     st.caption("Project DB")
     st.code(db_path, language=None)
     if store.get_meta("is_demo") == "1":
-        st.warning("DEMO project: simulated data, not real agent runs.", icon="🧪")
+        st.warning("DEMO project: simulated data, not real agent runs.")
 
-page = st.navigation([st.Page("pages/overview.py", title="Overview", default=True)])
+page = st.navigation([
+    st.Page("pages/overview.py", title="Overview", default=True),
+    st.Page("pages/study_admin.py", title="Study admin", url_path="study_admin"),
+])
 page.run()

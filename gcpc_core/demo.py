@@ -30,7 +30,16 @@ def build_demo_project(db_path: Path, *, seed: int = 7) -> ImportReport:
     store = Store(db_path)
     store.set_meta("is_demo", "1")
     store.set_meta("demo_note", DEMO_MARKER)
-    return import_project(store, tasks_dir=tasks_dir, trials_dir=trials_dir, is_demo=True, progress=False)
+    report = import_project(store, tasks_dir=tasks_dir, trials_dir=trials_dir, is_demo=True, progress=False)
+    _add_demo_study(store, seed=seed)
+    return report
+
+
+def _add_demo_study(store: Store, *, seed: int) -> None:
+    """A small human study answered by SIMULATED raters (annotations.simulate), so study pages have data."""
+    from annotations.simulate import add_demo_study  # annotations builds on gcpc_core: import late
+
+    add_demo_study(store, seed=seed)
 
 
 def ensure_demo_project(db_path: Path | None = None) -> Path:

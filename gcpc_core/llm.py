@@ -27,6 +27,7 @@ easy to get subtly wrong twice —
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import os
@@ -40,12 +41,15 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 import openai
 import yaml
 from openai import AsyncOpenAI
+from openai.lib._parsing._completions import type_to_response_format_param
 from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
     from .store import Store
 
 __all__ = [
+    "BATCH_ENDPOINT",
+    "BATCH_PRICE_FACTOR",
     "DEFAULT_PRICES_PATH",
     "ENV_MODEL",
     "JSON_OBJECT_PROMPT",
@@ -63,6 +67,7 @@ __all__ = [
     "STRUCTURED_MODES",
     "StructuredMode",
     "Usage",
+    "chat_request_body",
     "estimate_cost",
     "interpret_reply",
     "llm_status",
@@ -102,6 +107,10 @@ RAW_REPLY_LIMIT = 200_000
 
 MAX_ERRORS_SHOWN = 20
 """Validation errors named in an LLMReplyError message (enough for a repair prompt)."""
+
+BATCH_ENDPOINT = "/v1/chat/completions"
+BATCH_PRICE_FACTOR = 0.5
+"""Batch-API tokens are billed at half the list price (OpenAI); applied to batch cost estimates."""
 
 
 # ---- configuration -----------------------------------------------------------
@@ -375,6 +384,53 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+@functools.lru_cache(maxsize=256)
+def _json_schema(response_model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema, computed once per class: it is needed on every call (cache key,
+    response_format) and pydantic rebuilds it from scratch each time (~1 ms)."""
+    return response_model.model_json_schema()
+
+
+@functools.lru_cache(maxsize=256)
+def _response_format(response_model: type[BaseModel], mode: StructuredMode) -> dict[str, Any] | None:
+    """The `response_format` parameter of a structured mode (None in json_object mode, whose
+    schema travels in a system message). `parse` sends exactly what `completions.parse` would:
+    the SDK's strict JSON schema, built once per class instead of on every request."""
+    if mode == "parse":
+        return dict(type_to_response_format_param(response_model))  # type: ignore[arg-type]
+    if mode == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": response_model.__name__, "schema": _json_schema(response_model), "strict": False},
+        }
+    return {"type": "json_object"}
+
+
+def chat_request_body(
+    *,
+    model: str,
+    messages: Sequence[Message],
+    response_model: type[BaseModel],
+    mode: StructuredMode,
+    temperature: float | None,
+    max_completion_tokens: int | None = None,
+) -> dict[str, Any]:
+    """The chat-completion request body for a structured call: one builder for live calls and
+    Batch-API lines, so a batched request is byte-for-byte the request a live call would send."""
+    body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages]}
+    if mode == "json_object":
+        schema_prompt = JSON_OBJECT_PROMPT.format(
+            name=response_model.__name__, schema=_canonical(_json_schema(response_model))
+        )
+        body["messages"] = [{"role": "system", "content": schema_prompt}, *body["messages"]]
+    body["response_format"] = _response_format(response_model, mode)
+    if temperature is not None:
+        body["temperature"] = temperature
+    if max_completion_tokens is not None:
+        body["max_completion_tokens"] = max_completion_tokens
+    return body
+
+
 def request_key(
     *,
     model: str,
@@ -390,7 +446,7 @@ def request_key(
             {
                 "model": model,
                 "messages": [dict(m) for m in messages],
-                "schema": {"name": response_model.__name__, "json_schema": response_model.model_json_schema()},
+                "schema": {"name": response_model.__name__, "json_schema": _json_schema(response_model)},
                 "temperature": temperature,
                 "prompt_version": prompt_version,
             }
@@ -666,33 +722,15 @@ class LLM:
         The raw body rather than the SDK's parsed object: it is what the cache stores and what
         a bad reply is reported with.
         """
-        kwargs: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages]}
-        if temperature is not None:
-            kwargs["temperature"] = temperature
-        if self.config.max_completion_tokens is not None:
-            kwargs["max_completion_tokens"] = self.config.max_completion_tokens
-        completions = client.chat.completions.with_raw_response
-        mode = self.config.structured_mode
-        if mode == "parse":
-            raw = await completions.parse(response_format=response_model, **kwargs)
-        elif mode == "json_schema":
-            raw = await completions.create(
-                response_format={
-                    "type": "json_schema",
-                    "json_schema": {
-                        "name": response_model.__name__,
-                        "schema": response_model.model_json_schema(),
-                        "strict": False,
-                    },
-                },
-                **kwargs,
-            )
-        else:
-            schema_prompt = JSON_OBJECT_PROMPT.format(
-                name=response_model.__name__, schema=_canonical(response_model.model_json_schema())
-            )
-            kwargs["messages"] = [{"role": "system", "content": schema_prompt}, *kwargs["messages"]]
-            raw = await completions.create(response_format={"type": "json_object"}, **kwargs)
+        body = chat_request_body(
+            model=self.model,
+            messages=messages,
+            response_model=response_model,
+            mode=self.config.structured_mode,
+            temperature=temperature,
+            max_completion_tokens=self.config.max_completion_tokens,
+        )
+        raw = await client.chat.completions.with_raw_response.create(**body)
         try:
             body = raw.http_response.json()
         except ValueError as exc:
@@ -797,6 +835,109 @@ class LLM:
                 await self.aclose()
 
         return asyncio.run(main())
+
+    # -- Batch API (large runs: submit now, collect within 24 h, typically at half price) --
+
+    def batch_line(
+        self,
+        custom_id: str,
+        messages: Sequence[Message],
+        response_model: type[BaseModel],
+        *,
+        prompt_version: str,
+        temperature: float | None = None,
+    ) -> tuple[dict[str, Any], str]:
+        """One Batch-API JSONL line — exactly the body a live call would send — and its cache key."""
+        temp = self.config.temperature if temperature is None else temperature
+        key = request_key(
+            model=self.model,
+            messages=messages,
+            response_model=response_model,
+            temperature=temp,
+            prompt_version=prompt_version,
+        )
+        body = chat_request_body(
+            model=self.model,
+            messages=messages,
+            response_model=response_model,
+            mode=self.config.structured_mode,
+            temperature=temp,
+            max_completion_tokens=self.config.max_completion_tokens,
+        )
+        return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}, key
+
+    async def submit_batch(
+        self, lines: Sequence[Mapping[str, Any]], *, path: Path, metadata: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Write `lines` as JSONL to `path` (kept for audit), upload it and create the batch.
+
+        Returns the provider's batch object as a dict; raises LLMCallError when the endpoint fails.
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+        client = self._loop_state().client
+        extra: dict[str, Any] = {"metadata": dict(metadata)} if metadata else {}
+        try:
+            uploaded = await client.files.create(file=(path.name, path.read_bytes()), purpose="batch")
+            batch = await client.batches.create(
+                input_file_id=uploaded.id, endpoint=BATCH_ENDPOINT, completion_window="24h", **extra
+            )
+        except openai.APIError as exc:
+            raise _call_error(exc) from exc
+        return batch.model_dump()
+
+    async def retrieve_batch(self, batch_id: str) -> dict[str, Any]:
+        """The provider's current batch object (status, output and error file ids, counts)."""
+        try:
+            return (await self._loop_state().client.batches.retrieve(batch_id)).model_dump()
+        except openai.APIError as exc:
+            raise _call_error(exc) from exc
+
+    async def batch_results(self, batch: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        """custom_id → result row (`response: {status_code, body}` and/or `error`) from a finished
+        batch's output and error files."""
+        client = self._loop_state().client
+        rows: dict[str, dict[str, Any]] = {}
+        for file_key in ("output_file_id", "error_file_id"):
+            file_id = batch.get(file_key)
+            if not file_id:
+                continue
+            try:
+                content = (await client.files.content(file_id)).read()
+            except openai.APIError as exc:
+                raise _call_error(exc) from exc
+            for line in content.decode("utf-8").splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    rows.setdefault(row["custom_id"], row)
+        return rows
+
+    def accept_batch_reply(
+        self,
+        body: Mapping[str, Any],
+        response_model: type[T],
+        *,
+        key: str,
+        prompt_version: str,
+        tag: str = "",
+    ) -> LLMResult[T]:
+        """Validate one batch reply exactly like a live one, record it in the run, and cache it when
+        valid (so a later live run of the same request makes no call). Raises LLMReplyError."""
+        usage = Usage.from_body(body)
+        cost = estimate_cost(usage, self.price)
+        cost = None if cost is None else cost * BATCH_PRICE_FACTOR
+        record = {"prompt_version": prompt_version, "tag": tag, "key": key}
+        try:
+            parsed, text = interpret_reply(body, response_model)
+        except LLMReplyError as error:
+            self._record_failure(error, usage, 0.0, record, raw=error.raw, cost=cost)
+            raise
+        if self.store is not None:
+            self.store.llm_cache_put(key, model=self.model, response=dict(body))
+        return self._finish(
+            LLMResult(parsed, text, self.model, key, usage, cost, False, 0.0), prompt_version=prompt_version, tag=tag
+        )
 
     def with_config(self, **changes: Any) -> LLM:
         """A sibling layer sharing the store and prices, e.g. with another structured mode."""

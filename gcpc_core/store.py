@@ -305,6 +305,129 @@ def m301_annotations_and_studies(db: Database) -> None:
         )
 
 
+@MIGRATIONS()
+def m401_judging(db: Database) -> None:
+    """Judging and scores (gcpc_core.judge): one unit row per (trajectory, judge) marks it judged;
+    item judgments carry raw and postprocessed verdicts; every reply is kept for audit; scores per
+    (trajectory, judge); Batch-API submissions."""
+    db["judge_units"].create(
+        {
+            "trajectory_id": str,
+            "judge": str,
+            "task": str,
+            "checklist_sha": str,
+            "model": str,
+            "prompt_version": str,
+            "rules_version": str,
+            "content_hash": str,
+            "n_items": int,
+            "progress": float,
+            "rationale": str,
+            "citations": str,
+            "reason": str,
+            "run_id": str,
+            "created_at": str,
+        },
+        pk=("trajectory_id", "judge"),
+        foreign_keys=[("trajectory_id", "trajectories", "id")],
+        not_null={"task", "prompt_version", "created_at"},
+    )
+    db["judgments"].create(
+        {
+            "trajectory_id": str,
+            "judge": str,
+            "item_id": str,
+            "position": int,
+            "task": str,
+            "route": str,
+            "verdict_raw": str,
+            "reason_raw": str,
+            "verdict": str,
+            "reason": str,
+            "citations": str,
+            "rationale": str,
+            "checklist_sha": str,
+            "model": str,
+            "prompt_version": str,
+            "rules_version": str,
+            "run_id": str,
+            "created_at": str,
+            "scored_at": str,
+        },
+        pk=("trajectory_id", "judge", "item_id"),
+        foreign_keys=[("trajectory_id", "trajectories", "id")],
+        not_null={"task", "route", "verdict_raw", "verdict", "created_at"},
+    )
+    db["judgments"].create_index(["judge", "task"])
+    db["judge_replies"].create(
+        {
+            "id": int,
+            "trajectory_id": str,
+            "judge": str,
+            "run_id": str,
+            "attempt": str,
+            "item_id": str,
+            "llm_key": str,
+            "cache_hit": int,
+            "status": str,
+            "problems": str,
+            "raw": str,
+            "created_at": str,
+        },
+        pk="id",
+        not_null={"trajectory_id", "judge", "attempt", "status", "created_at"},
+    )
+    db["judge_replies"].create_index(["trajectory_id", "judge"])
+    db["scores"].create(
+        {
+            "trajectory_id": str,
+            "judge": str,
+            "task": str,
+            "outcome": str,
+            "condition": str,
+            "partial_credit": float,
+            "evidence_coverage": float,
+            "perfect": int,
+            "perfect_with_endpoint": int,
+            "n_items": int,
+            "n_yes": int,
+            "n_no": int,
+            "n_abstain": int,
+            "checklist_sha": str,
+            "model": str,
+            "prompt_version": str,
+            "rules_version": str,
+            "run_id": str,
+            "scored_at": str,
+        },
+        pk=("trajectory_id", "judge"),
+        foreign_keys=[("trajectory_id", "trajectories", "id")],
+        not_null={"task", "outcome", "scored_at"},
+    )
+    db["judge_batches"].create(
+        {
+            "id": str,
+            "judge": str,
+            "model": str,
+            "prompt_version": str,
+            "rules_version": str,
+            "status": str,
+            "input_path": str,
+            "input_file_id": str,
+            "output_file_id": str,
+            "error_file_id": str,
+            "n_requests": int,
+            "requests": str,
+            "run_id": str,
+            "created_at": str,
+            "collected_at": str,
+            "note": str,
+        },
+        pk="id",
+        not_null={"judge", "model", "status", "requests", "created_at"},
+    )
+
+
 _JSON_TASK = ("verifier_files", "tests", "parse_errors", "metadata")
 _JSON_TRAJ = ("ctrf", "timings", "exception", "tokens")
 
@@ -661,6 +784,369 @@ class Store:
     def frozen_checklist_tasks(self) -> set[str]:
         """Tasks that have at least one frozen checklist."""
         return {r["task"] for r in self.db["checklists"].rows_where("status = 'frozen'", select="task")}
+
+    # ==== Annotations and human studies (annotations/) ====
+    # Annotations are append-only: an edit is a new row whose `supersedes` points at the row it
+    # replaces, so the *current* answer of (kind, study, target, rater) is the row nobody supersedes.
+    # Item audits (the review app) and study answers (progress ratings, preferences) share the table.
+
+    ANNOTATION_KINDS = ("item_audit", "progress_rating", "preference")
+    ANNOTATION_TARGET_KEYS: dict[str, tuple[str, ...]] = {
+        "item_audit": ("trajectory_id", "item_id", "judge"),
+        "progress_rating": ("trajectory_id",),
+        "preference": ("pair_id",),
+    }
+    """Columns that say what an annotation is about; joined with `|` they form its `target`."""
+    _NOT_SUPERSEDED = "NOT EXISTS (SELECT 1 FROM annotations AS b WHERE b.supersedes = annotations.id)"
+
+    @classmethod
+    def annotation_target(cls, kind: str, keys: dict[str, Any]) -> str:
+        """The `target` key of an annotation of `kind` from its key columns."""
+        if kind not in cls.ANNOTATION_TARGET_KEYS:
+            raise ValueError(f"annotation kind must be one of {cls.ANNOTATION_KINDS}, not {kind!r}")
+        names = cls.ANNOTATION_TARGET_KEYS[kind]
+        missing = [n for n in names if not keys.get(n)]
+        if missing:
+            raise ValueError(f"a {kind} annotation needs {', '.join(missing)}")
+        return "|".join(str(keys[n]) for n in names)
+
+    @staticmethod
+    def _annotation_row(row: dict) -> dict:
+        return {**row, "value": json.loads(row["value"]), "is_simulated": bool(row["is_simulated"])}
+
+    def _current_annotation(self, db: Database, kind: str, study_id: str | None, target: str, rater: str) -> dict | None:
+        rows = db["annotations"].rows_where(
+            f"kind = ? AND study_id IS ? AND target = ? AND rater = ? AND {self._NOT_SUPERSEDED}",
+            [kind, study_id, target, rater], order_by="id DESC", limit=1,
+        )
+        return next(iter(rows), None)
+
+    def add_annotation(
+        self,
+        *,
+        kind: str,
+        rater: str,
+        value: dict,
+        study_id: str | None = None,
+        task: str | None = None,
+        trajectory_id: str | None = None,
+        unit_id: str | None = None,
+        pair_id: str | None = None,
+        item_id: str | None = None,
+        judge: str | None = None,
+        note: str | None = None,
+        confidence: int | None = None,
+        client_token: str | None = None,
+        source: str = "app",
+        is_simulated: bool = False,
+        created_at: str | None = None,
+        assignment: tuple[str, str] | None = None,
+    ) -> tuple[dict, bool]:
+        """Append one annotation in one transaction; returns (stored row, whether a row was written).
+
+        Idempotent twice over: a `client_token` already stored returns its row (a double submit),
+        and an answer identical to the current one is not stored again (a refresh re-sending it).
+        Otherwise the new row supersedes the current answer of (kind, study, target, rater).
+        With `assignment=(kind, target)` the rater must hold that active assignment in an open
+        study, checked inside the same transaction as the write (PermissionError otherwise).
+        """
+        import uuid
+
+        if not rater:
+            raise ValueError("an annotation needs a rater")
+        keys = {"trajectory_id": trajectory_id, "pair_id": pair_id, "item_id": item_id, "judge": judge}
+        target = self.annotation_target(kind, keys)
+        token = client_token or uuid.uuid4().hex
+        value_json = _dumps(value)
+        with self.atomic() as db:
+            same = next(iter(db["annotations"].rows_where("client_token = ?", [token])), None)
+            if same is not None:
+                if (same["kind"], same["study_id"], same["target"], same["rater"]) != (kind, study_id, target, rater):
+                    raise ValueError("client token already used for a different annotation")
+                return self._annotation_row(same), False
+            if assignment is not None:
+                self._require_assignment(db, study_id, rater, *assignment)
+            current = self._current_annotation(db, kind, study_id, target, rater)
+            if current is not None and (current["value"], current["note"], current["confidence"]) == (
+                value_json, note, confidence
+            ):
+                return self._annotation_row(current), False
+            row = {
+                "kind": kind, "study_id": study_id, "target": target, "task": task,
+                "trajectory_id": trajectory_id, "unit_id": unit_id, "pair_id": pair_id, "item_id": item_id,
+                "judge": judge, "rater": rater, "value": value_json, "note": note, "confidence": confidence,
+                "created_at": created_at or utcnow(), "supersedes": None if current is None else current["id"],
+                "client_token": token, "source": source, "is_simulated": int(is_simulated),
+            }
+            table = db["annotations"].insert(row)
+            stored = next(iter(db["annotations"].rows_where("id = ?", [table.last_pk])))
+        return self._annotation_row(stored), True
+
+    def annotations(
+        self,
+        *,
+        kind: str | None = None,
+        study_id: str | None = None,
+        rater: str | None = None,
+        target: str | None = None,
+        trajectory_id: str | None = None,
+        current: bool = True,
+    ) -> list[dict]:
+        """Annotation rows (value decoded) in id order; only current answers unless `current=False`."""
+        clauses = [
+            (c, v)
+            for c, v in (("kind = ?", kind), ("study_id = ?", study_id), ("rater = ?", rater),
+                         ("target = ?", target), ("trajectory_id = ?", trajectory_id))
+            if v is not None
+        ]
+        where = [c for c, _ in clauses] + ([self._NOT_SUPERSEDED] if current else [])
+        rows = self.db["annotations"].rows_where(" AND ".join(where) or None, [v for _, v in clauses], order_by="id")
+        return [self._annotation_row(r) for r in rows]
+
+    def annotation_history(self, *, kind: str, study_id: str | None, target: str, rater: str) -> list[dict]:
+        """Every version of one rater's answer on one target, oldest first (the last is current)."""
+        rows = self.db["annotations"].rows_where(
+            "kind = ? AND study_id IS ? AND target = ? AND rater = ?", [kind, study_id, target, rater], order_by="id"
+        )
+        return [self._annotation_row(r) for r in rows]
+
+    # ---- studies -------------------------------------------------------------
+
+    def insert_study(
+        self, study: dict, *, units: Iterable[dict], pairs: Iterable[dict], raters: Iterable[dict],
+        assignments: Iterable[dict],
+    ) -> None:
+        """Store a frozen study design in one transaction; an existing study id is an error."""
+        now = utcnow()
+        with self.atomic() as db:
+            if db["studies"].count_where("id = ?", [study["id"]]):
+                raise ValueError(f"study {study['id']!r} already exists")
+            db["studies"].insert({"status": "open", "created_at": now, **study,
+                                  "params": _dumps(study["params"]), "design": _dumps(study["design"])}, pk="id")
+            db["study_units"].insert_all(({"study_id": study["id"], **u} for u in units), batch_size=500)
+            db["study_pairs"].insert_all(({"study_id": study["id"], **p} for p in pairs), batch_size=500)
+            db["study_raters"].insert_all(({"study_id": study["id"], "created_at": now, **r} for r in raters))
+            db["study_assignments"].insert_all(
+                ({"study_id": study["id"], "active": 1, "assigned_at": now, **a} for a in assignments), batch_size=500
+            )
+
+    def _study_row(self, row: dict) -> dict:
+        return {**self._decode(row, "params", "design"), "is_simulated": bool(row["is_simulated"])}
+
+    def studies(self) -> list[dict]:
+        return [self._study_row(r) for r in self.db["studies"].rows_where(order_by="created_at, id")]
+
+    def get_study(self, study_id: str) -> dict | None:
+        rows = list(self.db["studies"].rows_where("id = ?", [study_id]))
+        return self._study_row(rows[0]) if rows else None
+
+    def set_study_status(self, study_id: str, status: str) -> None:
+        """`open` accepts answers; `closed` keeps them read-only."""
+        if status not in ("open", "closed"):
+            raise ValueError(f"study status must be open or closed, not {status!r}")
+        with self.atomic() as db:
+            db["studies"].update(study_id, {"status": status})
+
+    def study_units(self, study_id: str) -> list[dict]:
+        return list(self.db["study_units"].rows_where("study_id = ?", [study_id], order_by="unit_id"))
+
+    def study_pairs(self, study_id: str) -> list[dict]:
+        return list(self.db["study_pairs"].rows_where("study_id = ?", [study_id], order_by="pair_id"))
+
+    def study_raters(self, study_id: str) -> list[dict]:
+        """Raters of a study; `token_hash` is left out (it is only ever compared, in `rater_by_token_hash`)."""
+        rows = self.db["study_raters"].rows_where("study_id = ?", [study_id], order_by="rater")
+        return [{**{k: v for k, v in r.items() if k != "token_hash"}, "has_token": r["token_hash"] is not None,
+                 "is_simulated": bool(r["is_simulated"])} for r in rows]
+
+    def rater_by_token_hash(self, token_hash: str) -> dict | None:
+        """(study_id, rater, is_simulated) of the rater whose invitation token hashes to `token_hash`."""
+        rows = list(self.db["study_raters"].rows_where(
+            "token_hash = ?", [token_hash], select="study_id, rater, is_simulated"))
+        return rows[0] if rows else None
+
+    def add_study_rater(self, study_id: str, rater: str, *, token_hash: str | None, is_simulated: bool = False) -> None:
+        """A rater joining an existing study (with an empty queue until items are reassigned)."""
+        now = utcnow()
+        with self.atomic() as db:
+            if db["study_raters"].count_where("study_id = ? AND rater = ?", [study_id, rater]):
+                raise ValueError(f"rater {rater!r} already belongs to study {study_id!r}")
+            db["study_raters"].insert({"study_id": study_id, "rater": rater, "token_hash": token_hash,
+                                       "is_simulated": int(is_simulated), "created_at": now,
+                                       "token_issued_at": now if token_hash else None})
+
+    def set_rater_token_hash(self, study_id: str, rater: str, token_hash: str) -> None:
+        """Replace a rater's token (a new invitation link); the old link stops working."""
+        with self.atomic() as db:
+            if not db["study_raters"].count_where("study_id = ? AND rater = ?", [study_id, rater]):
+                raise KeyError(f"no rater {rater!r} in study {study_id!r}")
+            db.execute("UPDATE study_raters SET token_hash = ?, token_issued_at = ? WHERE study_id = ? AND rater = ?",
+                       [token_hash, utcnow(), study_id, rater])
+
+    def study_assignments(self, study_id: str, *, rater: str | None = None, active: bool | None = True) -> list[dict]:
+        """Assignments of a study (active ones by default), by rater, kind and queue position."""
+        clauses = [("study_id = ?", study_id)] + [(c, v) for c, v in (("rater = ?", rater),) if v is not None]
+        if active is not None:
+            clauses.append(("active = ?", int(active)))
+        rows = self.db["study_assignments"].rows_where(
+            " AND ".join(c for c, _ in clauses), [v for _, v in clauses], order_by="rater, kind DESC, position")
+        return list(rows)
+
+    def _require_assignment(self, db: Database, study_id: str | None, rater: str, kind: str, target: str) -> None:
+        study = next(iter(db["studies"].rows_where("id = ?", [study_id], select="status")), None)
+        if study is None or study["status"] != "open":
+            raise PermissionError(f"study {study_id!r} is not open for answers")
+        if not db["study_assignments"].count_where(
+            "study_id = ? AND rater = ? AND kind = ? AND target = ? AND active = 1", [study_id, rater, kind, target]
+        ):
+            raise PermissionError(f"{kind} {target} is not in this rater's queue")
+
+    def reassign(self, study_id: str, *, kind: str, target: str, from_rater: str, to_rater: str) -> None:
+        """Move one assignment to another rater, at the end of their queue; answers already given stay."""
+        with self.atomic() as db:
+            if not db["study_raters"].count_where("study_id = ? AND rater = ?", [study_id, to_rater]):
+                raise KeyError(f"no rater {to_rater!r} in study {study_id!r}")
+            moved = db.execute(
+                "UPDATE study_assignments SET active = 0 WHERE study_id = ? AND rater = ? AND kind = ? AND target = ?"
+                " AND active = 1", [study_id, from_rater, kind, target]).rowcount
+            if not moved:
+                raise KeyError(f"{from_rater!r} holds no active {kind} assignment {target!r}")
+            held = next(iter(db["study_assignments"].rows_where(
+                "study_id = ? AND rater = ? AND kind = ? AND target = ?", [study_id, to_rater, kind, target])), None)
+            if held is not None and held["active"]:
+                raise ValueError(f"{to_rater!r} already holds {kind} {target!r}")
+            last = db.execute("SELECT max(position) FROM study_assignments WHERE study_id = ? AND rater = ? AND kind = ?",
+                              [study_id, to_rater, kind]).fetchone()[0]
+            position = -1 if last is None else last
+            if held is not None:
+                db.execute("UPDATE study_assignments SET active = 1, position = ?, reassigned_from = ?, assigned_at = ?"
+                           " WHERE id = ?", [position + 1, from_rater, utcnow(), held["id"]])
+            else:
+                db["study_assignments"].insert({
+                    "study_id": study_id, "rater": to_rater, "kind": kind, "target": target, "position": position + 1,
+                    "active": 1, "assigned_at": utcnow(), "reassigned_from": from_rater})
+
+    # ==== Judging and scores (gcpc_core.judge) ====
+    # A (trajectory, judge) is judged once its `judge_units` row exists. That row, its item
+    # judgments and its replies are written in one transaction, so a kill -9 never leaves half a
+    # trajectory. Scoring rewrites postprocessed verdicts and scores; raw verdicts stay as judged.
+    # Plain SQL with executemany here: these writes sit on the judging hot path.
+
+    JUDGMENT_COLUMNS = (
+        "trajectory_id", "judge", "item_id", "position", "task", "route", "verdict_raw", "reason_raw",
+        "verdict", "reason", "citations", "rationale", "checklist_sha", "model", "prompt_version",
+        "rules_version", "run_id", "created_at", "scored_at",
+    )
+    JUDGE_UNIT_COLUMNS = (
+        "trajectory_id", "judge", "task", "checklist_sha", "model", "prompt_version", "rules_version",
+        "content_hash", "n_items", "progress", "rationale", "citations", "reason", "run_id", "created_at",
+    )
+    JUDGE_REPLY_COLUMNS = (
+        "trajectory_id", "judge", "run_id", "attempt", "item_id", "llm_key", "cache_hit", "status", "problems",
+        "raw", "created_at",
+    )
+    SCORE_COLUMNS = (
+        "trajectory_id", "judge", "task", "outcome", "condition", "partial_credit", "evidence_coverage", "perfect",
+        "perfect_with_endpoint", "n_items", "n_yes", "n_no", "n_abstain", "checklist_sha", "model",
+        "prompt_version", "rules_version", "run_id", "scored_at",
+    )
+
+    @staticmethod
+    def _insert_sql(table: str, columns: tuple[str, ...], verb: str = "INSERT") -> str:
+        return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+    @staticmethod
+    def _values(rows: Iterable[dict], columns: tuple[str, ...]) -> list[tuple]:
+        """Row dicts as value tuples; list/dict values become JSON."""
+        return [
+            tuple(_dumps(r.get(c)) if isinstance(r.get(c), (list, dict)) else r.get(c) for c in columns) for r in rows
+        ]
+
+    def judge_units(self, judge: str | None = None) -> dict[tuple[str, str], dict]:
+        """(trajectory id, judge) → unit row (JSON columns decoded): what is judged already."""
+        where, args = ("judge = ?", [judge]) if judge else (None, [])
+        return {
+            (r["trajectory_id"], r["judge"]): self._decode(r, "citations")
+            for r in self.db["judge_units"].rows_where(where, args, order_by="trajectory_id, judge")
+        }
+
+    def save_trajectory_judgment(self, unit: dict, judgments: list[dict], replies: list[dict]) -> None:
+        """Replace one (trajectory, judge)'s judgments, unit row and score; append its replies. One transaction."""
+        key = [unit["trajectory_id"], unit["judge"]]
+        with self.atomic() as db:
+            for table in ("judgments", "scores", "judge_units"):
+                db.execute(f"DELETE FROM {table} WHERE trajectory_id = ? AND judge = ?", key)
+            db.conn.executemany(
+                self._insert_sql("judgments", self.JUDGMENT_COLUMNS), self._values(judgments, self.JUDGMENT_COLUMNS)
+            )
+            db.conn.executemany(
+                self._insert_sql("judge_replies", self.JUDGE_REPLY_COLUMNS),
+                self._values(replies, self.JUDGE_REPLY_COLUMNS),
+            )
+            db.conn.execute(
+                self._insert_sql("judge_units", self.JUDGE_UNIT_COLUMNS), self._values([unit], self.JUDGE_UNIT_COLUMNS)[0]
+            )
+
+    def judgments(self, *, judge: str | None = None, trajectory_id: str | None = None) -> list[dict]:
+        """Item judgment rows (citations decoded), by trajectory, judge and checklist position."""
+        clauses = [(c, v) for c, v in (("judge = ?", judge), ("trajectory_id = ?", trajectory_id)) if v is not None]
+        where = " AND ".join(c for c, _ in clauses) or None
+        rows = self.db["judgments"].rows_where(where, [v for _, v in clauses], order_by="trajectory_id, judge, position")
+        return [self._decode(r, "citations") for r in rows]
+
+    def judge_replies(self, *, trajectory_id: str | None = None, judge: str | None = None) -> list[dict]:
+        """Every stored reply (the audit trail), oldest first, problems decoded."""
+        clauses = [(c, v) for c, v in (("trajectory_id = ?", trajectory_id), ("judge = ?", judge)) if v is not None]
+        where = " AND ".join(c for c, _ in clauses) or None
+        return [self._decode(r, "problems") for r in self.db["judge_replies"].rows_where(where, [v for _, v in clauses], order_by="id")]
+
+    def save_scores(self, scored: Iterable[tuple[dict, list[dict]]]) -> int:
+        """Write postprocessed verdicts and scores: each entry is (score row, postprocessed judgment
+        rows, endpoint included). Raw verdicts are never touched. One transaction; returns the count."""
+        n = 0
+        with self.atomic() as db:
+            for score, rows in scored:
+                key = [score["trajectory_id"], score["judge"]]
+                db.execute("DELETE FROM judgments WHERE trajectory_id = ? AND judge = ? AND route = 'endpoint'", key)
+                real = [r for r in rows if r["route"] != "endpoint"]
+                db.conn.executemany(
+                    "UPDATE judgments SET verdict = ?, reason = ?, scored_at = ? "
+                    "WHERE trajectory_id = ? AND judge = ? AND item_id = ?",
+                    [(r["verdict"], r["reason"], r["scored_at"], r["trajectory_id"], r["judge"], r["item_id"]) for r in real],
+                )
+                db.conn.executemany(
+                    self._insert_sql("judgments", self.JUDGMENT_COLUMNS),
+                    self._values([r for r in rows if r["route"] == "endpoint"], self.JUDGMENT_COLUMNS),
+                )
+                db.conn.execute(
+                    self._insert_sql("scores", self.SCORE_COLUMNS, "INSERT OR REPLACE"),
+                    self._values([score], self.SCORE_COLUMNS)[0],
+                )
+                n += 1
+        return n
+
+    def scores(self, *, judge: str | None = None) -> list[dict]:
+        """Score rows, by trajectory then judge."""
+        where, args = ("judge = ?", [judge]) if judge else (None, [])
+        return list(self.db["scores"].rows_where(where, args, order_by="trajectory_id, judge"))
+
+    def add_judge_batch(self, row: dict) -> None:
+        """Record a submitted Batch-API job (`requests` maps custom_id → what it judges)."""
+        columns = tuple(row)
+        with self.atomic() as db:
+            db.conn.execute(self._insert_sql("judge_batches", columns), self._values([row], columns)[0])
+
+    def update_judge_batch(self, batch_id: str, fields: dict) -> None:
+        with self.atomic() as db:
+            db["judge_batches"].update(batch_id, {k: _dumps(v) if isinstance(v, (list, dict)) else v for k, v in fields.items()})
+
+    def judge_batches(self, *, status: str | None = None) -> list[dict]:
+        where, args = ("status = ?", [status]) if status else (None, [])
+        return [self._decode(r, "requests") for r in self.db["judge_batches"].rows_where(where, args, order_by="created_at, id")]
+
+    def get_judge_batch(self, batch_id: str) -> dict | None:
+        rows = list(self.db["judge_batches"].rows_where("id = ?", [batch_id]))
+        return self._decode(rows[0], "requests") if rows else None
 
 
 def _task_from_row(row: dict) -> Task:

@@ -3,7 +3,8 @@
 Frame contracts are documented in `gcpc_core.analysis.frames`. One module per concern:
 `discrimination` (AUC, clustered bootstrap, paired ΔAUC), `agreement` (human agreement),
 `skills` (matched with/without-skills pairs), `ablations`, `item_accuracy` (verifier-grounded),
-`perturb` (evidence perturbation for the sensitivity test), `figures`, `report`.
+`perturb` (evidence perturbation for the sensitivity test), `figures`, `report`; `synthetic`
+builds a consistent synthetic project as frames (benchmark, tests, trying the report).
 """
 
 from .ablations import VARIANTS, perfect_agreement, score_variants

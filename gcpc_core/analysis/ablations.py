@@ -19,6 +19,8 @@ result against scoring every trajectory separately.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score
@@ -42,7 +44,7 @@ def _nan(value: float | None) -> float:
     return np.nan if value is None else value
 
 
-def score_variants(items: pd.DataFrame, variants: dict[str, tuple[bool, bool]] = VARIANTS) -> pd.DataFrame:
+def score_variants(items: pd.DataFrame, variants: Mapping[str, tuple[bool, bool]] = VARIANTS) -> pd.DataFrame:
     """Long frame: ``trajectory_id, task, judge, outcome, variant`` and the `Score` fields
     ``partial_credit, evidence_coverage, perfect, perfect_with_endpoint``.
 
@@ -96,8 +98,10 @@ def perfect_agreement(scores: pd.DataFrame) -> pd.DataFrame:
                 "judge": judge, "perfect": label, "n": n,
                 "agreement": float((y == p).mean()) if n else np.nan,
                 "kappa": np.nan if n == 0 or constant else float(cohen_kappa_score(y, p)),
-                "perfect_and_pass": int(((p == 1) & (y == 1)).sum()), "perfect_and_fail": int(((p == 1) & (y == 0)).sum()),
-                "imperfect_and_pass": int(((p == 0) & (y == 1)).sum()), "imperfect_and_fail": int(((p == 0) & (y == 0)).sum()),
+                "perfect_and_pass": int(((p == 1) & (y == 1)).sum()),
+                "perfect_and_fail": int(((p == 1) & (y == 0)).sum()),
+                "imperfect_and_pass": int(((p == 0) & (y == 1)).sum()),
+                "imperfect_and_fail": int(((p == 0) & (y == 0)).sum()),
                 "note": note,
             })
     return pd.DataFrame(rows, columns=["judge", "perfect", "n", "agreement", "kappa", "perfect_and_pass",

@@ -91,7 +91,8 @@ def trajectory_outcomes(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     require_columns(frame, ("trajectory_id", "task", "outcome"), name)
     bad = set(frame["outcome"].dropna().unique()) - set(OUTCOMES)
     if bad or frame["outcome"].isna().any():
-        raise FrameContractError(f"{name} frame has outcome values other than PASS/FAIL: {sorted(map(str, bad)) or ['<missing>']}")
+        found = sorted(map(str, bad)) or ["<missing>"]
+        raise FrameContractError(f"{name} frame has outcome values other than PASS/FAIL: {found}")
     per = frame[["trajectory_id", "task", "outcome"]].drop_duplicates()
     clash = per["trajectory_id"].duplicated(keep=False)
     if clash.any():
@@ -108,15 +109,21 @@ def common_subset(
     Comparisons between judges are only fair on the same trajectories, so a trajectory is kept
     only when all of them scored it. Returns ``(wide, judges, n_excluded)`` where `wide` has
     ``trajectory_id, task, outcome`` and one float column per judge, and `n_excluded` counts the
-    trajectories some judge scored that were dropped.
+    trajectories some judge scored that were dropped. Naming a judge absent from `scores` is a
+    ValueError rather than an empty result, so a typo cannot pass for missing data.
     """
     require_columns(scores, ("trajectory_id", "task", "judge", "outcome", score_col), "scores")
-    judges = ordered_judges(scores["judge"].unique()) if judges is None else list(judges)
+    present = set(scores["judge"].unique())
+    judges = ordered_judges(present) if judges is None else list(judges)
+    unknown = [j for j in judges if j not in present]
+    if unknown:
+        raise ValueError(f"judge(s) {unknown} have no rows in the scores frame (judges present: {ordered_judges(present)})")
     sub = scores[scores["judge"].isin(judges)]
     dup = sub.duplicated(["trajectory_id", "judge"])
     if dup.any():
         row = sub.loc[dup].iloc[0]
-        raise FrameContractError(f"scores frame has more than one row for trajectory {row['trajectory_id']!r} and judge {row['judge']!r}")
+        raise FrameContractError(f"scores frame has more than one row for trajectory {row['trajectory_id']!r} "
+                                 f"and judge {row['judge']!r}")
     meta = trajectory_outcomes(sub, "scores")
     wide = sub.pivot(index="trajectory_id", columns="judge", values=score_col).reindex(columns=judges).astype(float)
     wide.columns.name = None

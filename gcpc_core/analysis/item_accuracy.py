@@ -44,19 +44,23 @@ def node_id(test: str) -> str:
 def _refs(value: object) -> list[str]:
     """Verifier refs as a list, whether stored as a list/array or as a JSON list string."""
     if isinstance(value, str):
-        value = json.loads(value) if value.lstrip().startswith("[") else [value]
+        return json.loads(value) if value.lstrip().startswith("[") else [value]
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return []
-    return [node_id(v) for v in value]
+    return list(value)
+
+
+def _node_ids(names: pd.Series) -> np.ndarray:
+    """`node_id` of every name, computed once per distinct name (reports repeat the same few tests)."""
+    codes, uniques = pd.factorize(names)
+    return np.array([node_id(u) for u in uniques], dtype=object)[codes] if len(codes) else np.array([], dtype=object)
 
 
 def ctrf_node_status(ctrf: pd.DataFrame) -> pd.DataFrame:
     """One row per (trajectory_id, node_id) with status passed / failed / unknown."""
     require_columns(ctrf, ("trajectory_id", "test", "status"), "ctrf")
     status = ctrf["status"].astype(str).str.lower()
-    codes, names = pd.factorize(ctrf["test"])  # few distinct names, many rows: map each name once
-    ids = np.array([node_id(n) for n in names], dtype=object)[codes]
-    c = pd.DataFrame({"trajectory_id": ctrf["trajectory_id"].to_numpy(), "node_id": ids,
+    c = pd.DataFrame({"trajectory_id": ctrf["trajectory_id"].to_numpy(), "node_id": _node_ids(ctrf["test"]),
                       "failed": (status == "failed").to_numpy(), "passed": (status == "passed").to_numpy()})
     agg = c.groupby(["trajectory_id", "node_id"], sort=True).agg(failed=("failed", "any"), passed=("passed", "all"))
     agg["status"] = np.where(agg["failed"], "failed", np.where(agg["passed"], "passed", "unknown"))
@@ -77,6 +81,7 @@ def assertion_truth(items: pd.DataFrame, ctrf: pd.DataFrame) -> pd.DataFrame:
     a["n_refs"] = a["ref"].map(len).astype(int)
     status = ctrf_node_status(ctrf).rename(columns={"node_id": "ref"})
     refs = a[["trajectory_id", "ref"]].explode("ref").dropna(subset=["ref"]).reset_index()
+    refs["ref"] = _node_ids(refs["ref"])
     refs = refs.merge(status, on=["trajectory_id", "ref"], how="left")
     refs = refs.assign(failed=refs["status"] == "failed", passed=refs["status"] == "passed")
     per_item = refs.groupby("index").agg(failed=("failed", "any"), passed=("passed", "all"))
@@ -128,7 +133,8 @@ def confusion_table(truth: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for judge, g in c.groupby("judge", sort=True):
         m = confusion_matrix(g["truth"], g["verdict_raw"], labels=list(VERDICTS))
-        rows += [{"judge": judge, "truth": cls, **dict(zip(VERDICTS, map(int, m[k])))} for k, cls in enumerate(("Yes", "No"))]
+        rows += [{"judge": judge, "truth": cls, **dict(zip(VERDICTS, map(int, m[k])))}
+                 for k, cls in enumerate(("Yes", "No"))]
     return pd.DataFrame(rows, columns=["judge", "truth", *VERDICTS])
 
 

@@ -29,7 +29,7 @@ from .ablations import perfect_agreement, score_variants
 from .agreement import alpha_table, pairwise_agreement, preference_votes, spearman_table
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table, roc_data
 from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure
-from .frames import is_available, ordered_judges, trajectory_outcomes
+from .frames import is_available, ordered_judges, require_columns, trajectory_outcomes
 from .item_accuracy import assertion_truth, confusion_table, ctrf_pass_fraction, item_accuracy_table
 from .skills import item_changes, matched_pairs, transition_table
 
@@ -125,12 +125,19 @@ def _truncation(t: _Table) -> str:
     n = len(t.frame)
     if not t.show:
         return f"{n} rows in `{t.name}.csv`."
-    return f"Showing {min(n, t.max_rows)} of {n} rows; full table in `{t.name}.csv`." if n > t.max_rows else f"`{t.name}.csv`"
+    if n > t.max_rows:
+        return f"Showing {t.max_rows} of {n} rows; full table in `{t.name}.csv`."
+    return f"`{t.name}.csv`"
+
+
+def _md(text: str) -> str:
+    """Data-derived text for Markdown: inline HTML would be rendered by most viewers, so escape it."""
+    return html.escape(text, quote=False)
 
 
 def _md_table(frame: pd.DataFrame) -> str:
     def cell(v: object) -> str:
-        return _fmt(v).replace("|", "\\|").replace("\n", " ")
+        return _md(_fmt(v)).replace("|", "\\|").replace("\n", " ")
 
     head = "| " + " | ".join(map(cell, frame.columns)) + " |"
     rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
@@ -146,25 +153,28 @@ def _render_markdown(title: str, blocks: Sequence[Block]) -> str:
         elif isinstance(b, _Text):
             out.append(b.text)
         elif isinstance(b, _Missing):
-            out.append(f"> **Not computed:** {b.text}")
+            out.append(f"> **Not computed:** {_md(b.text)}")
         elif isinstance(b, _Table):
-            out.append(f"**{b.caption}** — {_truncation(b)}")
+            out.append(f"**{_md(b.caption)}** — {_truncation(b)}")
             if b.show and len(b.frame):
                 out.append(_md_table(_shown(b)))
         elif isinstance(b, _Figure):
-            out.append(f"*Figure: {b.caption} (interactive in report.html).*")
+            out.append(f"*Figure: {_md(b.caption)} (interactive in report.html).*")
     return "\n\n".join(out) + "\n"
 
 
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.missing{background:#fff6e0;border-left:4px solid #e0a000;
-padding:.5em 1em}.caption{font-weight:600;margin-top:1.2em}.note{color:#666;font-size:12px}code{background:#f3f3f3;padding:0 3px}"""
+table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}
+.missing{background:#fff6e0;border-left:4px solid #e0a000;padding:.5em 1em}
+.caption{font-weight:600;margin-top:1.2em}.note{color:#666;font-size:12px}"""
 
 
 def _render_html(title: str, blocks: Sequence[Block]) -> str:
     esc = html.escape
-    out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title)}</title><style>{_CSS}</style></head><body>",
+    out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
+           f"<style>{_CSS}</style></head><body>",
            f"<h1>{esc(title)}</h1>"]
     plotly_js = True
     for b in blocks:
@@ -204,6 +214,7 @@ def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame
     blocks: list[Block] = [_Heading("Inputs"), _Table("inputs", pd.DataFrame(rows), "Input frames")]
     if "scores" in frames:
         s = frames["scores"]
+        require_columns(s, ("trajectory_id", "task", "judge", "partial_credit"), "scores")
         per = (s.groupby("judge").agg(trajectories=("trajectory_id", "nunique"), tasks=("task", "nunique"),
                                       scored=("partial_credit", lambda x: int(x.notna().sum())))
                .reindex(ordered_judges(s["judge"].unique())).reset_index())
@@ -323,6 +334,8 @@ def _ablations(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]
             blocks.append(_Missing(f"task vs fixed checklist needs scores from both the `{TASK_CHECKLIST_JUDGE}` and "
                                    f"`{FIXED_CHECKLIST_JUDGE}` judges."))
         perfect = perfect_agreement(frames["scores"])
+        if st.judges is not None:
+            perfect = perfect[perfect["judge"].isin(st.judges)]
         blocks.append(_Table("ablation_perfect", perfect[perfect["n"] > 0],
                              "Perfect vs official outcome, without and with the endpoint item"))
     else:
@@ -330,6 +343,10 @@ def _ablations(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]
     if "items" not in frames:
         return blocks + [_Missing("no item verdicts: score variants (endpoint vs PASS propagation) not computed.")]
     variants = score_variants(frames["items"])
+    if st.judges is not None:
+        variants = variants[variants["judge"].isin(st.judges)]
+    if variants.empty:
+        return blocks + [_Missing("no checklist item verdicts for the compared judges: score variants not computed.")]
     aucs, deltas = [], []
     pairs = [("pass_propagation", "raw"), ("endpoint", "raw"), ("full", "raw"), ("endpoint", "pass_propagation")]
     for judge in ordered_judges(variants["judge"].unique()):

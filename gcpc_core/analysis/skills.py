@@ -101,7 +101,8 @@ def item_changes(
     require_columns(pairs, ("judge", "task", "trajectory_id_with", "trajectory_id_without", "transition"), "pairs")
     p = pairs if transitions is None else pairs[pairs["transition"].isin(transitions)]
     it = items.loc[items["item_id"] != ENDPOINT_ITEM_ID, ["trajectory_id", "judge", "item_id", verdict_col]]
-    side = {s: it.rename(columns={"trajectory_id": f"trajectory_id_{s}", verdict_col: f"v_{s}"}) for s in ("with", "without")}
+    side = {s: it.rename(columns={"trajectory_id": f"trajectory_id_{s}", verdict_col: f"v_{s}"})
+            for s in ("with", "without")}
     m = (p[["judge", "task", "trajectory_id_with", "trajectory_id_without"]]
          .merge(side["without"], on=["judge", "trajectory_id_without"])
          .merge(side["with"], on=["judge", "trajectory_id_with", "item_id"]))

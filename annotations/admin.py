@@ -1,0 +1,251 @@
+"""Study administration: progress, live inter-rater α, disagreements to adjudicate, reassignment, links.
+
+Everything here reads current answers (the latest version of each rater's answer) and the live
+assignment table; the frozen design stays as created. Results are plain rows for the admin page,
+the CLI and tests alike.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import krippendorff
+import numpy as np
+
+from gcpc_core.store import Store
+
+from .study import CHOICES, load_study
+from .tokens import hash_token, new_token
+
+__all__ = [
+    "AlphaResult",
+    "ReassignReport",
+    "add_rater",
+    "agreement",
+    "answers_by_target",
+    "disagreements",
+    "issue_link",
+    "krippendorff_alpha",
+    "rater_progress",
+    "reassign",
+    "status_lines",
+    "unit_progress",
+]
+
+KIND_LABEL = {"progress_rating": "rating", "preference": "pair"}
+
+
+def _code(row: dict) -> str:
+    return row["unit_id"] if row["kind"] == "progress_rating" else row["pair_id"]
+
+
+def _answer(row: dict) -> int | str:
+    return row["value"]["rating"] if row["kind"] == "progress_rating" else row["value"]["choice"]
+
+
+def answers_by_target(store: Store, study_id: str, kind: str) -> dict[str, dict[str, int | str]]:
+    """target code → {rater: current answer} for one kind of question."""
+    out: dict[str, dict[str, int | str]] = defaultdict(dict)
+    for row in store.annotations(study_id=study_id, kind=kind):
+        out[_code(row)][row["rater"]] = _answer(row)
+    return dict(out)
+
+
+def rater_progress(store: Store, study_id: str) -> list[dict]:
+    """Per rater: assigned and answered ratings and pairs, share done, last answer time."""
+    raters = store.study_raters(study_id)
+    assigned: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for a in store.study_assignments(study_id):
+        assigned[(a["rater"], a["kind"])].add(a["target"])
+    answered: dict[tuple[str, str], set[str]] = defaultdict(set)
+    last: dict[str, str] = {}
+    for row in store.annotations(study_id=study_id):
+        answered[(row["rater"], row["kind"])].add(_code(row))
+        last[row["rater"]] = max(last.get(row["rater"], ""), row["created_at"])
+    rows = []
+    for r in raters:
+        name = r["rater"]
+        entry: dict = {"rater": name, "simulated": r["is_simulated"], "has_link": r["has_token"]}
+        done = total = 0
+        for kind, label in KIND_LABEL.items():
+            todo = assigned[(name, kind)]
+            got = len(todo & answered[(name, kind)])
+            entry[f"{label}s_done"], entry[f"{label}s_assigned"] = got, len(todo)
+            done, total = done + got, total + len(todo)
+        entry.update(done=done, total=total, share=round(done / total, 3) if total else 1.0,
+                     last_answer_at=last.get(name))
+        rows.append(entry)
+    return rows
+
+
+def unit_progress(store: Store, study_id: str) -> list[dict]:
+    """Per unit and per pair: task, trajectories, raters assigned, answers in."""
+    study = load_study(store, study_id)
+    holders: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for a in store.study_assignments(study_id):
+        holders[(a["kind"], a["target"])].append(a["rater"])
+    answers = {kind: answers_by_target(store, study_id, kind) for kind in KIND_LABEL}
+    rows = []
+    for kind, targets in (("progress_rating", study.units), ("preference", study.pairs)):
+        for code in sorted(targets):
+            trajectories = ([study.units[code]["trajectory_id"]] if kind == "progress_rating"
+                            else list(study.pair_sides(code)))
+            got = answers[kind].get(code, {})
+            assigned = sorted(holders[(kind, code)])
+            rows.append({
+                "kind": kind, "target": code, "task": targets[code]["task"], "trajectories": " vs ".join(trajectories),
+                "assigned": ", ".join(assigned), "answers": len(got),
+                "complete": bool(assigned) and all(r in got for r in assigned),
+            })
+    return rows
+
+
+@dataclass(frozen=True)
+class AlphaResult:
+    """Krippendorff's α over current answers of one kind."""
+
+    kind: str
+    level: str
+    alpha: float
+    units: int
+    """Units with two or more answers (the only ones α uses)."""
+    raters: int
+    answers: int
+    note: str = ""
+
+
+def krippendorff_alpha(by_unit: dict[str, dict[str, float]], level: str, domain: Sequence[float]) -> tuple[float, str]:
+    """α over {unit: {rater: value}}, NaN with a reason when it is undefined."""
+    paired = {u: v for u, v in by_unit.items() if len(v) >= 2}
+    if not paired:
+        return math.nan, "no unit has two answers yet"
+    values = {x for v in paired.values() for x in v.values()}
+    if len(values) < 2:
+        return math.nan, "every answer is the same value: α is undefined"
+    raters = sorted({r for v in paired.values() for r in v})
+    units = sorted(paired)
+    matrix = np.full((len(raters), len(units)), np.nan)
+    for j, u in enumerate(units):
+        for r, x in paired[u].items():
+            matrix[raters.index(r), j] = x
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        alpha = float(krippendorff.alpha(reliability_data=matrix, value_domain=list(domain),
+                                         level_of_measurement=level))
+    return alpha, ""
+
+
+def agreement(store: Store, study_id: str) -> list[AlphaResult]:
+    """Live α: ordinal over progress ratings, nominal over A/B/tie preferences."""
+    study = load_study(store, study_id)
+    out = []
+    for kind, level, domain, encode in (
+        ("progress_rating", "ordinal", list(study.guidelines.scale_values), lambda x: float(x)),
+        ("preference", "nominal", list(range(len(CHOICES))), lambda x: float(CHOICES.index(x))),
+    ):
+        answers = answers_by_target(store, study_id, kind)
+        coded = {u: {r: encode(x) for r, x in v.items()} for u, v in answers.items()}
+        alpha, note = krippendorff_alpha(coded, level, domain)
+        out.append(AlphaResult(
+            kind=kind, level=level, alpha=alpha, units=sum(len(v) >= 2 for v in coded.values()),
+            raters=len({r for v in coded.values() for r in v}), answers=sum(map(len, coded.values())), note=note,
+        ))
+    return out
+
+
+def disagreements(store: Store, study_id: str, *, min_spread: int = 2) -> list[dict]:
+    """Units and pairs to adjudicate, most divided first.
+
+    A rating unit is listed when its ratings span at least `min_spread` scale points; a pair when
+    some raters chose A and others B. `spread` orders the list (scale points for ratings, 1 minus
+    the majority's share for pairs).
+    """
+    study = load_study(store, study_id)
+    rows = []
+    for code, got in answers_by_target(store, study_id, "progress_rating").items():
+        values = [int(x) for x in got.values()]
+        if len(values) >= 2 and max(values) - min(values) >= min_spread:
+            rows.append({"kind": "progress_rating", "target": code, "task": study.units[code]["task"],
+                         "trajectories": study.units[code]["trajectory_id"], "spread": float(max(values) - min(values)),
+                         "answers": ", ".join(f"{r}: {x}" for r, x in sorted(got.items()))})
+    for code, got in answers_by_target(store, study_id, "preference").items():
+        choices = list(got.values())
+        if "A" in choices and "B" in choices:
+            majority = max(choices.count(c) for c in CHOICES) / len(choices)
+            rows.append({"kind": "preference", "target": code, "task": study.pairs[code]["task"],
+                         "trajectories": " vs ".join(study.pair_sides(code)), "spread": round(1 - majority, 3),
+                         "answers": ", ".join(f"{r}: {x}" for r, x in sorted(got.items()))})
+    return sorted(rows, key=lambda r: (r["kind"] != "progress_rating", -r["spread"], r["target"]))
+
+
+@dataclass
+class ReassignReport:
+    moved: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str, str]] = field(default_factory=list)
+    """(kind, target, reason) for each item not moved."""
+
+
+def reassign(
+    store: Store, study_id: str, from_rater: str, to_rater: str, *, targets: Iterable[tuple[str, str]] | None = None
+) -> ReassignReport:
+    """Move (kind, target) items from one rater's queue to another's; by default every unanswered one.
+
+    Answers the first rater already gave are kept; an item the second rater already holds is skipped.
+    """
+    if from_rater == to_rater:
+        raise ValueError("cannot reassign a rater's items to the same rater")
+    known = {r["rater"] for r in store.study_raters(study_id)}
+    for r in (from_rater, to_rater):
+        if r not in known:
+            raise KeyError(f"no rater {r!r} in study {study_id!r}")
+    held = {(a["kind"], a["target"]) for a in store.study_assignments(study_id, rater=from_rater)}
+    theirs = {(a["kind"], a["target"]) for a in store.study_assignments(study_id, rater=to_rater)}
+    answered = {(r["kind"], _code(r)) for r in store.annotations(study_id=study_id, rater=from_rater)}
+    wanted = sorted(held - answered) if targets is None else list(targets)
+    report = ReassignReport()
+    for kind, target in wanted:
+        if (kind, target) not in held:
+            report.skipped.append((kind, target, f"not in {from_rater}'s queue"))
+        elif (kind, target) in theirs:
+            report.skipped.append((kind, target, f"{to_rater} already has it"))
+        else:
+            store.reassign(study_id, kind=kind, target=target, from_rater=from_rater, to_rater=to_rater)
+            report.moved.append((kind, target))
+    return report
+
+
+def add_rater(store: Store, study_id: str, rater: str) -> str:
+    """A new rater with an empty queue (fill it by reassignment); returns their secret token."""
+    load_study(store, study_id)
+    token = new_token()
+    store.add_study_rater(study_id, rater.strip(), token_hash=hash_token(token))
+    return token
+
+
+def issue_link(store: Store, study_id: str, rater: str) -> str:
+    """A fresh token for a rater (their old link stops working); returns the secret."""
+    token = new_token()
+    store.set_rater_token_hash(study_id, rater, hash_token(token))
+    return token
+
+
+def status_lines(store: Store, study_id: str) -> list[str]:
+    """A plain-text status: design, per-rater progress, α and the disagreement count."""
+    study = load_study(store, study_id)
+    head = f"study {study.id} ({study.name}), {study.status}, created {study.created_at}"
+    lines = [head + (" — SIMULATED raters" if study.is_simulated else "")]
+    lines += study.design.summary_lines()
+    for p in rater_progress(store, study_id):
+        tag = " (simulated)" if p["simulated"] else ""
+        lines.append(f"  {p['rater']}{tag}: {p['done']}/{p['total']} answered "
+                     f"({p['ratings_done']}/{p['ratings_assigned']} ratings, {p['pairs_done']}/{p['pairs_assigned']} pairs)")
+    for a in agreement(store, study_id):
+        value = "n/a" if math.isnan(a.alpha) else f"{a.alpha:.3f}"
+        lines.append(f"  α {a.kind} ({a.level}): {value} over {a.units} units, {a.raters} raters"
+                     + (f" — {a.note}" if a.note else ""))
+    lines.append(f"  {len(disagreements(store, study_id))} units or pairs with high disagreement")
+    return lines

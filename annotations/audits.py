@@ -1,0 +1,55 @@
+"""Item audits: an auditor's agree / disagree (with a corrected verdict) on one judge's item verdict.
+
+The review app records these in the same append-only annotations store as the study answers: a
+new audit of the same (trajectory, item, judge) by the same reviewer supersedes the previous one and
+the history is kept. These helpers only validate and shape; the app owns the page.
+"""
+
+from __future__ import annotations
+
+from gcpc_core.models import Verdict
+from gcpc_core.store import Store
+
+__all__ = ["VERDICTS", "audit_value", "item_audit_history", "item_audits", "record_item_audit"]
+
+VERDICTS: tuple[str, ...] = Verdict.__args__  # type: ignore[attr-defined]
+
+
+def audit_value(agree: bool, corrected_verdict: str | None) -> dict:
+    """`{"agree": bool, "verdict": corrected or None}`: a disagreement must say what the verdict should be."""
+    if agree and corrected_verdict is not None:
+        raise ValueError("an agreeing audit carries no corrected verdict")
+    if not agree and corrected_verdict not in VERDICTS:
+        raise ValueError(f"a disagreeing audit needs a corrected verdict, one of {VERDICTS}")
+    return {"agree": bool(agree), "verdict": corrected_verdict}
+
+
+def record_item_audit(
+    store: Store, *, trajectory_id: str, item_id: str, judge: str, reviewer: str, agree: bool,
+    corrected_verdict: str | None = None, note: str | None = None, task: str | None = None,
+    client_token: str | None = None,
+) -> tuple[dict, bool]:
+    """Append an audit; returns (stored row, whether a new row was written — False for a repeat)."""
+    if task is None:
+        traj = store.get_trajectory(trajectory_id)
+        if traj is None:
+            raise KeyError(f"no trajectory {trajectory_id!r}")
+        task = traj.task
+    return store.add_annotation(
+        kind="item_audit", rater=reviewer, value=audit_value(agree, corrected_verdict), task=task,
+        trajectory_id=trajectory_id, item_id=item_id, judge=judge, note=(note or "").strip() or None,
+        client_token=client_token,
+    )
+
+
+def item_audits(store: Store, *, trajectory_id: str | None = None, judge: str | None = None) -> list[dict]:
+    """Current audits (latest per reviewer and item), optionally for one trajectory and/or judge."""
+    rows = store.annotations(kind="item_audit", trajectory_id=trajectory_id)
+    return [r for r in rows if judge is None or r["judge"] == judge]
+
+
+def item_audit_history(store: Store, *, trajectory_id: str, item_id: str, judge: str) -> list[dict]:
+    """Every audit version of one item verdict by every reviewer, oldest first."""
+    target = store.annotation_target("item_audit", {"trajectory_id": trajectory_id, "item_id": item_id, "judge": judge})
+    rows = store.annotations(kind="item_audit", target=target, current=False)
+    return sorted(rows, key=lambda r: r["id"])

@@ -1,0 +1,258 @@
+"""Export a study's responses with its design, and import responses collected elsewhere.
+
+Export: every version of every answer (`is_current` marks the live one) with the design columns a
+reader needs (task, trajectory ids, strata, left/right sides) as CSV, or as JSONL whose first
+record is the whole frozen design (params, units, pairs, guidelines, blinding terms, assignments,
+raters without their token hashes) followed by one record per response.
+
+Import: CSV or JSONL rows in that shape, validated one by one (known study, rater, unit or pair,
+value on the study's frozen scale, the item once assigned to that rater); bad rows are reported
+with their line and reason and skipped. Idempotent: a row keeps its `client_token` (or gets one
+hashed from its content), so importing the same file twice adds nothing. A JSONL export imported
+into a project without the study first recreates the study from its design record (raters get no
+link until an admin issues one), so export → import reproduces the study.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from gcpc_core.store import Store
+
+from .design import StudyDesign
+from .study import StudyInfo, load_study, preference_value, rating_value
+
+__all__ = ["RESPONSE_COLUMNS", "ImportReport", "export_csv", "export_jsonl", "import_responses", "response_rows"]
+
+RESPONSE_COLUMNS = (
+    "study_id", "annotation_id", "kind", "unit_id", "pair_id", "task", "trajectory_id", "left_id", "right_id",
+    "stratum", "left_stratum", "right_stratum", "rater", "rating", "choice", "confidence", "note", "created_at",
+    "supersedes", "is_current", "client_token", "source", "is_simulated",
+)
+STUDY_KINDS = ("progress_rating", "preference")
+
+
+def response_rows(store: Store, study_id: str, *, history: bool = True) -> Iterator[dict]:
+    """One flat row per stored answer version (only current ones with `history=False`), oldest first."""
+    study = load_study(store, study_id)
+    current = {r["id"] for r in store.annotations(study_id=study_id)}
+    for r in store.annotations(study_id=study_id, current=not history):
+        row = dict.fromkeys(RESPONSE_COLUMNS)
+        row.update(study_id=study_id, annotation_id=r["id"], kind=r["kind"], task=r["task"], rater=r["rater"],
+                   confidence=r["confidence"], note=r["note"], created_at=r["created_at"], supersedes=r["supersedes"],
+                   is_current=r["id"] in current, client_token=r["client_token"], source=r["source"],
+                   is_simulated=r["is_simulated"])
+        if r["kind"] == "progress_rating":
+            unit = study.units[r["unit_id"]]
+            row.update(unit_id=r["unit_id"], trajectory_id=unit["trajectory_id"], stratum=unit["stratum"],
+                       rating=r["value"]["rating"])
+        else:
+            pair = study.pairs[r["pair_id"]]
+            left, right = study.units[pair["left_unit"]], study.units[pair["right_unit"]]
+            row.update(pair_id=r["pair_id"], left_id=left["trajectory_id"], right_id=right["trajectory_id"],
+                       left_stratum=left["stratum"], right_stratum=right["stratum"], choice=r["value"]["choice"])
+        yield row
+
+
+def _design_record(store: Store, study: StudyInfo) -> dict:
+    row = store.get_study(study.id)
+    assert row is not None
+    return {
+        "record": "study", "study_id": study.id, "name": study.name, "status": study.status,
+        "created_at": study.created_at, "seed": row["seed"], "design_sha": row["design_sha"],
+        "is_simulated": study.is_simulated, "params": row["params"], "design": row["design"],
+        "raters": [{"rater": r["rater"], "is_simulated": r["is_simulated"]} for r in store.study_raters(study.id)],
+        "assignments": [{k: a[k] for k in ("rater", "kind", "target", "position", "active", "assigned_at",
+                                           "reassigned_from")} for a in store.study_assignments(study.id, active=None)],
+    }
+
+
+def export_jsonl(store: Store, study_id: str, *, history: bool = True) -> str:
+    """The design record, then one `response` record per answer version."""
+    study = load_study(store, study_id)
+    lines = [json.dumps(_design_record(store, study), ensure_ascii=False, sort_keys=True)]
+    lines += [json.dumps({"record": "response", **r}, ensure_ascii=False, sort_keys=True)
+              for r in response_rows(store, study_id, history=history)]
+    return "\n".join(lines) + "\n"
+
+
+def export_csv(store: Store, study_id: str, *, history: bool = True) -> str:
+    """Responses with their design columns, one row per answer version."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(RESPONSE_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(response_rows(store, study_id, history=history))
+    return out.getvalue()
+
+
+@dataclass
+class ImportReport:
+    added: int = 0
+    duplicates: int = 0
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+    """(line number, reason) of every row not imported."""
+    created_studies: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.rejected
+
+    def lines(self) -> list[str]:
+        out = [f"created study {s} from its design record" for s in self.created_studies]
+        out.append(f"responses: {self.added} added, {self.duplicates} already present, {len(self.rejected)} rejected")
+        out += [f"  line {n}: {reason}" for n, reason in self.rejected]
+        return out
+
+
+def _restore_study(store: Store, record: dict) -> None:
+    """Recreate a study from an export's design record (its trajectories must be in this project)."""
+    design = StudyDesign.model_validate(record["design"]["design"])
+    if design.sha != record["design_sha"]:
+        raise ValueError("design record does not match its design_sha")
+    missing = [u.trajectory_id for u in design.units if store.get_trajectory(u.trajectory_id) is None]
+    if missing:
+        raise ValueError(f"{len(missing)} trajectories of the study are not in this project, e.g. {missing[0]}")
+    store.insert_study(
+        {"id": record["study_id"], "name": record.get("name"), "status": record.get("status", "open"),
+         "created_at": record.get("created_at"), "seed": record["seed"], "params": record["params"],
+         "design": record["design"], "design_sha": record["design_sha"],
+         "is_simulated": int(bool(record.get("is_simulated")))},
+        units=[u.model_dump() for u in design.units], pairs=[p.model_dump() for p in design.pairs],
+        raters=[{"rater": r["rater"], "token_hash": None, "is_simulated": int(bool(r.get("is_simulated")))}
+                for r in record["raters"]],
+        assignments=record.get("assignments") or [a.model_dump() for a in design.assignments],
+    )
+
+
+def _records(text: str) -> Iterator[tuple[int, dict]]:
+    """(line number, record) from JSONL or CSV text (told apart by the first non-blank character)."""
+    if text.lstrip().startswith("{"):
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    yield n, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    yield n, {"record": "invalid", "error": f"not JSON: {exc.msg}"}
+    else:
+        for n, row in enumerate(csv.DictReader(io.StringIO(text)), 2):
+            yield n, {k: v for k, v in row.items() if v not in ("", None)}
+
+
+def _int(value: object, name: str) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} is not a number: {value!r}") from None
+    if number != int(number):
+        raise ValueError(f"{name} is not a whole number: {value!r}")
+    return int(number)
+
+
+def _bool(value: object) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes")
+
+
+def _validate(row: dict, study: StudyInfo, raters: set[str], assigned: set[tuple[str, str, str]],
+              allow_unassigned: bool) -> dict:
+    """The `add_annotation` arguments of one response row, or ValueError saying what is wrong."""
+    kind = row.get("kind")
+    if kind not in STUDY_KINDS:
+        raise ValueError(f"kind must be one of {STUDY_KINDS}, not {kind!r}")
+    rater = (row.get("rater") or "").strip()
+    if rater not in raters:
+        raise ValueError(f"rater {rater!r} is not a rater of study {study.id}")
+    if kind == "progress_rating":
+        unit_id = row.get("unit_id") or study.unit_of_trajectory.get(row.get("trajectory_id", ""))
+        if unit_id not in study.units:
+            raise ValueError(f"no unit {row.get('unit_id') or row.get('trajectory_id')!r} in study {study.id}")
+        traj = study.units[unit_id]["trajectory_id"]
+        if row.get("trajectory_id") not in (None, traj):
+            raise ValueError(f"unit {unit_id} is trajectory {traj}, not {row['trajectory_id']}")
+        target, keys = unit_id, {"unit_id": unit_id, "trajectory_id": traj}
+        value = rating_value(_int(row.get("rating", (row.get("value") or {}).get("rating")), "rating"),
+                             study.guidelines)
+        confidence = _int(row.get("confidence"), "confidence")
+    else:
+        pair_id = row.get("pair_id")
+        if pair_id not in study.pairs:
+            raise ValueError(f"no pair {pair_id!r} in study {study.id}")
+        sides = study.pair_sides(pair_id)
+        if (row.get("left_id"), row.get("right_id")) not in ((None, None), sides):
+            raise ValueError(f"pair {pair_id} is {sides[0]} vs {sides[1]}, not as given")
+        target, keys = pair_id, {"pair_id": pair_id}
+        confidence = _int(row.get("confidence"), "confidence")
+        value = preference_value(row.get("choice", (row.get("value") or {}).get("choice")), confidence, study.guidelines)
+    if not allow_unassigned and (rater, kind, target) not in assigned:
+        raise ValueError(f"{kind} {target} was never assigned to {rater}")
+    created_at = row.get("created_at")
+    if created_at:
+        datetime.fromisoformat(str(created_at))  # ValueError on a malformed time
+    note = (row.get("note") or "").strip() or None
+    content = [study.id, kind, target, rater, value, confidence, note, created_at]
+    token = row.get("client_token") or "import:" + hashlib.sha256(
+        json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    return {"kind": kind, "rater": rater, "value": value, "study_id": study.id, "task": study.task_of(kind, target),
+            "note": note, "confidence": confidence, "client_token": token, "source": row.get("source") or "import",
+            "is_simulated": _bool(row.get("is_simulated")), "created_at": created_at, **keys}
+
+
+def import_responses(
+    store: Store, text: str, *, study_id: str | None = None, allow_unassigned: bool = False
+) -> ImportReport:
+    """Validate and add responses from CSV or JSONL text; see the module docstring."""
+    report = ImportReport()
+    valid: list[tuple[str, int, int, dict]] = []
+    studies: dict[str, tuple[StudyInfo, set[str], set[tuple[str, str, str]]]] = {}
+
+    def context(sid: str) -> tuple[StudyInfo, set[str], set[tuple[str, str, str]]]:
+        if sid not in studies:
+            studies[sid] = (load_study(store, sid), {r["rater"] for r in store.study_raters(sid)},
+                            {(a["rater"], a["kind"], a["target"]) for a in store.study_assignments(sid, active=None)})
+        return studies[sid]
+
+    for n, record in _records(text):
+        kind = record.get("record", "response")
+        try:
+            if kind == "invalid":
+                raise ValueError(record["error"])
+            if kind == "study":
+                existing = store.get_study(record["study_id"])
+                if existing is None:
+                    _restore_study(store, record)
+                    report.created_studies.append(record["study_id"])
+                elif existing["design_sha"] != record["design_sha"]:
+                    raise ValueError(f"study {record['study_id']} exists here with a different design")
+                continue
+            if kind != "response":
+                raise ValueError(f"unknown record type {kind!r}")
+            sid = record.get("study_id") or study_id
+            if not sid:
+                raise ValueError("no study_id in the row and none given")
+            if study_id and sid != study_id:
+                raise ValueError(f"row belongs to study {sid}, not {study_id}")
+            try:
+                study, raters, assigned = context(sid)
+            except KeyError:
+                raise ValueError(f"no study {sid!r} in this project") from None
+            args = _validate(record, study, raters, assigned, allow_unassigned)
+            valid.append((args["created_at"] or "", _int(record.get("annotation_id"), "annotation_id") or 0, n, args))
+        except (ValueError, KeyError, TypeError) as exc:
+            report.rejected.append((n, str(exc)))
+    for _, _, n, args in sorted(valid, key=lambda v: v[:3]):  # replay in time order: edits chain as they did
+        try:
+            _, created = store.add_annotation(**args)
+        except ValueError as exc:
+            report.rejected.append((n, str(exc)))
+            continue
+        report.added += created
+        report.duplicates += not created
+    report.rejected.sort()
+    return report

@@ -1,0 +1,89 @@
+"""Rater guidelines: the ordinal scale and its anchors, read from `rules/study_guidelines.md`.
+
+The file is human-written and versioned with the other rules; a study freezes the parsed anchors and
+the full text when it is created, so later edits to the file never change a running study.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["GUIDELINES_PATH", "Anchor", "Guidelines", "GuidelinesError", "load_guidelines", "parse_guidelines"]
+
+GUIDELINES_PATH = Path(__file__).resolve().parents[1] / "rules" / "study_guidelines.md"
+
+_SECTION = re.compile(r"^##\s+(.+?)\s*$", re.M)
+_ANCHOR = re.compile(r"^\s*[-*]\s+\*\*(\d+)\s*[·:.\-–—]\s*(.+?)\*\*\s*[-–—:]\s*(.+?)\s*$")
+
+
+class GuidelinesError(ValueError):
+    """The guidelines file lacks a section or an anchor the app needs."""
+
+
+class Anchor(BaseModel):
+    """One point of an ordinal scale: its value, short label and anchored description."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: int
+    label: str
+    description: str
+
+
+class Guidelines(BaseModel):
+    """What raters read and what their answers are validated against."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    sha: str
+    scale: tuple[Anchor, ...]
+    confidence: tuple[Anchor, ...]
+
+    @property
+    def scale_values(self) -> tuple[int, ...]:
+        return tuple(a.value for a in self.scale)
+
+    @property
+    def confidence_values(self) -> tuple[int, ...]:
+        return tuple(a.value for a in self.confidence)
+
+
+def _section(text: str, title: str) -> str:
+    heads = list(_SECTION.finditer(text))
+    for i, head in enumerate(heads):
+        if head.group(1).strip().lower() == title.lower():
+            end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+            return text[head.end() : end]
+    raise GuidelinesError(f"guidelines have no '## {title}' section")
+
+
+def _anchors(section: str, title: str) -> tuple[Anchor, ...]:
+    anchors = tuple(
+        Anchor(value=int(m.group(1)), label=m.group(2).strip(), description=m.group(3).strip())
+        for m in map(_ANCHOR.match, section.splitlines())
+        if m
+    )
+    values = [a.value for a in anchors]
+    if len(values) < 2 or values != list(range(values[0], values[0] + len(values))):
+        raise GuidelinesError(f"'{title}' needs consecutive anchors like '- **1 · Label** — description'")
+    return anchors
+
+
+def parse_guidelines(text: str) -> Guidelines:
+    """Parse the anchors of the progress scale and the confidence scale out of the markdown."""
+    return Guidelines(
+        text=text,
+        sha=hashlib.sha256(text.encode()).hexdigest(),
+        scale=_anchors(_section(text, "Progress scale"), "Progress scale"),
+        confidence=_anchors(_section(text, "Confidence"), "Confidence"),
+    )
+
+
+def load_guidelines(path: str | Path | None = None) -> Guidelines:
+    """The repository's `rules/study_guidelines.md`, or another guidelines file."""
+    return parse_guidelines(Path(path or GUIDELINES_PATH).read_text(encoding="utf-8"))

@@ -1,0 +1,113 @@
+"""One LLM request with at most one repair round: the retry policy every LLM judge shares.
+
+HTTP faults (429, 5xx, timeouts) are retried by the `openai` client inside the LLM layer; what
+reaches this module is either a validated reply or a reply error (invalid JSON, schema,
+refusal, truncation). A reply error — or a reply that validates but is mislabelled (e.g.
+unknown item ids) — gets exactly one repair turn that names the problem; after that the best
+usable reply wins, or the caller abstains with the reason. Every reply is kept for audit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from ..llm import LLM, LLMCallError, LLMReplyError, LLMResult
+from .prompts import REPAIR_REPLY_PROMPT, Messages, repair_messages
+from .results import ReplyRecord
+
+__all__ = ["Assessed", "Outcome", "RepairResult", "call", "with_one_repair"]
+
+V = TypeVar("V")
+Outcome = LLMResult[Any] | LLMReplyError
+"""What one request produced: a validated reply or the reason it was unusable."""
+
+
+@dataclass
+class Assessed(Generic[V]):
+    """A validated reply, judged by the caller: its value, and whether it deserves a repair."""
+
+    value: V
+    repair_ask: str | None = None
+    """Set when the reply is usable but flawed in a way worth one repair turn (the turn's text)."""
+    status: str = "ok"
+    """Status recorded for the reply (`ok`, or e.g. `unknown_item_id` when `repair_ask` is set)."""
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RepairResult(Generic[V]):
+    value: V | None
+    """The last usable value, or None when no reply was usable."""
+    reason: str | None
+    """Why no reply was usable (the last reply error's reason); None when `value` is set."""
+    records: list[ReplyRecord]
+
+
+async def call(llm: LLM, messages: Messages, response_model: type[BaseModel], *, prompt_version: str, tag: str) -> Outcome:
+    """One request through the LLM layer; a reply error is returned, an HTTP failure raised."""
+    try:
+        return await llm.complete(messages, response_model, prompt_version=prompt_version, tag=tag)
+    except LLMReplyError as error:
+        return error
+
+
+async def with_one_repair(
+    llm: LLM | None,
+    messages: Messages,
+    response_model: type[BaseModel],
+    assess: Callable[[Any], Assessed[V]],
+    *,
+    prompt_version: str,
+    tag: str,
+    item_id: str | None = None,
+    first: Outcome | None = None,
+) -> RepairResult[V]:
+    """The initial request (or `first`, an outcome obtained elsewhere, e.g. from a batch) and at
+    most one repair. LLMCallError propagates unless an earlier reply was usable."""
+    records: list[ReplyRecord] = []
+    best: V | None = None
+    reason: str | None = None
+    outcome = first
+    for attempt in ("initial", "repair"):
+        if outcome is None:
+            if llm is None:
+                break  # no endpoint to repair with (e.g. collecting a batch offline)
+            try:
+                outcome = await call(llm, messages, response_model, prompt_version=prompt_version, tag=tag)
+            except LLMCallError:
+                if best is None:
+                    raise
+                break
+        kind = "batch" if attempt == "initial" and first is not None else attempt
+        if isinstance(outcome, LLMReplyError):
+            reason = outcome.reason
+            records.append(
+                ReplyRecord(attempt=kind, item_id=item_id, status=outcome.reason, problems=[str(outcome)], raw=outcome.raw)
+            )
+            echo = outcome.raw
+            ask = REPAIR_REPLY_PROMPT.format(reason=outcome.reason, message=" ".join(str(outcome).split())[:2000])
+        else:
+            assessed = assess(outcome.parsed)
+            records.append(
+                ReplyRecord(
+                    attempt=kind,
+                    item_id=item_id,
+                    llm_key=outcome.key,
+                    cache_hit=outcome.cache_hit,
+                    status=assessed.status,
+                    problems=assessed.problems,
+                    raw=outcome.text,
+                )
+            )
+            best, reason = assessed.value, None
+            if assessed.repair_ask is None:
+                break
+            echo, ask = outcome.text, assessed.repair_ask
+        if attempt == "initial":
+            messages = repair_messages(messages, echo, ask)
+            outcome = None
+    return RepairResult(best, None if best is not None else reason, records)

@@ -1,0 +1,92 @@
+"""`export --what judgments|scores`: rows in the DESIGN.md shapes, plus provenance columns.
+
+Judgment rows also carry the item's text and verifier refs and the trajectory's outcome, so an
+export is self-contained for auditors and for the analysis `items` frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..checklist import Checklist, fixed_checklist, load_rules
+from ..store import Store
+
+__all__ = ["export_judgments", "export_scores"]
+
+
+def _item_index(store: Store) -> dict[str, dict[str, dict]]:
+    """checklist sha → item id → {text, verifier_refs}, for stored checklists and the fixed one."""
+    index: dict[str, dict[str, dict]] = {}
+    for row in store.checklists(status=None):
+        if row["checklist"]:
+            items = Checklist.model_validate(row["checklist"]).items
+            index[row["sha"]] = {i.id: {"text": i.text, "verifier_refs": list(i.verifier_refs)} for i in items}
+    return index
+
+
+def export_judgments(store: Store) -> Iterator[dict]:
+    """One row per (trajectory, judge, item): raw and postprocessed verdicts, citations, reasons."""
+    index = _item_index(store)
+    fixed = {q.id: {"text": q.text, "verifier_refs": []} for q in fixed_checklist(load_rules(), "-").items}
+    outcomes = {t.id: (t.outcome, t.condition) for t in store.trajectories()}
+    for row in store.judgments():
+        items = index.get(row["checklist_sha"] or "") or (fixed if row["judge"] == "fixed" else {})
+        item = items.get(row["item_id"], {})
+        outcome, condition = outcomes.get(row["trajectory_id"], (None, None))
+        yield {
+            "trajectory_id": row["trajectory_id"],
+            "task": row["task"],
+            "judge": row["judge"],
+            "item_id": row["item_id"],
+            "route": row["route"],
+            "verdict_raw": row["verdict_raw"],
+            "verdict": row["verdict"],
+            "citations": row["citations"] or [],
+            "reason": row["reason"],
+            "reason_raw": row["reason_raw"],
+            "rationale": row["rationale"],
+            "text": item.get("text"),
+            "verifier_refs": item.get("verifier_refs", []),
+            "outcome": outcome,
+            "condition": condition,
+            "checklist_sha": row["checklist_sha"],
+            "model": row["model"],
+            "prompt_version": row["prompt_version"],
+            "rules_version": row["rules_version"],
+            "run_id": row["run_id"],
+            "created_at": row["created_at"],
+            "scored_at": row["scored_at"],
+        }
+
+
+def export_scores(store: Store) -> Iterator[dict]:
+    """One row per (trajectory, judge). `model` is the agent's model (the matched-pair key);
+    the judge's own model is `judge_model`."""
+    trajectories = {t.id: t for t in store.trajectories()}
+    for row in store.scores():
+        traj = trajectories.get(row["trajectory_id"])
+        yield {
+            "trajectory_id": row["trajectory_id"],
+            "task": row["task"],
+            "judge": row["judge"],
+            "outcome": row["outcome"],
+            "condition": row["condition"],
+            "partial_credit": row["partial_credit"],
+            "evidence_coverage": row["evidence_coverage"],
+            "perfect": row["perfect"],
+            "perfect_with_endpoint": row["perfect_with_endpoint"],
+            "n_items": row["n_items"],
+            "n_yes": row["n_yes"],
+            "n_no": row["n_no"],
+            "n_abstain": row["n_abstain"],
+            "agent": traj.agent if traj else None,
+            "model": traj.model if traj else None,
+            "trial_index": traj.trial_index if traj else None,
+            "reward": traj.reward if traj else None,
+            "judge_model": row["model"],
+            "checklist_sha": row["checklist_sha"],
+            "prompt_version": row["prompt_version"],
+            "rules_version": row["rules_version"],
+            "run_id": row["run_id"],
+            "scored_at": row["scored_at"],
+        }

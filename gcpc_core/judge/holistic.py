@@ -1,0 +1,55 @@
+"""The holistic baseline: one call per trajectory, overall progress in [0, 1], no checklist.
+
+Its citations go through the same grounding check; ungrounded ones are dropped and noted (a
+progress number has no Yes/No to turn into Abstain). An unusable reply after the repair round
+leaves progress None with the reason, which scores as "not decided".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..checklist import Rules
+from ..evidence import EvidenceView
+from ..llm import LLM
+from ..models import Citation, Task
+from .calls import Assessed, Outcome, with_one_repair
+from .grounding import ground_citations
+from .prompts import HOLISTIC_PROMPT_VERSION, holistic_messages
+from .replies import HolisticReply
+from .results import ReplyRecord
+
+__all__ = ["HolisticResult", "judge_holistic"]
+
+
+@dataclass
+class HolisticResult:
+    progress: float | None
+    rationale: str = ""
+    citations: list[Citation] = field(default_factory=list)
+    reason: str | None = None
+    records: list[ReplyRecord] = field(default_factory=list)
+
+
+async def judge_holistic(
+    llm: LLM | None, task: Task, view: EvidenceView, rules: Rules, *, tag: str = "", first: Outcome | None = None
+) -> HolisticResult:
+    """Rate one trajectory; raises LLMCallError when the endpoint fails before a usable reply."""
+
+    def assess(reply: HolisticReply) -> Assessed[HolisticResult]:
+        kept, problems = ground_citations(view, reply.citations)
+        return Assessed(HolisticResult(reply.progress, reply.rationale.strip(), kept), problems=problems)
+
+    result = await with_one_repair(
+        llm,
+        holistic_messages(task, view, rules),
+        HolisticReply,
+        assess,
+        prompt_version=HOLISTIC_PROMPT_VERSION,
+        tag=tag,
+        first=first,
+    )
+    if result.value is None:
+        return HolisticResult(None, reason=result.reason or "no_reply", records=result.records)
+    result.value.records = result.records
+    return result.value

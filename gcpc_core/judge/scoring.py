@@ -1,0 +1,86 @@
+"""`score_project`: postprocess stored raw verdicts with the official outcome, then score.
+
+Pure functions from `outcome` do the work; this module only reads raw verdicts and writes
+postprocessed verdicts (the endpoint item included) and one score row per (trajectory, judge).
+Always recomputed from the raw verdicts, so scoring is idempotent and safe to rerun at any time.
+The holistic judge has no items: its progress is stored as its `partial_credit`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..models import ENDPOINT_ITEM_ID, Citation, ItemJudgment
+from ..outcome import postprocess, score_items
+from ..store import Store, utcnow
+
+__all__ = ["ScoreReport", "score_project"]
+
+
+@dataclass
+class ScoreReport:
+    scored: Counter = field(default_factory=Counter)
+    """judge → trajectories scored."""
+    missing_trajectories: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [f"scored {n} trajectories for judge {judge}" for judge, n in sorted(self.scored.items())]
+        if not self.scored:
+            out.append("nothing to score: run `judge` first")
+        return out
+
+
+def _item(row: dict) -> ItemJudgment:
+    return ItemJudgment(
+        item_id=row["item_id"],
+        route=row["route"],
+        verdict_raw=row["verdict_raw"],
+        verdict=row["verdict_raw"],
+        citations=[Citation(**c) for c in row["citations"] or []],
+        rationale=row["rationale"] or "",
+        reason=row["reason_raw"],
+    )
+
+
+def score_project(store: Store, *, judge: str | None = None) -> ScoreReport:
+    """Postprocess and score every judged (trajectory, judge) — or only `judge`'s; one transaction."""
+    report = ScoreReport()
+    trajectories = {t.id: t for t in store.trajectories()}
+    rows_by_unit: dict[tuple[str, str], list[dict]] = {}
+    for row in store.judgments(judge=judge):
+        if row["route"] != "endpoint":
+            rows_by_unit.setdefault((row["trajectory_id"], row["judge"]), []).append(row)
+    now = utcnow()
+    writes: list[tuple[dict, list[dict]]] = []
+    for (traj_id, judge_name), unit in store.judge_units(judge).items():
+        traj = trajectories.get(traj_id)
+        if traj is None:
+            report.missing_trajectories.append(traj_id)
+            continue
+        provenance = {k: unit[k] for k in ("checklist_sha", "model", "prompt_version", "rules_version", "run_id")}
+        base = {"trajectory_id": traj_id, "judge": judge_name, "task": traj.task, "outcome": traj.outcome,
+                "condition": traj.condition, "scored_at": now, **provenance}
+        raw_rows = rows_by_unit.get((traj_id, judge_name), [])
+        if judge_name == "holistic":
+            score = {**base, "partial_credit": unit["progress"], "evidence_coverage": None, "perfect": None,
+                     "perfect_with_endpoint": None, "n_items": 0, "n_yes": 0, "n_no": 0, "n_abstain": 0}
+            writes.append((score, []))
+        else:
+            items = postprocess([_item(r) for r in raw_rows], traj.outcome)
+            s = score_items(items)
+            by_id = {r["item_id"]: r for r in raw_rows}
+            rows = []
+            for position, item in enumerate(items):
+                if item.item_id == ENDPOINT_ITEM_ID:
+                    rows.append({**base, **{k: unit[k] for k in ("model", "prompt_version", "rules_version", "run_id")},
+                                 "item_id": item.item_id, "position": position, "route": item.route,
+                                 "verdict_raw": item.verdict_raw, "reason_raw": item.reason, "verdict": item.verdict,
+                                 "reason": item.reason, "citations": [], "rationale": item.rationale,
+                                 "created_at": now})
+                else:
+                    rows.append({**by_id[item.item_id], "verdict": item.verdict, "reason": item.reason, "scored_at": now})
+            writes.append(({**base, **s.model_dump()}, rows))
+        report.scored[judge_name] += 1
+    store.save_scores(writes)
+    return report

@@ -1,0 +1,253 @@
+"""Units of judging work: one (trajectory, judge). Planning what is left, judging one, storing one.
+
+Shared by live runs (`runner`) and Batch-API runs (`batch`) so both resume alike and store alike.
+A unit is *done* when its stored row matches what a run would do now: same checklist sha,
+model, prompt version and trajectory content. Anything else is judged (again); the response
+cache makes a repeated request free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..checklist import Checklist, Rules, checklist_sha, fixed_checklist
+from ..evidence import build_evidence_view
+from ..llm import LLM, LLMCallError
+from ..models import Task, Trajectory
+from ..store import Store, utcnow
+from .calls import Outcome
+from .holistic import judge_holistic
+from .item_judge import judge_items, prompt_version_for
+from .probe import probe_judge
+from pydantic import BaseModel
+
+from ..evidence import EvidenceView
+from .prompts import HOLISTIC_PROMPT_VERSION, ITEMS_PROMPT_VERSION, PROBE_VERSION, Messages, holistic_messages, items_messages
+from .replies import HolisticReply, ItemJudgeReply
+from .results import JUDGES, TrajectoryJudgment
+
+__all__ = [
+    "LLM_JUDGES",
+    "Plan",
+    "Unit",
+    "initial_request",
+    "judge_unit",
+    "plan_units",
+    "prompt_version_of",
+    "store_judgment",
+    "unit_for",
+]
+
+LLM_JUDGES = ("gcpc", "holistic", "fixed")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One trajectory to judge, with everything judging it needs except its events."""
+
+    trajectory: Trajectory
+    task: Task
+    checklist: Checklist | None
+    """The frozen checklist (gcpc, probe), the fixed one (fixed) or None (holistic)."""
+    checklist_sha: str | None
+
+
+@dataclass
+class Plan:
+    todo: list[Unit]
+    skipped: dict[str, str] = field(default_factory=dict)
+    """trajectory id → why it is not judged now (already judged, no frozen checklist, in a batch)."""
+    checklists: dict[str, str] = field(default_factory=dict)
+    """task → checklist sha this run judges against (the run record keeps it)."""
+
+
+def prompt_version_of(judge: str, *, per_item: bool = False) -> str:
+    if judge == "probe":
+        return PROBE_VERSION
+    if judge == "holistic":
+        return HOLISTIC_PROMPT_VERSION
+    return prompt_version_for(per_item)
+
+
+def _checklist_for(store: Store, judge: str, task: str, rules: Rules) -> tuple[Checklist | None, str | None, str | None]:
+    """(checklist, sha, why none) for one task under one judge."""
+    if judge == "holistic":
+        return None, None, None
+    if judge == "fixed":
+        checklist = fixed_checklist(rules, task)
+        return checklist, checklist_sha(checklist), None
+    row = store.latest_checklist(task)
+    if row is None:
+        return None, None, f"task {task} has no frozen checklist (synthesize or `checklist add` one)"
+    return Checklist.model_validate(row["checklist"]), row["sha"], None
+
+
+def unit_for(store: Store, judge: str, trajectory_id: str, sha: str | None, rules: Rules) -> Unit | str:
+    """Rebuild the unit a batch request was made for, or say why it cannot be (a string)."""
+    traj = store.get_trajectory(trajectory_id)
+    if traj is None:
+        return f"trajectory {trajectory_id} is no longer in the project"
+    task = store.get_task(traj.task)
+    if task is None:
+        return f"task {traj.task} is no longer in the project"
+    checklist: Checklist | None = None
+    if judge == "fixed":
+        checklist = fixed_checklist(rules, traj.task)
+    elif judge != "holistic":
+        row = store.get_checklist(sha or "")
+        checklist = Checklist.model_validate(row["checklist"]) if row and row["checklist"] else None
+    if checklist is not None and checklist_sha(checklist) != sha:
+        checklist = None
+    if judge != "holistic" and checklist is None:
+        return f"checklist {str(sha)[:12]} the request was built from is gone or changed"
+    return Unit(traj, task, checklist, sha if judge != "holistic" else None)
+
+
+def initial_request(unit: Unit, judge: str, view: EvidenceView, rules: Rules) -> tuple[Messages, type[BaseModel], str]:
+    """(messages, reply schema, prompt version) of a unit's first request in the default mode:
+    what a live run sends first, and what a batch line carries."""
+    if judge == "holistic":
+        return holistic_messages(unit.task, view, rules), HolisticReply, HOLISTIC_PROMPT_VERSION
+    assert unit.checklist is not None
+    return items_messages(unit.task, unit.checklist, view, rules), ItemJudgeReply, ITEMS_PROMPT_VERSION
+
+
+def plan_units(
+    store: Store,
+    judge: str,
+    *,
+    rules: Rules,
+    model: str | None,
+    per_item: bool = False,
+    limit: int | None = None,
+    force: bool = False,
+    exclude: Iterable[str] = (),
+) -> Plan:
+    """What a run of `judge` still has to do, in (task, trajectory) order; at most `limit` units."""
+    if judge not in JUDGES:
+        raise ValueError(f"unknown judge {judge!r}; one of {', '.join(JUDGES)}")
+    prompt_version = prompt_version_of(judge, per_item=per_item)
+    done = {} if force else store.judge_units(judge)
+    excluded = set(exclude)
+    tasks = {t.id: t for t in store.tasks()}
+    by_task: dict[str, tuple[Checklist | None, str | None, str | None]] = {}
+    plan = Plan(todo=[])
+    for traj in store.trajectories():
+        if traj.task not in by_task:
+            by_task[traj.task] = _checklist_for(store, judge, traj.task, rules)
+        checklist, sha, why_not = by_task[traj.task]
+        if why_not is not None:
+            plan.skipped[traj.id] = why_not
+            continue
+        row = done.get((traj.id, judge))
+        if row is not None and (row["checklist_sha"], row["model"], row["prompt_version"], row["content_hash"]) == (
+            sha, model, prompt_version, traj.content_hash
+        ):
+            plan.skipped[traj.id] = "already judged"
+            continue
+        if traj.id in excluded:
+            plan.skipped[traj.id] = "waiting in a submitted batch (run `batch collect`)"
+            continue
+        if limit is not None and len(plan.todo) >= limit:
+            continue
+        plan.todo.append(Unit(traj, tasks[traj.task], checklist, sha))
+        if sha is not None:
+            plan.checklists[traj.task] = sha
+    return plan
+
+
+async def judge_unit(
+    unit: Unit,
+    judge: str,
+    *,
+    store: Store,
+    rules: Rules,
+    llm: LLM | None,
+    per_item: bool = False,
+    first: Outcome | None = None,
+) -> TrajectoryJudgment:
+    """Judge one trajectory. An endpoint failure gives status `error` (nothing to store)."""
+    traj = unit.trajectory
+    result = TrajectoryJudgment(
+        trajectory_id=traj.id,
+        task=traj.task,
+        judge=judge,
+        checklist_sha=unit.checklist_sha,
+        model=llm.model if llm is not None and judge != "probe" else None,
+        prompt_version=prompt_version_of(judge, per_item=per_item),
+        rules_version=rules.version,
+        content_hash=traj.content_hash,
+    )
+    view = build_evidence_view(store.events(traj.id))
+    try:
+        if judge == "probe":
+            assert unit.checklist is not None
+            result.items = probe_judge(unit.checklist, view)
+        elif judge == "holistic":
+            rated = await judge_holistic(llm, unit.task, view, rules, tag=traj.id, first=first)
+            result.progress, result.rationale, result.citations = rated.progress, rated.rationale, rated.citations
+            result.reason, result.replies = rated.reason, rated.records
+        else:
+            assert unit.checklist is not None
+            result.items, result.replies = await judge_items(
+                llm, unit.task, unit.checklist, view, rules, per_item=per_item, tag=traj.id, first=first
+            )
+    except LLMCallError as error:
+        result.status, result.reason = "error", f"{error.reason}: {error}"
+    return result
+
+
+def store_judgment(store: Store, result: TrajectoryJudgment, *, run_id: str | None) -> None:
+    """Write one judged trajectory (unit row, raw verdicts, replies) in one transaction."""
+    if result.status != "judged":
+        raise ValueError(f"{result.trajectory_id}: nothing to store for a unit in status {result.status!r}")
+    now = utcnow()
+    common = {
+        "trajectory_id": result.trajectory_id,
+        "judge": result.judge,
+        "task": result.task,
+        "checklist_sha": result.checklist_sha,
+        "model": result.model,
+        "prompt_version": result.prompt_version,
+        "rules_version": result.rules_version,
+        "run_id": run_id,
+        "created_at": now,
+    }
+    judgments = [
+        {
+            **common,
+            "item_id": item.item_id,
+            "position": position,
+            "route": item.route,
+            "verdict_raw": item.verdict_raw,
+            "reason_raw": item.reason,
+            "verdict": item.verdict_raw,
+            "reason": item.reason,
+            "citations": [c.model_dump() for c in item.citations],
+            "rationale": item.rationale,
+            "scored_at": None,
+        }
+        for position, item in enumerate(result.items)
+    ]
+    unit = {
+        **common,
+        "content_hash": result.content_hash,
+        "n_items": len(result.items),
+        "progress": result.progress,
+        "rationale": result.rationale,
+        "citations": [c.model_dump() for c in result.citations],
+        "reason": result.reason,
+    }
+    replies = [
+        {
+            "trajectory_id": result.trajectory_id,
+            "judge": result.judge,
+            "run_id": run_id,
+            "created_at": now,
+            **r.model_dump(),
+            "cache_hit": int(r.cache_hit),
+        }
+        for r in result.replies
+    ]
+    store.save_trajectory_judgment(unit, judgments, replies)

@@ -1,0 +1,193 @@
+"""Rate: one rater's blinded queue (progress ratings, then pairwise preferences).
+
+Layout and widgets only: the token-scoped `RaterSession` (annotations.study) decides what this rater
+may see and answer, and builds the blinded views. Log and task text is untrusted: it is shown with
+st.text / st.code only. Guideline text is the project's own (rules/study_guidelines.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import streamlit as st
+
+from annotations.blinding import BlindTrajectory, preview
+from annotations.study import RaterSession, open_rater_session
+from gcpc_core.store import Store
+
+store: Store = st.session_state["store"]
+session: RaterSession | None = open_rater_session(store, st.query_params.get("token"))
+if session is None:
+    st.error("This link is not valid. Please ask the study organisers for a new one.")
+    st.stop()
+
+guide = session.guidelines
+queue = session.queue()
+prefix = f"rate:{session.rater}"
+KIND_NAME = {"progress_rating": "Progress rating", "preference": "Which made more progress?"}
+
+st.title("Rating study")
+if store.get_meta("is_demo") == "1":
+    st.info("DEMO: the records in this study are simulated data written by GCPC, not real agent runs.")
+if not queue:
+    st.info("Your queue is empty. Thank you — there is nothing for you to rate right now.")
+    st.stop()
+
+index_key = f"{prefix}:index"
+if index_key not in st.session_state:  # resume where this rater left off
+    st.session_state[index_key] = session.resume_index(queue)
+index = min(st.session_state[index_key], len(queue) - 1)
+item = queue[index]
+done = sum(i.answered for i in queue)
+st.progress(done / len(queue), text=f"{done} of {len(queue)} answered")
+if done == len(queue):
+    st.success("You have answered everything in your queue. Thank you! You can still review and change answers.")
+
+
+@st.dialog("Rater guidelines", width="large")
+def show_guidelines() -> None:
+    st.markdown(guide.text)
+
+
+def go(to: int) -> None:
+    st.session_state[index_key] = max(0, min(to, len(queue) - 1))
+
+
+def go_next_open() -> None:
+    fresh = session.queue()
+    after = [i.index for i in fresh if not i.answered and i.index > index]
+    before = [i.index for i in fresh if not i.answered]
+    go((after or before or [min(index + 1, len(queue) - 1)])[0])
+
+
+nav = st.columns([1, 1, 5, 1.4, 1.4])
+nav[0].button("Previous", shortcut="P", on_click=go, args=(index - 1,), disabled=index == 0, width="stretch")
+nav[1].button("Next", shortcut="N", on_click=go, args=(index + 1,), disabled=index == len(queue) - 1, width="stretch")
+jump_key = f"{prefix}:jump"
+st.session_state[jump_key] = index
+nav[2].selectbox(
+    "Item", range(len(queue)), key=jump_key, label_visibility="collapsed",
+    format_func=lambda i: f"{i + 1} · {KIND_NAME[queue[i].kind]} · {queue[i].target}" + (" ✓" if queue[i].answered else ""),
+    on_change=lambda: go(st.session_state[jump_key]),
+)
+nav[3].button("Next open item", on_click=go_next_open, width="stretch")
+if nav[4].button("Guidelines", shortcut="G", width="stretch"):
+    show_guidelines()
+
+# ---- the answer being edited: a draft in session state, seeded from the current answer -------------
+
+draft_key = f"{prefix}:{item.kind}:{item.target}"
+current = session.answer(item.kind, item.target)
+if draft_key not in st.session_state:
+    value = (current or {}).get("value") or {}
+    st.session_state[draft_key] = {"rating": value.get("rating"), "choice": value.get("choice"),
+                                   "confidence": (current or {}).get("confidence")}
+    st.session_state[f"{draft_key}:note"] = (current or {}).get("note") or ""
+draft: dict = st.session_state[draft_key]
+token_key = f"{draft_key}:client_token"  # one per answer attempt: a double submit stores one row
+st.session_state.setdefault(token_key, uuid.uuid4().hex)
+
+
+def set_draft(field: str, value: object) -> None:
+    draft[field] = value
+
+
+def save() -> None:
+    note = st.session_state.get(f"{draft_key}:note")
+    try:
+        if item.kind == "progress_rating":
+            result = session.submit_rating(item.target, draft["rating"], note=note,
+                                           client_token=st.session_state[token_key])
+        else:
+            result = session.submit_preference(item.target, draft["choice"], draft["confidence"], note=note,
+                                               client_token=st.session_state[token_key])
+    except (PermissionError, ValueError) as exc:
+        st.session_state[f"{prefix}:error"] = str(exc)
+        return
+    st.session_state.pop(token_key, None)
+    st.session_state[f"{prefix}:saved"] = "Saved." if result.created else "Already saved — nothing changed."
+    go_next_open()
+
+
+def render_steps(view: BlindTrajectory, key: str) -> None:
+    """The blinded log, step by step; long texts shortened, the full text one toggle away."""
+    if not view.steps:
+        st.text("(the record has no steps to show)")
+    for step in view.steps:
+        with st.container(border=True):
+            st.text(f"Step {step.number} · {step.title}" + (" · reported an error" if step.is_error else ""))
+            shown, hidden = preview(step.text)
+            if step.kind in ("agent_message", "agent_thinking"):
+                st.text(shown)
+            else:
+                st.code(shown, language=None, wrap_lines=True)
+            if hidden and st.toggle(f"Show all {len(step.text):,} characters", key=f"{key}:full:{step.number}"):
+                st.code(step.text, language=None, wrap_lines=True)
+
+
+message = st.session_state.pop(f"{prefix}:saved", None)
+if message:
+    st.toast(message)
+error = st.session_state.pop(f"{prefix}:error", None)
+if error:
+    st.error(error)
+
+st.subheader(f"{index + 1} of {len(queue)} · {KIND_NAME[item.kind]} · {item.target}")
+
+if item.kind == "progress_rating":
+    view = session.unit_view(item.target)
+    with st.expander("Task instruction", expanded=True):
+        st.text(view.instruction)
+    st.caption("What the agent did")
+    render_steps(view, draft_key)
+    st.divider()
+    st.write("How far did the agent get towards doing what the instruction asks? (keys 1–5)")
+    cols = st.columns(len(guide.scale))
+    for col, anchor in zip(cols, guide.scale):
+        col.button(f"{anchor.value} · {anchor.label}", key=f"{draft_key}:rating:{anchor.value}",
+                   shortcut=str(anchor.value), help=anchor.description, width="stretch",
+                   type="primary" if draft["rating"] == anchor.value else "secondary",
+                   on_click=set_draft, args=("rating", anchor.value))
+        col.caption(anchor.description)
+    ready = draft["rating"] is not None
+else:
+    left, right = session.pair_view(item.target)
+    with st.expander("Task instruction (the same for A and B)", expanded=True):
+        st.text(left.instruction)
+    cols = st.columns(2)
+    for col, side, view in ((cols[0], "A", left), (cols[1], "B", right)):
+        with col:
+            st.caption(f"Record {side}")
+            with st.container(height=720):
+                render_steps(view, f"{draft_key}:{side}")
+    st.divider()
+    st.write("Which record made more progress? (keys A, B, T)")
+    choice_cols = st.columns(3)
+    for col, (choice, label, key) in zip(choice_cols, (("A", "A made more progress", "A"),
+                                                       ("B", "B made more progress", "B"), ("tie", "Tie", "T"))):
+        col.button(label, key=f"{draft_key}:choice:{choice}", shortcut=key, width="stretch",
+                   type="primary" if draft["choice"] == choice else "secondary",
+                   on_click=set_draft, args=("choice", choice))
+    st.write("How confident are you? (keys 1–3)")
+    conf_cols = st.columns(len(guide.confidence))
+    for col, anchor in zip(conf_cols, guide.confidence):
+        col.button(f"{anchor.value} · {anchor.label}", key=f"{draft_key}:confidence:{anchor.value}",
+                   shortcut=str(anchor.value), help=anchor.description, width="stretch",
+                   type="primary" if draft["confidence"] == anchor.value else "secondary",
+                   on_click=set_draft, args=("confidence", anchor.value))
+        col.caption(anchor.description)
+    ready = draft["choice"] is not None and draft["confidence"] is not None
+
+st.text_area("Comment (optional)", key=f"{draft_key}:note", placeholder="Anything the organisers should know")
+if not session.is_open:
+    st.info("This study is closed: answers can no longer be changed.")
+st.button("Save and next", type="primary", shortcut="Ctrl+Enter", on_click=save, disabled=not ready or not session.is_open)
+
+history = session.history(item.kind, item.target)
+if history:
+    st.caption(f"Your saved answer: version {len(history)} of {len(history)}")
+    with st.expander(f"Your answer history ({len(history)} version{'s' if len(history) > 1 else ''})"):
+        for n, h in enumerate(history, 1):
+            value = h["value"].get("rating", h["value"].get("choice"))
+            conf = f", confidence {h['confidence']}" if h["confidence"] is not None else ""
+            st.text(f"{n}. {h['created_at']}: {value}{conf}" + (f" — {h['note']}" if h["note"] else ""))

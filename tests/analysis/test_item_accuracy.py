@@ -1,0 +1,86 @@
+"""Verifier-grounded item accuracy: node ids, CTRF truth, confusion matrix by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gcpc_core.analysis import (
+    assertion_truth,
+    confusion_table,
+    ctrf_node_status,
+    ctrf_pass_fraction,
+    item_accuracy_table,
+    node_id,
+)
+
+T = "test_outputs.py::TestX::"
+
+
+def test_node_id_strips_params_and_directories() -> None:
+    assert node_id("test_outputs.py::TestX::test_y[case-1]") == "test_outputs.py::TestX::test_y"
+    assert node_id("tests/test_outputs.py::test_y") == "test_outputs.py::test_y"
+    assert node_id("test_outputs.py::test_y[a/b::c]") == "test_outputs.py::test_y"
+
+
+def test_parametrized_results_fold_into_one_node() -> None:
+    ctrf = pd.DataFrame({"trajectory_id": ["t1"] * 5, "test": [T + "p[1]", T + "p[2]", T + "q[1]", T + "q[2]", T + "s"],
+                         "status": ["passed", "passed", "passed", "failed", "skipped"]})
+    st = ctrf_node_status(ctrf).set_index("node_id")["status"]
+    assert st.to_dict() == {T + "p": "passed", T + "q": "failed", T + "s": "unknown"}
+
+
+ITEMS = pd.DataFrame([
+    # judge, traj, item, route, raw verdict, refs
+    ("gcpc", "t1", "C1", "assertion", "Yes", [T + "a"]),         # truth Yes → correct
+    ("gcpc", "t1", "C2", "assertion", "Yes", [T + "b"]),         # truth No  → wrong
+    ("gcpc", "t1", "C3", "assertion", "No", [T + "b", T + "a"]),  # truth No (one failed) → correct
+    ("gcpc", "t1", "C4", "assertion", "Abstain", [T + "a"]),     # truth Yes → abstain
+    ("gcpc", "t1", "C5", "assertion", "No", [T + "c"]),          # truth Yes (param c[1], c[2] passed) → wrong
+    ("gcpc", "t1", "C6", "assertion", "No", [T + "missing"]),    # not in CTRF → not comparable
+    ("gcpc", "t1", "C7", "assertion", "Yes", []),                # no refs
+    ("gcpc", "t1", "C8", "generated", "Yes", []),                # not an assertion item
+    ("gcpc", "t2", "C1", "assertion", "Yes", f'["{T}a"]'),       # refs as a JSON string; t2 has no CTRF
+], columns=["judge", "trajectory_id", "item_id", "route", "verdict_raw", "verifier_refs"]).assign(task="task-a")
+CTRF = pd.DataFrame({"trajectory_id": "t1", "test": ["tests/" + T + "a", T + "b", T + "c[1]", T + "c[2]"],
+                     "status": ["passed", "failed", "passed", "passed"]})
+
+
+def test_truth_and_basis() -> None:
+    t = assertion_truth(ITEMS, CTRF).set_index(["trajectory_id", "item_id"])
+    assert t.loc[("t1", "C1"), "truth"] == "Yes" and t.loc[("t1", "C3"), "truth"] == "No"
+    assert t.loc[("t1", "C5"), "truth"] == "Yes"
+    assert t.loc[("t1", "C6"), "basis"] == "refs not decided by CTRF" and pd.isna(t.loc[("t1", "C6"), "truth"])
+    assert t.loc[("t1", "C7"), "basis"] == "no verifier refs"
+    assert t.loc[("t2", "C1"), "basis"] == "no CTRF report"
+    assert ("t1", "C8") not in t.index
+
+
+def test_confusion_matrix_and_accuracy_by_hand() -> None:
+    truth = assertion_truth(ITEMS, CTRF)
+    cm = confusion_table(truth).set_index("truth")[["Yes", "No", "Abstain"]]
+    # truth Yes: C1 Yes, C4 Abstain, C5 No; truth No: C2 Yes, C3 No
+    assert cm.loc["Yes"].tolist() == [1, 1, 1] and cm.loc["No"].tolist() == [1, 1, 0]
+    acc = item_accuracy_table(truth).iloc[0]
+    assert (acc["n_assertion_items"], acc["n_comparable"], acc["n_decided"]) == (8, 5, 4)  # t1's C1–C7 and t2's C1
+    assert acc["accuracy"] == pytest.approx(2 / 4)
+    assert acc["abstain_rate"] == pytest.approx(1 / 5)
+    assert acc["recall_yes"] == pytest.approx(1 / 2) and acc["recall_no"] == pytest.approx(1 / 2)
+    assert (acc["n_truth_yes"], acc["n_truth_no"]) == (3, 2)
+    by_task = item_accuracy_table(truth, by=("judge", "task"))
+    assert by_task[["judge", "task"]].values.tolist() == [["gcpc", "task-a"]]
+
+
+def test_all_abstain_is_noted() -> None:
+    truth = assertion_truth(ITEMS.assign(verdict_raw="Abstain"), CTRF)
+    acc = item_accuracy_table(truth).iloc[0]
+    assert np.isnan(acc["accuracy"]) and acc["abstain_rate"] == 1.0 and "Abstain" in acc["note"]
+
+
+def test_ctrf_pass_fraction() -> None:
+    f = ctrf_pass_fraction(pd.concat([CTRF, pd.DataFrame({"trajectory_id": ["t3"], "test": [T + "z"],
+                                                           "status": ["skipped"]})])).set_index("trajectory_id")
+    assert (f.loc["t1", "n_tests"], f.loc["t1", "n_passed"]) == (3, 2)  # a, b, c (c's params folded)
+    assert f.loc["t1", "ctrf_pass_fraction"] == pytest.approx(2 / 3)
+    assert "t3" not in f.index  # only skipped tests: nothing decided
