@@ -7,6 +7,7 @@ skipped folder with its path and reason, and is idempotent.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
@@ -27,6 +28,7 @@ from .trials import (
     find_trial_dirs,
     load_condition_map,
     load_trial,
+    trial_fingerprint,
 )
 
 __all__ = [
@@ -79,6 +81,18 @@ def _assign_trial_indexes(store: Store) -> None:
         store.set_trial_indexes(indexes)
 
 
+def _settings(pass_threshold: float, is_demo: bool, condition_map: Mapping[str, Condition]) -> str:
+    """The import options that shape a stored trial; a change re-imports every trial."""
+    return json.dumps([pass_threshold, is_demo, sorted(condition_map.items())])
+
+
+def _fingerprint_or_none(trial_dir: Path, settings: str) -> str | None:
+    try:
+        return trial_fingerprint(trial_dir, settings)
+    except (TrialError, OSError):
+        return None  # load_trial reports the problem
+
+
 def _load_or_reason(trial_dir: Path, **options) -> tuple[Trajectory, list[Event]] | str:
     """Worker body: a loaded trial, or the reason it cannot be imported (errors cross processes as text)."""
     try:
@@ -126,15 +140,24 @@ def import_project(
         known_tasks = store.task_ids()
         stored = store.trajectory_hashes()
         taken_ids = {traj_id: path for path, (traj_id, _) in stored.items()}
-        trial_dirs = find_trial_dirs(Path(trials_dir))
+        mapping = dict(condition_map or {})
+        settings = _settings(pass_threshold, is_demo, mapping)
+        trial_dirs = []
+        for trial_dir in find_trial_dirs(Path(trials_dir)):
+            previous = stored.get(str(trial_dir.resolve()))
+            if previous is not None and previous[1] == _fingerprint_or_none(trial_dir, settings):
+                report.trials_unchanged += 1
+                continue
+            trial_dirs.append(trial_dir)
         loaded = _load_all(
             trial_dirs,
             workers if workers is not None else min(4, os.cpu_count() or 1),
             known_tasks=known_tasks,
-            condition_map=dict(condition_map or {}),
+            condition_map=mapping,
             pass_threshold=pass_threshold,
             max_log_bytes=max_log_bytes,
             is_demo=is_demo,
+            settings=settings,
         )
         bar = tqdm(zip(trial_dirs, loaded), total=len(trial_dirs), desc="import", unit="trial", disable=not progress)
         for trial_dir, outcome in bar:

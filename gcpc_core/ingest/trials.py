@@ -23,6 +23,7 @@ __all__ = [
     "find_trial_dirs",
     "load_condition_map",
     "load_trial",
+    "trial_fingerprint",
 ]
 
 DEFAULT_PASS_THRESHOLD = 1.0
@@ -198,11 +199,25 @@ def _timings(result: dict) -> dict[str, Any]:
     return out
 
 
-def _hash_files(paths: list[Path], settings: str) -> str:
-    """Fingerprint of the trial's files and of the import settings that shape the stored row."""
+def _trial_files(trial_dir: Path, log_path: Path) -> list[Path]:
+    candidates = ("result.json", "config.json", "verifier/ctrf.json", "verifier/reward.txt")
+    return [p for p in (*(trial_dir / c for c in candidates), log_path) if p.is_file()]
+
+
+def trial_fingerprint(trial_dir: Path, settings: str) -> str:
+    """sha256 of the trial's files and of the import settings that shape its stored row.
+
+    Cheap next to parsing, so a re-import can skip unchanged trials without parsing them.
+    Raises TrialError when the folder has no recognizable agent log.
+    """
+    trial_dir = Path(trial_dir).resolve()
+    try:
+        log_path, _ = find_log(trial_dir)
+    except LogError as exc:
+        raise TrialError(str(exc)) from exc
     h = hashlib.sha256(f"{INGEST_VERSION}|{settings}".encode())
-    for p in sorted(paths):
-        h.update(p.name.encode())
+    for p in _trial_files(trial_dir, log_path):
+        h.update(p.relative_to(trial_dir).as_posix().encode() + b"\0")
         h.update(p.read_bytes())
     return h.hexdigest()
 
@@ -215,8 +230,12 @@ def load_trial(
     pass_threshold: float = DEFAULT_PASS_THRESHOLD,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
     is_demo: bool = False,
+    settings: str = "",
 ) -> tuple[Trajectory, list[Event]]:
-    """Read and validate one trial folder; raises TrialError naming the file and the problem."""
+    """Read and validate one trial folder; raises TrialError naming the file and the problem.
+
+    `settings` is folded into the stored fingerprint (see `trial_fingerprint`).
+    """
     trial_dir = Path(trial_dir).resolve()
     result_path = trial_dir / "result.json"
     if not result_path.is_file():
@@ -248,7 +267,6 @@ def load_trial(
     agent_info = _dict(result.get("agent_info"))
     agent = agent_info.get("name") or _dict(config.get("agent")).get("name") or log.metadata.get("agent") or "unknown"
     agent_result = _dict(result.get("agent_result"))
-    hashed = [p for p in (result_path, config_path, ctrf_path, trial_dir / "verifier" / "reward.txt", log_path) if p.is_file()]
     traj = Trajectory(
         id=trial_name,
         task=task,
@@ -268,7 +286,7 @@ def load_trial(
         log_path=log_path.relative_to(trial_dir).as_posix(),
         log_format=fmt,
         log_bytes=log_path.stat().st_size,
-        content_hash=_hash_files(hashed, f"{pass_threshold}|{condition}|{basis}|{is_demo}"),
+        content_hash=trial_fingerprint(trial_dir, settings),
         is_demo=is_demo or bool(result.get("demo")),
     )
     return traj, log.events
