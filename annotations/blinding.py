@@ -16,12 +16,14 @@ Log text can leak them too, so it is scrubbed (all of this is what `blind_trajec
   sentences of agent messages and reasoning that mention a skill.
 - **Replaced:** skills-folder paths in shell commands → `[hidden path]`; model names (every model
   of the project with its vendor prefixes and suffixes, and common model-family words such as
-  Claude, Gemini, GPT) → `[model]`; agent harness names → `[agent]`; known skill names → `[hidden]`;
+  Claude, Gemini, GPT) → `[model]`; agent harness names → `[agent]`; compound skill names
+  (`mesh-analysis`; one-word ones such as `pdf` are ordinary vocabulary and stay) → `[hidden]`;
   trajectory ids, their random suffixes and trial folder paths → `[id]`.
 
 What remains is the agent's own work, which can still hint at a condition (an agent with a skill
 may work differently) or a harness (tool names such as `Bash` or `run_shell_command`): blinding
-removes labels, not behaviour. The replacement markers are the same in every condition.
+removes labels, not behaviour. The markers are the same words in every condition, though a run
+that used a skill's files may show more `[hidden path]` markers than one that did not.
 """
 
 from __future__ import annotations
@@ -103,6 +105,12 @@ def _skill_names(text: str) -> set[str]:
     return {n for n in names if re.fullmatch(r"[\w.-]{3,}", n) and n.lower() not in {"skill", "skills", "scripts"}}
 
 
+def _distinctive(skill: str) -> bool:
+    """Only compound names (`mesh-analysis`) are scrubbed: a one-word skill (`pdf`, `xlsx`) is ordinary
+    vocabulary that any run may use, so it reveals nothing and scrubbing it would maim the log."""
+    return bool(re.fullmatch(r"[\w.]+(?:[-_][\w.]+)+", skill)) and len(skill) >= 5
+
+
 def collect_terms(
     trajectories: Sequence[Trajectory], events: Mapping[str, Sequence[Event]], tasks: Iterable[Task] = ()
 ) -> BlindingTerms:
@@ -133,7 +141,7 @@ def collect_terms(
     return BlindingTerms(
         models=tuple(sorted({v for t in trajectories for v in _model_variants(t.model)})),
         agents=tuple(sorted({v for t in trajectories for v in _agent_variants(t.agent)})),
-        skills=tuple(sorted(s for s in skills if len(s) >= 3)),
+        skills=tuple(sorted(s for s in skills if _distinctive(s))),
         ids=tuple(sorted(i for i in ids if i)),
     )
 

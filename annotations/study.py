@@ -182,7 +182,11 @@ class SubmitResult:
 
 
 class RaterSession:
-    """One rater's token-scoped access to their own queue; constructed by `open_rater_session`."""
+    """One rater's access to their own queue and nothing else.
+
+    Pages get one only from `open_rater_session(token)`; trusted server code (the demo's rater
+    simulator) may build one directly for a rater of its choice.
+    """
 
     def __init__(self, store: Store, study: StudyInfo, rater: str, *, simulated: bool = False) -> None:
         self._store = store

@@ -112,7 +112,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         report = demo.build_demo_project(Path(args.db), seed=args.seed)
         for line in report.summary_lines():
             print(line)
+        counts = Store(args.db).counts()
+        print(f"demo checklists: {counts['checklists']} frozen; probe judge (offline, DEMO): "
+              f"{counts['judgments']} item judgments, scored")
         print(f"demo project DB (simulated data): {args.db}")
+        print(f"demo study with SIMULATED raters; try the rater page with a link from: "
+              f"python -m gcpc_core study link --db {args.db} --rater demo-you")
     return 0
 
 
@@ -166,6 +171,94 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
     for line in report.lines():
         print(line)
     return 0 if report.ok else 1
+
+
+def _db_or_exit(verb: str, db: Path) -> Store | None:
+    """The project DB, or None (with a message) when the file does not exist."""
+    if not Path(db).is_file():
+        print(f"{verb}: {db}: no such project DB", file=sys.stderr)
+        return None
+    return Store(db)
+
+
+def _cmd_judge(args: argparse.Namespace) -> int:
+    from .judge import judge_project
+    from .judge.units import LLM_JUDGES
+    from .llm import LLMError, llm_status
+
+    store = _db_or_exit("judge", args.db)
+    if store is None:
+        return 2
+    if args.judge in LLM_JUDGES:
+        ok, reason = llm_status(args.model)
+        if not ok:
+            print(f"judge: {reason}", file=sys.stderr)
+            return 2
+    try:
+        report = judge_project(
+            store, judge=args.judge, model=args.model, concurrency=args.concurrency, limit=args.limit,
+            per_item=args.per_item, batch=args.batch, force=args.force, progress=not args.quiet,
+        )
+    except (LLMError, ValueError) as exc:
+        print(f"judge: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("judge: interrupted; finished trajectories are stored, rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+    for line in report.lines():
+        print(line)
+    if report.batch_id:
+        print(f"submitted batch {report.batch_id}; collect it with: python -m gcpc_core batch collect --db {args.db}")
+    elif report.judged:
+        print(f"next: python -m gcpc_core score --db {args.db}")
+    return 0 if report.ok else 1
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from .judge import score_project
+
+    store = _db_or_exit("score", args.db)
+    if store is None:
+        return 2
+    for line in score_project(store, judge=args.judge).lines():
+        print(line)
+    return 0
+
+
+def _cmd_batch_collect(args: argparse.Namespace) -> int:
+    from .judge import collect_batches
+    from .llm import LLMError, llm_status
+
+    store = _db_or_exit("batch collect", args.db)
+    if store is None:
+        return 2
+    waiting = [store.get_judge_batch(args.batch_id)] if args.batch_id else store.judge_batches()
+    for row in waiting:
+        if row is not None:
+            ok, reason = llm_status(row["model"])
+            if not ok:
+                print(f"batch collect: {reason}", file=sys.stderr)
+                return 2
+    try:
+        report = collect_batches(store, batch_id=args.batch_id, concurrency=args.concurrency,
+                                 progress=not args.quiet)
+    except (LLMError, KeyError) as exc:
+        print(f"batch collect: {exc}", file=sys.stderr)
+        return 2
+    for line in report.lines():
+        print(line)
+    return 0
+
+
+def _cmd_batch_list(args: argparse.Namespace) -> int:
+    store = _db_or_exit("batch list", args.db)
+    if store is None:
+        return 2
+    for row in store.judge_batches():
+        print(f"{row['id']} {row['judge']} {row['model']} {row['status']} {row['n_requests']} requests "
+              f"created {row['created_at']}" + (f" collected {row['collected_at']}" if row["collected_at"] else ""))
+    return 0
 
 
 def _study_store(args: argparse.Namespace) -> Store | None:
@@ -366,6 +459,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="synthesize again even where a frozen checklist exists")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_synthesize)
+
+    p = sub.add_parser("judge", help="judge trajectories: gcpc, holistic, fixed or probe",
+                       description="Judge every trajectory not yet judged by the chosen judge and store each at "
+                       "once (resumable: rerun after Ctrl-C or a crash; finished trajectories are skipped and "
+                       "repeated requests come from the response cache). gcpc: the LLM item judge over each task's "
+                       "latest frozen checklist; fixed: the same over rules/fixed_checklist.yaml; holistic: one LLM "
+                       "progress rating; probe: offline regex probes (no LLM). Endpoint from OPENAI_BASE_URL / "
+                       "OPENAI_API_KEY, model from --model or GCPC_MODEL. Exit 0 ok, 1 some trajectories failed "
+                       "(endpoint errors; rerun), 2 unusable setup.")
+    p.add_argument("--db", type=Path, required=True, help="project DB file")
+    p.add_argument("--judge", required=True, choices=["gcpc", "holistic", "fixed", "probe"], help="which judge")
+    p.add_argument("--model", help="model name (default: $GCPC_MODEL)")
+    p.add_argument("--concurrency", type=int, default=8, help="parallel requests (default %(default)s)")
+    p.add_argument("--limit", type=int, help="judge at most this many trajectories now")
+    p.add_argument("--per-item", action="store_true", help="one call per checklist item instead of one per trajectory")
+    p.add_argument("--batch", action="store_true",
+                   help="submit an OpenAI Batch-API job instead of calling live; then run `batch collect`")
+    p.add_argument("--force", action="store_true", help="judge finished trajectories again (cached requests are free)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_judge)
+
+    p = sub.add_parser("score", help="postprocess verdicts with the official outcome and write scores",
+                       description="For every judged trajectory and judge: official PASS sets assertion items to "
+                       "Yes, official FAIL adds an endpoint item judged No (raw verdicts are kept), then partial "
+                       "credit, evidence coverage, Perfect and counts are written. Idempotent.")
+    p.add_argument("--db", type=Path, required=True, help="project DB file")
+    p.add_argument("--judge", choices=["gcpc", "holistic", "fixed", "probe"], help="only this judge")
+    p.set_defaults(func=_cmd_score)
+
+    p = sub.add_parser("batch", help="Batch-API judging jobs: collect results, list jobs",
+                       description="Jobs submitted by `judge --batch`. `collect` ingests finished jobs through "
+                       "the same validation and grounding as live judging; `list` shows every job.")
+    batch_sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    b = batch_sub.add_parser("collect", help="fetch finished batch jobs and store their judgments",
+                             description="Fetch every submitted job (or --batch-id) and ingest the finished ones; "
+                             "a job still running is reported with its status. Invalid replies get one live repair "
+                             "call, so the endpoint must be configured (OPENAI_BASE_URL / OPENAI_API_KEY).")
+    b.add_argument("--db", type=Path, required=True, help="project DB file")
+    b.add_argument("--batch-id", help="only this job")
+    b.add_argument("--concurrency", type=int, default=8, help="parallel repair requests (default %(default)s)")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.set_defaults(func=_cmd_batch_collect)
+    b = batch_sub.add_parser("list", help="list Batch-API jobs of a project",
+                             description="One line per job: id, judge, model, status, requests, times.")
+    b.add_argument("--db", type=Path, required=True, help="project DB file")
+    b.set_defaults(func=_cmd_batch_list)
 
     p = sub.add_parser("demo", help="write the embedded demo corpus or a ready demo project DB",
                        description="The demo corpus is simulated data written by GCPC itself, "

@@ -13,7 +13,7 @@ from .demo_corpus import DEMO_MARKER, write_demo_corpus
 from .ingest import ImportReport, import_project
 from .store import Store
 
-__all__ = ["DEMO_MARKER", "build_demo_project", "default_demo_db", "ensure_demo_project", "write_demo_corpus"]
+__all__ = ["DEMO_CHECKLISTS_DIR", "DEMO_MARKER", "build_demo_project", "default_demo_db", "ensure_demo_project", "write_demo_corpus"]
 
 
 def default_demo_db() -> Path:
@@ -23,7 +23,8 @@ def default_demo_db() -> Path:
 
 
 def build_demo_project(db_path: Path, *, seed: int = 7) -> ImportReport:
-    """Write the demo corpus beside `db_path` and import it; the DB is marked as demo."""
+    """Write the demo corpus beside `db_path` and import it; the DB is marked as demo. Then the demo
+    checklists are frozen, every trial is probe-judged and scored, and a simulated study is added."""
     db_path = Path(db_path)
     corpus = db_path.parent / f"{db_path.stem}_corpus"
     tasks_dir, trials_dir = write_demo_corpus(corpus, seed=seed)
@@ -31,8 +32,29 @@ def build_demo_project(db_path: Path, *, seed: int = 7) -> ImportReport:
     store.set_meta("is_demo", "1")
     store.set_meta("demo_note", DEMO_MARKER)
     report = import_project(store, tasks_dir=tasks_dir, trials_dir=trials_dir, is_demo=True, progress=False)
+    _add_demo_judgments(store)
     _add_demo_study(store, seed=seed)
     return report
+
+
+DEMO_CHECKLISTS_DIR = Path(__file__).with_name("demo_checklists")
+"""Hand-written DEMO checklists, with probes, for the three demo tasks."""
+DEMO_CHECKLIST_AUTHOR = "gcpc demo"
+
+
+def _add_demo_judgments(store: Store) -> None:
+    """Freeze the demo checklists, judge every demo trial with the offline probe judge, score."""
+    from .checklist import load_checklist_file, load_rules
+    from .checklist.registry import register_checklist
+    from .judge import judge_project, score_project  # the judge builds on this package: import late
+
+    rules = load_rules()
+    for path in sorted(DEMO_CHECKLISTS_DIR.glob("*.yaml")):
+        _, failures = register_checklist(store, load_checklist_file(path), created_by=DEMO_CHECKLIST_AUTHOR, rules=rules)
+        if failures:  # tests keep every demo checklist passing the gates
+            raise RuntimeError(f"demo checklist {path.name} fails gates: {[f.line() for f in failures]}")
+    judge_project(store, judge="probe", progress=False, rules=rules)
+    score_project(store)
 
 
 def _add_demo_study(store: Store, *, seed: int) -> None:

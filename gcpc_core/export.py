@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from .checklist.registry import export_checklists
+from .judge.export import export_judgments, export_scores
 from .store import Store
 
 __all__ = ["EXPORTERS", "export_trials"]
@@ -33,8 +34,19 @@ def export_trials(store: Store) -> Iterator[dict]:
         }
 
 
+def export_annotations(store: Store) -> Iterator[dict]:
+    """Every human annotation version (item audits, ratings, preferences), oldest first; `is_current`
+    marks the live version of each (kind, study, target, rater). `study export` adds the design."""
+    current = {r["id"] for r in store.annotations()}
+    for row in store.annotations(current=False):
+        yield {**row, "is_current": row["id"] in current}
+
+
 EXPORTERS: dict[str, Callable[[Store], Iterator[dict]]] = {
+    "annotations": export_annotations,
     "trials": export_trials,
     "checklists": export_checklists,
+    "judgments": export_judgments,
+    "scores": export_scores,
 }
 """`--what` name → row generator; later stages register theirs here."""

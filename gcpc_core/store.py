@@ -637,11 +637,10 @@ class Store:
 
     def llm_cache_put(self, key: str, *, model: str, response: dict) -> None:
         """Cache a validated reply; the first one stored for a key wins."""
-        with self.atomic() as db:
-            db["llm_cache"].insert(
-                {"key": key, "model": model, "response": _dumps(response), "created_at": utcnow()},
-                pk="key",
-                ignore=True,
+        with self.atomic() as db:  # plain SQL: one row per LLM call is on the judging hot path
+            db.conn.execute(
+                "INSERT OR IGNORE INTO llm_cache (key, model, response, created_at) VALUES (?, ?, ?, ?)",
+                (key, model, _dumps(response), utcnow()),
             )
 
     # ---- runs and LLM calls -------------------------------------------------
@@ -691,8 +690,10 @@ class Store:
 
     def record_llm_call(self, row: dict) -> None:
         """One LLM call: run id, cache hit, tokens, cost, latency, status and error (raw reply on errors)."""
-        with self.atomic() as db:
-            db["llm_calls"].insert({"created_at": utcnow(), **row}, pk="id")
+        row = {"created_at": utcnow(), **row}
+        sql = f"INSERT INTO llm_calls ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
+        with self.atomic() as db:  # plain SQL: one row per LLM call is on the judging hot path
+            db.conn.execute(sql, tuple(row.values()))
 
     def llm_calls(self, *, run_id: str | None = None) -> list[dict]:
         where, args = ("run_id = ?", [run_id]) if run_id else (None, [])
@@ -915,7 +916,8 @@ class Store:
         with self.atomic() as db:
             if db["studies"].count_where("id = ?", [study["id"]]):
                 raise ValueError(f"study {study['id']!r} already exists")
-            db["studies"].insert({"status": "open", "created_at": now, **study,
+            given = {k: v for k, v in study.items() if v is not None}
+            db["studies"].insert({"status": "open", "created_at": now, **given,
                                   "params": _dumps(study["params"]), "design": _dumps(study["design"])}, pk="id")
             db["study_units"].insert_all(({"study_id": study["id"], **u} for u in units), batch_size=500)
             db["study_pairs"].insert_all(({"study_id": study["id"], **p} for p in pairs), batch_size=500)
@@ -1052,9 +1054,11 @@ class Store:
     @staticmethod
     def _values(rows: Iterable[dict], columns: tuple[str, ...]) -> list[tuple]:
         """Row dicts as value tuples; list/dict values become JSON."""
-        return [
-            tuple(_dumps(r.get(c)) if isinstance(r.get(c), (list, dict)) else r.get(c) for c in columns) for r in rows
-        ]
+        out = []
+        for r in rows:
+            values = [r.get(c) for c in columns]
+            out.append(tuple(_dumps(v) if isinstance(v, (list, dict)) else v for v in values))
+        return out
 
     def judge_units(self, judge: str | None = None) -> dict[tuple[str, str], dict]:
         """(trajectory id, judge) → unit row (JSON columns decoded): what is judged already."""

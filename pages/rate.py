@@ -15,6 +15,8 @@ from annotations.blinding import BlindTrajectory, preview
 from annotations.study import RaterSession, open_rater_session
 from gcpc_core.store import Store
 
+if "store" not in st.session_state:  # reached without app.py: Streamlit's legacy pages/ mode on a fresh server
+    st.switch_page("app.py", query_params=dict(st.query_params))
 store: Store = st.session_state["store"]
 session: RaterSession | None = open_rater_session(store, st.query_params.get("token"))
 if session is None:

@@ -17,7 +17,7 @@ JUDGES: tuple[str, ...] = Judge.__args__  # type: ignore[attr-defined]
 class ReplyRecord(BaseModel):
     """One model reply (or probe pass), kept for audit whether or not it was usable."""
 
-    attempt: Literal["initial", "repair", "batch", "probe"]
+    attempt: Literal["initial", "repair", "batch"]
     item_id: str | None = None
     """Per-item mode: the item asked about; None when the reply covers every item."""
     llm_key: str | None = None

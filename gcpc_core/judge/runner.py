@@ -25,7 +25,7 @@ from ..store import Store
 from .results import TrajectoryJudgment
 from .units import LLM_JUDGES, Plan, judge_unit, plan_units, prompt_version_of, store_judgment
 
-__all__ = ["JudgeReport", "judge_project", "offline_run"]
+__all__ = ["JudgeReport", "account_result", "batched_trajectories", "judge_project", "offline_run"]
 
 PREPARE_FACTOR = 2
 """Trajectories prepared at once = this × the LLM concurrency: enough to keep every HTTP slot busy."""
@@ -89,7 +89,7 @@ def offline_run(store: Store, kind: str, *, prompt_version: str, rules_version: 
                          totals=totals.as_row())
 
 
-def _account(report: JudgeReport, result: TrajectoryJudgment) -> None:
+def account_result(report: JudgeReport, result: TrajectoryJudgment) -> None:
     if result.status == "error":
         report.errors[result.trajectory_id] = result.reason or "error"
         return
@@ -133,7 +133,7 @@ def judge_project(
         llm = LLM(LLMConfig.from_env(model, concurrency=concurrency), store=store)
     model_name = llm.model if judge in LLM_JUDGES and llm is not None else None
     plan: Plan = plan_units(store, judge, rules=rules, model=model_name, per_item=per_item, limit=limit, force=force,
-                            exclude=_batched(store, judge))
+                            exclude=batched_trajectories(store, judge))
     prompt_version = prompt_version_of(judge, per_item=per_item)
     report = JudgeReport(judge=judge, skipped=plan.skipped, model=model_name, prompt_version=prompt_version)
     if not plan.todo:
@@ -146,7 +146,7 @@ def judge_project(
     def finish(result: TrajectoryJudgment, totals: RunTotals) -> None:
         if result.status == "judged":
             store_judgment(store, result, run_id=totals.run_id)
-        _account(report, result)
+        account_result(report, result)
         if on_result is not None:
             on_result(result)
         bar.update(1)
@@ -188,7 +188,7 @@ def judge_project(
     return report
 
 
-def _batched(store: Store, judge: str) -> set[str]:
+def batched_trajectories(store: Store, judge: str) -> set[str]:
     """Trajectories sitting in a submitted, not yet collected batch of this judge."""
     return {
         request["trajectory_id"]

@@ -1,0 +1,277 @@
+"""Judging benchmark: throughput, calls per trajectory, rerun cost, prompt size on real logs.
+
+    python bench/judge_bench.py [--n 1000] [--concurrency 32] [--latency 0.1] [--json OUT]
+
+1. 1,000 trajectories (the 36 demo trials cloned under new ids) judged by the GCPC item judge
+   against the fake OpenAI server at 100 ms latency, concurrency 32: wall time vs the ideal
+   n × latency / concurrency. The fake server runs in its own process, as a real endpoint would
+   (in-process, its threads would compete with the client for the GIL). For reference, the same
+   number of bare `openai`-client requests at the same concurrency is timed too: the floor set by
+   the client library on this machine, before any GCPC work.
+2. HTTP calls per trajectory: default mode (one call for all items) vs `--per-item`.
+3. An identical rerun: resumed (finished trajectories skipped) and forced (every request answered
+   from the response cache) — wall time and HTTP calls, counted by the server.
+4. Judge prompt tokens per real SkillsBench trajectory vs its raw agent log (median, p90), when
+   ../shared/skillsbench is present. Tokens are ESTIMATED as characters / 4 (no tokenizer installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+from fake_openai import FAKE_MODEL, FakeOpenAI, Reply  # noqa: E402
+
+from gcpc_core.checklist import Checklist, load_checklist_file, load_rules  # noqa: E402
+from gcpc_core.checklist.registry import register_checklist  # noqa: E402
+from gcpc_core.demo import build_demo_project  # noqa: E402
+from gcpc_core.evidence import build_evidence_view  # noqa: E402
+from gcpc_core.judge import judge_project  # noqa: E402
+from gcpc_core.judge.prompts import items_messages  # noqa: E402
+from gcpc_core.llm import LLM, LLMConfig  # noqa: E402
+from gcpc_core.store import Store  # noqa: E402
+
+SKILLSBENCH = REPO.parent / "shared" / "skillsbench"
+CHARS_PER_TOKEN = 4
+
+
+# ---- the fake server, in its own process ------------------------------------------------------
+
+
+def _judge_reply(request: dict[str, Any]) -> Reply:
+    """Answer any judge request: every item Yes, citing the first evidence event verbatim."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from judge.conftest import PER_ITEM_ID, first_citation, item_ids, user_text  # noqa: PLC0415
+
+    citation = first_citation(request)
+    cites = [citation] if citation else []
+    if PER_ITEM_ID.search(user_text(request)):
+        return Reply.json({"citations": cites, "rationale": "bench", "verdict": "Yes"})
+    return Reply.json({"items": [{"item_id": i, "citations": cites, "rationale": "bench", "verdict": "Yes"}
+                                 for i in item_ids(request)]})
+
+
+def _serve(latency: float, queue: Any) -> None:
+    server = FakeOpenAI(latency=latency).start()
+    server.default = _judge_reply
+    server.route("GET", "/v1/_stats", lambda srv, path, headers, raw: Reply(
+        body=json.dumps({"requests": srv.request_count}).encode()))
+    queue.put(server.url)
+    while True:
+        time.sleep(3600)
+
+
+class Server:
+    def __init__(self, latency: float):
+        queue: Any = mp.get_context("fork").Queue()
+        self.process = mp.get_context("fork").Process(target=_serve, args=(latency, queue), daemon=True)
+        self.process.start()
+        self.url: str = queue.get(timeout=30)
+
+    def requests(self) -> int:
+        with urllib.request.urlopen(self.url + "/_stats") as fh:  # noqa: S310 - local fake server
+            return int(json.load(fh)["requests"])
+
+    def stop(self) -> None:
+        self.process.terminate()
+
+
+# ---- a large project ----------------------------------------------------------------------------
+
+
+def build_project(workdir: Path, n: int) -> Store:
+    """The demo project with its trials cloned under new ids until there are `n` trajectories."""
+    db = workdir / "bench.db"
+    build_demo_project(db)
+    store = Store(db)
+    originals = store.trajectories()
+    events = {t.id: store.events(t.id) for t in originals}
+    copy = 0
+    while len(store.trajectories()) < n:
+        copy += 1
+        for t in originals:
+            if len(store.trajectories()) >= n:
+                break
+            clone = t.model_copy(update={"id": f"{t.id}-c{copy}", "source_path": f"{t.source_path}-c{copy}"})
+            store.replace_trajectory(clone, _distinct(events[t.id], copy))
+    return store
+
+
+def _distinct(events: list, copy: int) -> list:
+    """The events with the first tool call marked by the clone number, so every clone's judge
+    request differs (identical requests would be answered from the response cache)."""
+    out, marked = [], False
+    for e in events:
+        if not marked and e.kind == "tool_call":
+            e, marked = e.model_copy(update={"text": f"{e.text}  # bench clone {copy}"}), True
+        out.append(e)
+    return out
+
+
+def make_llm(store: Store, url: str, concurrency: int) -> LLM:
+    return LLM(LLMConfig(model=FAKE_MODEL, base_url=url, api_key="sk-bench", concurrency=concurrency, timeout=30.0),
+               store=store)
+
+
+async def _bare_client(url: str, n: int, concurrency: int, messages: list[dict[str, str]]) -> None:
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=url, api_key="sk-bench")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with gate:
+            raw = await client.chat.completions.with_raw_response.create(model=FAKE_MODEL, messages=messages)
+            raw.http_response.json()
+
+    await asyncio.gather(*(one() for _ in range(n)))
+    await client.close()
+
+
+# ---- real-log prompt sizes ----------------------------------------------------------------------
+
+
+def real_prompt_tokens(workdir: Path) -> dict[str, Any] | None:
+    if not (SKILLSBENCH / "trials").is_dir():
+        return None
+    from gcpc_core.ingest import import_project
+
+    store = Store(workdir / "real.db")
+    import_project(store, tasks_dir=SKILLSBENCH / "tasks", trials_dir=SKILLSBENCH / "trials", progress=False)
+    rules = load_rules()
+    for path in sorted((REPO / "tests" / "fixtures" / "checklists").glob("*.yaml")):
+        checklist = load_checklist_file(path)
+        if store.get_task(checklist.task) and store.trajectories(task=checklist.task):
+            register_checklist(store, checklist, created_by="bench", rules=rules)
+    rows = []
+    for traj in store.trajectories():
+        row = store.latest_checklist(traj.task)
+        if row is None:
+            continue
+        view = build_evidence_view(store.events(traj.id))
+        messages = items_messages(store.get_task(traj.task), Checklist.model_validate(row["checklist"]), view, rules)
+        prompt_chars = sum(len(m["content"]) for m in messages)
+        raw_chars = len((Path(traj.source_path) / traj.log_path).read_text(encoding="utf-8", errors="replace"))
+        rows.append((traj.id, prompt_chars // CHARS_PER_TOKEN, raw_chars // CHARS_PER_TOKEN))
+    prompts = sorted(p for _, p, _ in rows)
+    ratios = sorted(p / r for _, p, r in rows if r)
+
+    def p90(values: list[float]) -> float:
+        return values[min(len(values) - 1, round(0.9 * (len(values) - 1)))]
+
+    return {
+        "trajectories": len(rows),
+        "token_estimate": f"characters / {CHARS_PER_TOKEN} (no tokenizer installed)",
+        "prompt_tokens_median": statistics.median(prompts),
+        "prompt_tokens_p90": p90(prompts),
+        "raw_log_tokens_median": statistics.median(sorted(r for _, _, r in rows)),
+        "raw_log_tokens_p90": p90(sorted(r for _, _, r in rows)),
+        "prompt_over_raw_median": round(statistics.median(ratios), 3),
+        "prompt_over_raw_p90": round(p90(ratios), 3),
+        "per_trajectory": [{"trajectory": t, "prompt_tokens": p, "raw_log_tokens": r} for t, p, r in rows],
+    }
+
+
+# ---- main --------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1000, help="trajectories (default %(default)s)")
+    parser.add_argument("--concurrency", type=int, default=32, help="default %(default)s")
+    parser.add_argument("--latency", type=float, default=0.1, help="fake server latency, s (default %(default)s)")
+    parser.add_argument("--per-item-n", type=int, default=30, help="trajectories for the per-item count")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    out: dict[str, Any] = {"n": args.n, "concurrency": args.concurrency, "latency_s": args.latency}
+    workdir = Path(tempfile.mkdtemp(prefix="gcpc-judge-bench-"))
+    server = Server(args.latency)
+    try:
+        store = build_project(workdir, args.n)
+        ideal = args.n * args.latency / args.concurrency
+        store_copy = workdir / "per_item.db"
+        shutil.copy(store.path, store_copy)
+
+        sample = items_messages(store.get_task("sales-csv-summary"),
+                                Checklist.model_validate(store.latest_checklist("sales-csv-summary")["checklist"]),
+                                build_evidence_view(store.events(store.trajectories(task="sales-csv-summary")[0].id)),
+                                load_rules())
+        asyncio.run(_bare_client(server.url, args.concurrency, args.concurrency, sample))  # warm-up
+        started = time.monotonic()
+        asyncio.run(_bare_client(server.url, args.n, args.concurrency, sample))
+        bare = time.monotonic() - started
+
+        base = server.requests()
+        llm = make_llm(store, server.url, args.concurrency)
+        started = time.monotonic()
+        report = judge_project(store, judge="gcpc", llm=llm, concurrency=args.concurrency, progress=False)
+        wall = time.monotonic() - started
+        calls = server.requests() - base
+        assert len(report.judged) == args.n and report.ok, report.lines()[-1]
+        out["throughput"] = {
+            "wall_s": round(wall, 3), "ideal_s": round(ideal, 3), "ratio_vs_ideal": round(wall / ideal, 3),
+            "target_ratio": 1.25, "http_calls": calls,
+            "bare_openai_client_wall_s": round(bare, 3), "bare_client_ratio_vs_ideal": round(bare / ideal, 3),
+            "gcpc_overhead_over_bare_s": round(wall - bare, 3),
+        }
+
+        base = server.requests()
+        started = time.monotonic()
+        resumed = judge_project(store, judge="gcpc", llm=make_llm(store, server.url, args.concurrency), progress=False)
+        resumed_wall = time.monotonic() - started
+        resumed_calls = server.requests() - base
+        started = time.monotonic()
+        forced = judge_project(store, judge="gcpc", llm=make_llm(store, server.url, args.concurrency), progress=False,
+                               force=True)
+        forced_wall = time.monotonic() - started
+        forced_calls = server.requests() - base - resumed_calls
+        out["rerun"] = {
+            "resumed": {"wall_s": round(resumed_wall, 3), "http_calls": resumed_calls, "judged": len(resumed.judged)},
+            "forced_from_cache": {"wall_s": round(forced_wall, 3), "http_calls": forced_calls,
+                                  "judged": len(forced.judged), "cache_hits": forced.totals.cache_hits},
+            "target_http_calls": 0,
+        }
+
+        per_item_store = Store(store_copy)
+        base = server.requests()
+        judge_project(per_item_store, judge="gcpc", llm=make_llm(per_item_store, server.url, args.concurrency),
+                      limit=args.per_item_n, progress=False)
+        default_calls = server.requests() - base
+        base = server.requests()
+        judge_project(per_item_store, judge="gcpc", llm=make_llm(per_item_store, server.url, args.concurrency),
+                      limit=args.per_item_n, per_item=True, progress=False)
+        per_item_calls = server.requests() - base
+        items = statistics.mean(u["n_items"] for u in per_item_store.judge_units("gcpc").values())
+        out["calls_per_trajectory"] = {
+            "trajectories": args.per_item_n, "default": default_calls / args.per_item_n,
+            "per_item": per_item_calls / args.per_item_n, "mean_items": items,
+        }
+        out["real_prompt_tokens"] = real_prompt_tokens(workdir)
+    finally:
+        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    summary = {k: v for k, v in out.items() if k != "real_prompt_tokens"}
+    real = out.get("real_prompt_tokens")
+    if real:
+        summary["real_prompt_tokens"] = {k: v for k, v in real.items() if k != "per_trajectory"}
+    print(json.dumps(summary, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Judging on the real SkillsBench sample (../shared/skillsbench, read in place; skipped when absent).
+
+With the hand-written checklists of tests/fixtures/checklists: prompts are built for every real
+trial, scripted replies cite real event ids (and pass grounding), altered quotes and quotes of the
+agent's own narration do not.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from fake_openai import FAKE_MODEL, Reply
+
+from gcpc_core.checklist import Checklist, load_checklist_file, load_rules
+from gcpc_core.checklist.registry import register_checklist
+from gcpc_core.evidence import build_evidence_view
+from gcpc_core.ingest import import_project
+from gcpc_core.judge import ground_items, judge_project, score_project
+from gcpc_core.judge.prompts import holistic_messages, items_messages
+from gcpc_core.judge.replies import ItemJudgeReply
+from gcpc_core.llm import LLM, LLMConfig
+from gcpc_core.store import Store
+
+from .conftest import is_items_request, items_reply
+
+pytestmark = pytest.mark.skillsbench
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checklists"
+
+
+@pytest.fixture(scope="module")
+def real_template(skillsbench: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("real-judge") / "p.db"
+    store = Store(db)
+    import_project(store, tasks_dir=skillsbench / "tasks", trials_dir=skillsbench / "trials", progress=False)
+    rules = load_rules()
+    judged_tasks = {t.task for t in store.trajectories()}
+    for path in sorted(FIXTURES.glob("*.yaml")):
+        checklist = load_checklist_file(path)
+        if checklist.task in judged_tasks:
+            row, failures = register_checklist(store, checklist, created_by="test", rules=rules)
+            assert row is not None, failures
+    store.close()
+    return db
+
+
+@pytest.fixture
+def real(real_template: Path, tmp_path: Path) -> Store:
+    db = tmp_path / "p.db"
+    shutil.copy(real_template, db)
+    return Store(db)
+
+
+def test_prompts_are_built_for_every_real_trial(real: Store) -> None:
+    rules = load_rules()
+    trials = real.trajectories()
+    assert len(trials) == 12
+    for traj in trials:
+        task = real.get_task(traj.task)
+        view = build_evidence_view(real.events(traj.id))
+        assert view.entries, f"{traj.id}: empty evidence view"
+        row = real.latest_checklist(traj.task)
+        assert row is not None, f"no fixture checklist for {traj.task}"
+        checklist = Checklist.model_validate(row["checklist"])
+        system, user = items_messages(task, checklist, view, rules)
+        assert user["content"].count("</evidence>") == 1
+        assert f"each exactly once: {', '.join(i.id for i in checklist.items)}." in user["content"]
+        assert all(f"### {e.event.id} · " in user["content"] for e in view.entries)
+        assert holistic_messages(task, view, rules)[1]["content"].count("<evidence>") == 1
+
+
+def test_grounding_on_real_events(real: Store) -> None:
+    checked = Counter()
+    for traj in real.trajectories():
+        events = real.events(traj.id)
+        view = build_evidence_view(events)
+        checklist = Checklist.model_validate(real.latest_checklist(traj.task)["checklist"])
+        evidence = [e.event for e in view.entries if e.duplicate_of is None and len(e.event.text.strip()) >= 20]
+        narration = [e for e in events if e.kind in ("agent_message", "agent_thinking") and len(e.text.strip()) >= 20]
+        a, b = checklist.items[0], checklist.items[1]
+        target = evidence[-1]
+        quote = target.text.strip()[:80]
+        entries = [
+            {"item_id": a.id, "verdict": "Yes", "rationale": "r", "citations": [{"event_id": target.id, "quote": quote}]},
+            {"item_id": b.id, "verdict": "No", "rationale": "r",
+             "citations": [{"event_id": target.id, "quote": quote[:-3] + "XYZ"}]},
+        ]
+        if narration:
+            n = narration[0]
+            entries.append({"item_id": checklist.items[2].id, "verdict": "Yes", "rationale": "r",
+                            "citations": [{"event_id": n.id, "quote": n.text.strip()[:60]}]})
+        grounded = ground_items(checklist.items, ItemJudgeReply.model_validate({"items": entries}).items, view)
+        by_id = {i.item_id: i for i in grounded.items}
+        assert by_id[a.id].verdict_raw == "Yes" and by_id[a.id].citations[0].event_id == target.id
+        assert (by_id[b.id].verdict_raw, by_id[b.id].reason) == ("Abstain", "ungrounded")  # altered quote
+        if narration:
+            assert by_id[checklist.items[2].id].reason == "ungrounded"  # the agent's own words are not evidence
+            checked["narration"] += 1
+        checked["trials"] += 1
+    assert checked["trials"] == 12 and checked["narration"] >= 4
+
+
+def test_scripted_run_on_real_trials(real: Store, fake_openai) -> None:
+    fake_openai.on(is_items_request, items_reply("Yes"))
+    fake_openai.default = Reply.error(400, "unexpected request")
+    llm = LLM(LLMConfig(model=FAKE_MODEL, base_url=fake_openai.url, api_key="sk-test", timeout=5.0), store=real)
+    report = judge_project(real, judge="gcpc", llm=llm, progress=False)
+    assert len(report.judged) == 12 and report.ok and fake_openai.request_count == 12
+    rows = real.judgments(judge="gcpc")
+    assert Counter(r["verdict_raw"] for r in rows)["Yes"] == len(rows)  # every scripted citation grounded
+    score_project(real)
+    scores = real.scores(judge="gcpc")
+    assert len(scores) == 12 and all(s["partial_credit"] is not None for s in scores)
+    assert {s["outcome"] for s in scores} == {"PASS", "FAIL"}
