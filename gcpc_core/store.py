@@ -1146,6 +1146,54 @@ class Store:
         rows = list(self.db["judge_batches"].rows_where("id = ?", [batch_id]))
         return self._decode(rows[0], "requests") if rows else None
 
+    # ==== Review app (gcpc_core/review) ====
+    # Read-only helpers for the pages: a cheap version string to key Streamlit caches on, and the
+    # live progress of a run read from what it has written so far (whichever process runs it).
+
+    _VERSION_SQL: dict[str, str] = {
+        "tasks": "SELECT count(*), max(rowid), max(imported_at) FROM tasks",
+        "trajectories": "SELECT count(*), max(rowid), max(imported_at) FROM trajectories",
+        "checklists": "SELECT count(*), max(rowid), max(created_at) FROM checklists",
+        "judgments": "SELECT count(*), max(rowid), max(created_at), max(scored_at) FROM judgments",
+        "scores": "SELECT count(*), max(rowid), max(scored_at) FROM scores",
+        "annotations": "SELECT count(*), max(id) FROM annotations",
+        "runs": "SELECT count(*), max(started_at), max(finished_at), sum(status = 'running') FROM runs",
+    }
+    DATA_VERSION_TABLES: tuple[str, ...] = tuple(_VERSION_SQL)
+
+    def data_version(self, *tables: str) -> str:
+        """A string that changes whenever rows of `tables` (default: every table in
+        `DATA_VERSION_TABLES`) are written: row count, highest rowid and latest timestamps."""
+        parts = []
+        for name in tables or self.DATA_VERSION_TABLES:
+            row = self.db.execute(self._VERSION_SQL[name]).fetchone()
+            parts.append(f"{name}:" + ",".join(map(str, row)))
+        return "|".join(parts)
+
+    def run_progress(self, run_id: str) -> dict[str, Any]:
+        """What run `run_id` has stored so far: judged trajectories, checklists, and its LLM calls
+        with tokens and cost (the `runs` row itself is only totalled when the run ends)."""
+        db = self.db
+        units = db.execute("SELECT count(*) FROM judge_units WHERE run_id = ?", [run_id]).fetchone()[0]
+        checklists = db.execute("SELECT count(*) FROM checklists WHERE run_id = ?", [run_id]).fetchone()[0]
+        calls = db.execute(
+            "SELECT count(*), coalesce(sum(cache_hit = 0), 0), coalesce(sum(cache_hit), 0),"
+            " coalesce(sum(status != 'ok'), 0), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),"
+            " coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0.0) FROM llm_calls WHERE run_id = ?",
+            [run_id],
+        ).fetchone()
+        keys = ("calls", "http_calls", "cache_hits", "errors", "prompt_tokens", "cached_tokens",
+                "completion_tokens", "cost_usd")
+        return {"judged": units, "checklists": checklists, **dict(zip(keys, calls))}
+
+    def event_counts(self) -> dict[str, int]:
+        """trajectory id → number of events, without loading any event."""
+        return dict(self.db.execute("SELECT trajectory_id, count(*) FROM events GROUP BY trajectory_id").fetchall())
+
+    def count_trajectories_imported_since(self, since: str) -> int:
+        """Trajectories written (imported or updated) at or after the ISO time `since`."""
+        return self.db["trajectories"].count_where("imported_at >= ?", [since])
+
 
 def _task_from_row(row: dict) -> Task:
     data = {k: row[k] for k in Task.model_fields if k in row}

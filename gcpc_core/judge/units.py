@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel
+
 from ..checklist import Checklist, Rules, checklist_sha, fixed_checklist
-from ..evidence import build_evidence_view
+from ..evidence import EvidenceView, build_evidence_view
 from ..llm import LLM, LLMCallError
 from ..models import Task, Trajectory
 from ..store import Store, utcnow
@@ -20,10 +22,7 @@ from .calls import Outcome
 from .holistic import judge_holistic
 from .item_judge import judge_items, prompt_version_for
 from .probe import probe_judge
-from pydantic import BaseModel
-
-from ..evidence import EvidenceView
-from .prompts import HOLISTIC_PROMPT_VERSION, ITEMS_PROMPT_VERSION, PROBE_VERSION, Messages, holistic_messages, items_messages
+from .prompts import HOLISTIC_PROMPT_VERSION, PROBE_VERSION, Messages, holistic_messages, items_messages
 from .replies import HolisticReply, ItemJudgeReply
 from .results import JUDGES, TrajectoryJudgment
 
@@ -110,7 +109,7 @@ def initial_request(unit: Unit, judge: str, view: EvidenceView, rules: Rules) ->
     if judge == "holistic":
         return holistic_messages(unit.task, view, rules), HolisticReply, HOLISTIC_PROMPT_VERSION
     assert unit.checklist is not None
-    return items_messages(unit.task, unit.checklist, view, rules), ItemJudgeReply, ITEMS_PROMPT_VERSION
+    return items_messages(unit.task, unit.checklist, view, rules), ItemJudgeReply, prompt_version_for(False)
 
 
 def plan_units(

@@ -1,0 +1,156 @@
+"""Showing untrusted text (logs, task instructions, verifier sources) safely and precisely.
+
+Nothing here produces HTML. A quoted span is located as a character span in the original text
+(whitespace-tolerant, like the grounding check) and shown by marking whole lines of a plain-text
+excerpt with a leading `+`: rendered as a `diff` code block, the marked lines are highlighted while
+every character of the text stays literal. `md_escape` is for the few places where Streamlit reads a
+string as Markdown (widget labels, captions, headers) and a data value must still appear there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "MARK",
+    "Excerpt",
+    "ExcerptLine",
+    "Span",
+    "collapse",
+    "excerpt",
+    "line_range",
+    "locate",
+    "marked_excerpt",
+    "md_escape",
+]
+
+MARK = "+"
+"""First character of a highlighted line in a marked excerpt (the `diff` convention)."""
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
+_WS = re.compile(r"\s+")
+
+
+def md_escape(text: object, *, limit: int = 200) -> str:
+    """`text` on one line with every Markdown-significant character backslash-escaped, so links,
+    images, emphasis, colour directives and HTML show literally; cut to `limit` characters."""
+    flat = " ".join(str(text).split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return _MD_SPECIAL.sub(r"\\\1", flat)
+
+
+@dataclass(frozen=True)
+class Span:
+    """Half-open character range `[start, end)` of a text."""
+
+    start: int
+    end: int
+
+
+def locate(quote: str, text: str) -> Span | None:
+    """Where `quote` occurs in `text`, tolerating differences in whitespace (as grounding does);
+    the first occurrence, or None."""
+    words = _WS.split(quote.strip())
+    if not words or words == [""]:
+        return None
+    match = re.search(r"\s+".join(map(re.escape, words)), text)
+    return Span(match.start(), match.end()) if match else None
+
+
+def line_range(text: str, span: Span) -> tuple[int, int]:
+    """1-based first and last line of `text` that `span` touches."""
+    first = text.count("\n", 0, span.start) + 1
+    last = first + text.count("\n", span.start, max(span.start, span.end - 1))
+    return first, last
+
+
+@dataclass(frozen=True)
+class ExcerptLine:
+    """One line of an excerpt: its 1-based number in the text, its (possibly clipped) content."""
+
+    number: int
+    text: str
+    marked: bool
+    clipped_before: bool = False
+    clipped_after: bool = False
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """Lines around a span; `total_lines` is the line count of the whole text."""
+
+    lines: tuple[ExcerptLine, ...]
+    total_lines: int
+
+    @property
+    def first_line(self) -> int:
+        return self.lines[0].number if self.lines else 0
+
+    @property
+    def last_line(self) -> int:
+        return self.lines[-1].number if self.lines else 0
+
+
+def _clip(line: str, keep_from: int, keep_to: int, margin: int, max_chars: int) -> tuple[str, bool, bool]:
+    """Cut a long line to `margin` characters around [keep_from, keep_to), at most `max_chars`."""
+    if len(line) <= max_chars:
+        return line, False, False
+    start = max(0, keep_from - margin)
+    end = min(len(line), max(keep_to + margin, start + 1), start + max_chars)
+    return line[start:end], start > 0, end < len(line)
+
+
+def excerpt(text: str, span: Span | None, *, context: int = 3, margin: int = 160, max_line: int = 600) -> Excerpt:
+    """The lines touched by `span` plus `context` lines either side, long lines clipped.
+
+    Lines inside the span are `marked`. A line longer than `max_line` characters keeps `margin`
+    characters around the part of the span it holds (context lines keep their head). With no span,
+    the first `2 * context + 1` lines.
+    """
+    lines = text.split("\n")
+    if span is None:
+        first, last, marked = 1, min(len(lines), 2 * context + 1), range(0)
+    else:
+        first, last = line_range(text, span)
+        marked = range(first, last + 1)
+    lo, hi = max(1, first - context), min(len(lines), last + context)
+    offset = sum(len(line) + 1 for line in lines[: lo - 1])
+    out = []
+    for number in range(lo, hi + 1):
+        line = lines[number - 1]
+        if span is not None and number in marked:
+            a = max(0, span.start - offset)
+            b = min(len(line), span.end - offset)
+            shown, before, after = _clip(line, a, b, margin, max(max_line, b - a + 2 * margin))
+        else:
+            shown, before, after = _clip(line, 0, 0, max_line, max_line)
+        out.append(ExcerptLine(number, shown, number in marked, before, after))
+        offset += len(line) + 1
+    return Excerpt(tuple(out), len(lines))
+
+
+def marked_excerpt(ex: Excerpt) -> str:
+    """The excerpt as plain text for a `diff` code block: `+` before marked lines, line numbers,
+    `…` where a line was clipped."""
+    width = len(str(ex.last_line or 1))
+    rows = []
+    for line in ex.lines:
+        body = ("…" if line.clipped_before else "") + line.text + ("…" if line.clipped_after else "")
+        rows.append(f"{MARK if line.marked else ' '} {line.number:>{width}} │ {body}")
+    return "\n".join(rows)
+
+
+def collapse(text: str, *, max_lines: int = 30, max_chars: int = 3000) -> tuple[str, int]:
+    """The head of a long text (at most `max_lines` lines and `max_chars` characters) and how many
+    characters it leaves out; (text, 0) when it is short enough to show whole."""
+    head = text[:max_chars]
+    cut = -1
+    for _ in range(max_lines):
+        cut = head.find("\n", cut + 1)
+        if cut < 0:
+            break
+    if cut >= 0:
+        head = head[:cut]
+    return (text, 0) if len(head) >= len(text) else (head, len(text) - len(head))
