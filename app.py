@@ -9,6 +9,8 @@ import streamlit as st
 
 from annotations.tokens import ADMIN_TOKEN_ENV, is_admin
 from gcpc_core.demo import ensure_demo_project
+from gcpc_core.llm import llm_status
+from gcpc_core.review.ui import RESUME_PAGE_KEY
 from gcpc_core.store import Store
 
 st.set_page_config(page_title="GCPC", layout="wide")
@@ -50,9 +52,23 @@ with st.sidebar:
     st.code(db_path, language=None)
     if store.get_meta("is_demo") == "1":
         st.warning("DEMO project: simulated data, not real agent runs.")
+    # Reviewer identity: every item audit and hand-edited checklist is recorded under this name.
+    st.session_state.setdefault("reviewer", os.environ.get("GCPC_REVIEWER") or os.environ.get("USER") or "")
+    st.text_input("Reviewer", key="reviewer", help="Your name: audits and checklist edits are recorded under it")
+    llm_ok, llm_reason = llm_status()
+    st.caption("LLM endpoint")
+    st.text(("ready: " if llm_ok else "") + llm_reason + ("" if llm_ok else " — LLM actions are disabled."))
 
 page = st.navigation([
     st.Page("pages/overview.py", title="Overview", default=True),
+    st.Page("pages/audit.py", title="Item audit", url_path="audit"),
+    st.Page("pages/checklists.py", title="Checklists", url_path="checklists"),
+    st.Page("pages/pairs.py", title="Skill pairs", url_path="pairs"),
+    st.Page("pages/agreement.py", title="Agreement", url_path="agreement"),
+    st.Page("pages/runs.py", title="Runs", url_path="runs"),
     st.Page("pages/study_admin.py", title="Study admin", url_path="study_admin"),
 ])
+resume = st.session_state.pop(RESUME_PAGE_KEY, None)  # a page asked for before this script had run
+if resume:
+    st.switch_page(resume, query_params=dict(st.query_params))
 page.run()

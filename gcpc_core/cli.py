@@ -226,6 +226,72 @@ def _cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _judge_list(text: str | None) -> list[str] | None:
+    return [j.strip() for j in text.split(",") if j.strip()] if text else None
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .analysis import build_report
+    from .analysis.loader import frames_from_store
+
+    store = _db_or_exit("report", args.db)
+    if store is None:
+        return 2
+    frames = frames_from_store(store, include_simulated=not args.exclude_simulated)
+    judges = _judge_list(args.judges)
+    present = set(frames["scores"]["judge"])
+    if judges is not None and (unknown := [j for j in judges if j not in present]):
+        print(f"report: no scores for judge(s) {', '.join(unknown)} (scored: {', '.join(sorted(present)) or 'none'})",
+              file=sys.stderr)
+        return 2
+    title = f"GCPC analysis report: {Path(args.db).name}"
+    if store.get_meta("is_demo") == "1":
+        title += " (DEMO project, simulated data)"
+    try:
+        result = build_report(frames, args.out, n_boot=args.n_boot, seed=args.seed, judges=judges,
+                              figures=not args.no_figures, title=title)
+    except ValueError as exc:  # a frame violating its contract (FrameContractError) or a bad setting
+        print(f"report: {exc}", file=sys.stderr)
+        return 2
+    print(f"report: {result.markdown}")
+    print(f"report: {result.html} ({len(result.figures)} figures)")
+    print(f"tables: {len(result.csv)} CSV files in {result.out_dir}")
+    for line in result.missing:
+        print(f"not computed: {line}")
+    return 0
+
+
+def _cmd_perturb(args: argparse.Namespace) -> int:
+    from .analysis.sensitivity import run_perturbations
+    from .judge.units import LLM_JUDGES
+    from .llm import LLMError, llm_status
+
+    store = _db_or_exit("perturb", args.db)
+    if store is None:
+        return 2
+    if args.judge in LLM_JUDGES:
+        ok, reason = llm_status(args.model)
+        if not ok:
+            print(f"perturb: {reason}", file=sys.stderr)
+            return 2
+    try:
+        report = run_perturbations(
+            store, judge=args.judge, model=args.model, seed=args.seed, scope=args.scope, limit=args.limit,
+            per_item=args.per_item, concurrency=args.concurrency, force=args.force, progress=not args.quiet,
+        )
+    except (LLMError, ValueError) as exc:
+        print(f"perturb: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("perturb: interrupted; finished items are stored, rerun the same command to resume", file=sys.stderr)
+        return 130
+    for line in report.lines():
+        print(line)
+    if report.done:
+        print(f"next: python -m gcpc_core report --db {args.db} --out DIR")
+    return 0 if report.ok else 1
+
+
 def _cmd_batch_collect(args: argparse.Namespace) -> int:
     from .judge import collect_batches
     from .llm import LLMError, llm_status
@@ -487,6 +553,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", type=Path, required=True, help="project DB file")
     p.add_argument("--judge", choices=["gcpc", "holistic", "fixed", "probe"], help="only this judge")
     p.set_defaults(func=_cmd_score)
+
+    p = sub.add_parser("report", help="analysis report: report.md, report.html and CSV tables",
+                       description="Load scores, item verdicts, CTRF results, human ratings and preferences and "
+                       "evidence-perturbation results from the project DB and write report.md, a standalone "
+                       "report.html with figures, and one CSV per table: AUC vs official PASS with task-clustered "
+                       "bootstrap CIs, human agreement, skill effects, evidence sensitivity, ablations, verifier-"
+                       "grounded item accuracy. What the data does not allow yet is stated plainly in the report "
+                       "and printed here. No LLM calls. Exit 0 written, 2 unusable input.")
+    p.add_argument("--db", type=Path, required=True, help="project DB file")
+    p.add_argument("--out", type=Path, required=True, help="folder to write the report into (created if missing)")
+    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap draws (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+    p.add_argument("--judges", help="comma-separated judges to compare (default: every scored judge)")
+    p.add_argument("--exclude-simulated", action="store_true",
+                   help="leave out human answers from simulated raters (the demo study)")
+    p.add_argument("--no-figures", action="store_true", help="tables only (faster)")
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("perturb", help="evidence sensitivity: perturb cited evidence of Yes items and re-judge",
+                       description="For every Yes item of the judge with grounded citations, replace each cited "
+                       "span by a plausible wrong value (numbers shifted, paths altered, strings swapped; the recipe "
+                       "is stored), rebuild the evidence view and judge the item again through the same judge path "
+                       "and LLM layer, with the model and prompt of the original verdict (items judged otherwise "
+                       "are skipped). Stores one row per item (resumable: done items are skipped) and prints the "
+                       "shares flipping to No and to No-or-Abstain per judge; `report` shows them. probe runs "
+                       "offline. Endpoint from OPENAI_BASE_URL / OPENAI_API_KEY, model from --model or GCPC_MODEL. "
+                       "Exit 0 ok, 1 some items failed (endpoint errors; rerun), 2 unusable setup.")
+    p.add_argument("--db", type=Path, required=True, help="project DB file")
+    p.add_argument("--judge", required=True, choices=["gcpc", "fixed", "probe"], help="which judge's Yes items")
+    p.add_argument("--model", help="model name (default: $GCPC_MODEL); must be the model the items were judged with")
+    p.add_argument("--limit", type=int, help="perturb at most this many items now (a seeded sample across tasks)")
+    p.add_argument("--seed", type=int, default=0, help="perturbation seed (default %(default)s)")
+    p.add_argument("--scope", choices=["cited", "log"], default="cited",
+                   help="replace the span in the cited event only, or in every evidence event holding it "
+                   "(default %(default)s)")
+    p.add_argument("--per-item", action="store_true", help="the items were judged with `judge --per-item`")
+    p.add_argument("--concurrency", type=int, default=8, help="parallel requests (default %(default)s)")
+    p.add_argument("--force", action="store_true", help="perturb items done with this setting again")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_perturb)
 
     p = sub.add_parser("batch", help="Batch-API judging jobs: collect results, list jobs",
                        description="Jobs submitted by `judge --batch`. `collect` ingests finished jobs through "

@@ -428,6 +428,45 @@ def m401_judging(db: Database) -> None:
     )
 
 
+@MIGRATIONS()
+def m501_evidence_sensitivity(db: Database) -> None:
+    """Evidence sensitivity (gcpc_core.analysis.sensitivity): one row per perturbed (trajectory, judge,
+    item) under one (seed, scope, model, prompt version) — the recipe, the original Yes and the verdict
+    on the perturbed log. The run itself is a `runs` row (kind `perturb-<judge>`)."""
+    db["perturbations"].create(
+        {
+            "id": str,
+            "run_id": str,
+            "trajectory_id": str,
+            "task": str,
+            "judge": str,
+            "item_id": str,
+            "route": str,
+            "checklist_sha": str,
+            "model": str,
+            "prompt_version": str,
+            "rules_version": str,
+            "seed": int,
+            "scope": str,
+            "status": str,
+            "kind": str,
+            "recipe": str,
+            "original_verdict": str,
+            "original_citations": str,
+            "verdict": str,
+            "reason": str,
+            "citations": str,
+            "rationale": str,
+            "replies": str,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("trajectory_id", "trajectories", "id")],
+        not_null={"trajectory_id", "task", "judge", "item_id", "seed", "scope", "status", "created_at"},
+    )
+    db["perturbations"].create_index(["judge", "task"])
+
+
 _EVENT_COLUMNS = ("trajectory_id", "seq", "id", "kind", "tool_name", "call_id", "path", "is_error", "source", "text")
 _INSERT_EVENT = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(_EVENT_COLUMNS))})"
 
@@ -1193,6 +1232,30 @@ class Store:
     def count_trajectories_imported_since(self, since: str) -> int:
         """Trajectories written (imported or updated) at or after the ISO time `since`."""
         return self.db["trajectories"].count_where("imported_at >= ?", [since])
+
+    # ==== Evidence sensitivity (gcpc_core/analysis/sensitivity) ====
+    # One row per perturbed item under one setting; a rerun of the same setting replaces its rows.
+
+    PERTURBATION_COLUMNS = (
+        "id", "run_id", "trajectory_id", "task", "judge", "item_id", "route", "checklist_sha", "model",
+        "prompt_version", "rules_version", "seed", "scope", "status", "kind", "recipe", "original_verdict",
+        "original_citations", "verdict", "reason", "citations", "rationale", "replies", "created_at",
+    )
+    _PERTURBATION_JSON = ("recipe", "original_citations", "citations", "replies")
+
+    def save_perturbation(self, row: dict) -> None:
+        """Insert or replace one perturbation result (keyed by its `id`), in one transaction."""
+        with self.atomic() as db:
+            db.conn.execute(self._insert_sql("perturbations", self.PERTURBATION_COLUMNS, "INSERT OR REPLACE"),
+                            self._values([row], self.PERTURBATION_COLUMNS)[0])
+
+    def perturbations(self, *, judge: str | None = None, run_id: str | None = None) -> list[dict]:
+        """Perturbation rows (JSON columns decoded), by judge, trajectory and item."""
+        clauses = [(c, v) for c, v in (("judge = ?", judge), ("run_id = ?", run_id)) if v is not None]
+        where = " AND ".join(c for c, _ in clauses) or None
+        rows = self.db["perturbations"].rows_where(where, [v for _, v in clauses],
+                                                   order_by="judge, trajectory_id, item_id, seed, scope")
+        return [self._decode(r, *self._PERTURBATION_JSON) for r in rows]
 
 
 def _task_from_row(row: dict) -> Task:

@@ -13,11 +13,9 @@ import streamlit as st
 
 from annotations.blinding import BlindTrajectory, preview
 from annotations.study import RaterSession, open_rater_session
-from gcpc_core.store import Store
+from gcpc_core.review.ui import require_store
 
-if "store" not in st.session_state:  # reached without app.py: Streamlit's legacy pages/ mode on a fresh server
-    st.switch_page("app.py", query_params=dict(st.query_params))
-store: Store = st.session_state["store"]
+store = require_store(admin=False)  # raters are not admins; their token scopes the session below
 session: RaterSession | None = open_rater_session(store, st.query_params.get("token"))
 if session is None:
     st.error("This link is not valid. Please ask the study organisers for a new one.")

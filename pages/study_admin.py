@@ -7,7 +7,6 @@ Admins see the unblinded design (trajectory ids, strata); raters never reach thi
 from __future__ import annotations
 
 import math
-import os
 
 import pandas as pd
 import streamlit as st
@@ -30,16 +29,11 @@ from annotations import (
     reassign,
     unit_progress,
 )
-from annotations.tokens import ADMIN_TOKEN_ENV, DEFAULT_BASE_URL, is_admin
-from gcpc_core.store import Store
+from annotations.tokens import DEFAULT_BASE_URL
+from gcpc_core.review.ui import require_store
 
-if "store" not in st.session_state:  # reached without app.py: Streamlit's legacy pages/ mode on a fresh server
-    st.switch_page("app.py", query_params=dict(st.query_params))
-# app.py only shows this page to admins; checked again here so the page never relies on how it was reached
-if st.query_params.get("token") or not is_admin(st.session_state.get("admin_token"), os.environ.get(ADMIN_TOKEN_ENV)):
-    st.error("This page needs admin rights.")
-    st.stop()
-store: Store = st.session_state["store"]
+# app.py only shows this page to admins; require_store checks again, so the page never relies on how it was reached
+store = require_store()
 st.title("Human study")
 st.caption("Blinded progress ratings and pairwise preferences. Rater links open a page that shows only that "
            "rater's queue, with no outcomes, judge scores, conditions, model or agent names.")

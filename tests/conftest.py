@@ -1,7 +1,9 @@
-"""Shared fixtures: the real SkillsBench sample (read in place) and a fresh project DB."""
+"""Shared fixtures: the real SkillsBench sample (read in place), a fresh project DB, and ready-made demo and
+real-corpus projects (built once per session; tests write to private copies)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,3 +25,57 @@ def skillsbench() -> Path:
 def store(tmp_path: Path) -> Store:
     """An empty project DB in a temporary folder."""
     return Store(tmp_path / "project.db")
+
+
+def copy_db(source: Path, target: Path) -> Path:
+    """Copy a project DB with its WAL file, so a test can write to its own copy."""
+    for suffix in ("", "-wal"):
+        if Path(f"{source}{suffix}").exists():
+            shutil.copy(f"{source}{suffix}", f"{target}{suffix}")
+    return target
+
+
+@pytest.fixture(scope="session")
+def demo_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo project (probe judgments and scores, SIMULATED study), built once; copy before writing."""
+    from gcpc_core.demo import build_demo_project
+
+    db = tmp_path_factory.mktemp("demo-master") / "demo.db"
+    build_demo_project(db)
+    return db
+
+
+@pytest.fixture
+def demo_copy(demo_master: Path, tmp_path: Path) -> Path:
+    """A private, writable copy of the demo project."""
+    return copy_db(demo_master, tmp_path / "demo.db")
+
+
+REAL_CHECKLISTS = Path(__file__).resolve().parent / "fixtures" / "checklists"
+
+
+@pytest.fixture(scope="session")
+def real_master(skillsbench: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real SkillsBench sample imported, its hand-written checklists frozen, probe-judged and scored."""
+    from gcpc_core.checklist import load_checklist_file, load_rules
+    from gcpc_core.checklist.registry import register_checklist
+    from gcpc_core.ingest import import_project
+    from gcpc_core.judge import judge_project, score_project
+
+    db = tmp_path_factory.mktemp("real-master") / "real.db"
+    store = Store(db)
+    import_project(store, tasks_dir=skillsbench / "tasks", trials_dir=skillsbench / "trials", progress=False)
+    rules = load_rules()
+    for path in sorted(REAL_CHECKLISTS.glob("*.yaml")):
+        row, failures = register_checklist(store, load_checklist_file(path), created_by="test", rules=rules)
+        assert row is not None, failures
+    judge_project(store, judge="probe", progress=False, rules=rules)
+    score_project(store)
+    store.close()
+    return db
+
+
+@pytest.fixture
+def real_copy(real_master: Path, tmp_path: Path) -> Path:
+    """A private, writable copy of the real-corpus project."""
+    return copy_db(real_master, tmp_path / "real.db")

@@ -26,6 +26,7 @@ import email.policy
 import itertools
 import json
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -51,6 +52,13 @@ FAKE_MODEL = "fake-model"
 
 RequestBody = dict[str, Any]
 Handler = Callable[["FakeOpenAI", str, dict[str, str], bytes], "Reply"]
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet when a client vanished mid-request (the kill -9 drills do that on purpose)."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 @dataclass
@@ -176,7 +184,7 @@ class FakeOpenAI:
         return f"http://{host}:{port}/v1"
 
     def start(self) -> FakeOpenAI:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        server = _Server(("127.0.0.1", 0), _make_handler(self))
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

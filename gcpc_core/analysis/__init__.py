@@ -3,8 +3,9 @@
 Frame contracts are documented in `gcpc_core.analysis.frames`. One module per concern:
 `discrimination` (AUC, clustered bootstrap, paired ΔAUC), `agreement` (human agreement),
 `skills` (matched with/without-skills pairs), `ablations`, `item_accuracy` (verifier-grounded),
-`perturb` (evidence perturbation for the sensitivity test), `figures`, `report`; `synthetic`
-builds a consistent synthetic project as frames (benchmark, tests, trying the report).
+`perturb` (evidence perturbation) and `sensitivity` (perturb, re-judge through the judge's own
+path, store, and the flip shares), `figures`, `report`; `loader` reads every frame from a project
+DB; `synthetic` builds a consistent synthetic project as frames (benchmark, tests, trying the report).
 """
 
 from .ablations import VARIANTS, perfect_agreement, score_variants
@@ -30,7 +31,7 @@ from .discrimination import (
     mann_whitney_kernel,
     roc_data,
 )
-from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure
+from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure, sensitivity_figure
 from .frames import (
     JUDGE_ORDER,
     FrameContractError,
@@ -51,6 +52,15 @@ from .item_accuracy import (
 )
 from .perturb import perturb_span
 from .report import FRAME_NAMES, ReportResult, build_report
+from .sensitivity import (
+    SCOPES,
+    PerturbationError,
+    SensitivityReport,
+    perturb_events,
+    perturbation_frame,
+    run_perturbations,
+    sensitivity_table,
+)
 from .skills import PAIR_KEY, TRANSITIONS, item_changes, matched_pairs, transition_table
 
 __all__ = [
@@ -58,12 +68,15 @@ __all__ = [
     "JUDGE_ORDER",
     "PAIR_KEY",
     "PREFERENCE_CODES",
+    "SCOPES",
     "TRANSITIONS",
     "VARIANTS",
     "VERDICTS",
     "AucBootstrap",
     "FrameContractError",
+    "PerturbationError",
     "ReportResult",
+    "SensitivityReport",
     "agreement_figure",
     "alpha_table",
     "assertion_truth",
@@ -96,12 +109,17 @@ __all__ = [
     "pairwise_agreement",
     "percentile_ci",
     "perfect_agreement",
+    "perturb_events",
     "perturb_span",
+    "perturbation_frame",
     "preference_votes",
     "require_columns",
     "roc_figure",
     "roc_data",
+    "run_perturbations",
     "score_variants",
+    "sensitivity_figure",
+    "sensitivity_table",
     "spearman_table",
     "trajectory_outcomes",
     "transition_table",

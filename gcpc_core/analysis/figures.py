@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from .skills import TRANSITIONS
 
-__all__ = ["agreement_figure", "delta_histogram_figure", "item_change_heatmap", "roc_figure"]
+__all__ = ["agreement_figure", "delta_histogram_figure", "item_change_heatmap", "roc_figure", "sensitivity_figure"]
 
 PALETTE = qualitative.Plotly
 
@@ -75,6 +75,22 @@ def agreement_figure(agreement: pd.DataFrame) -> go.Figure:
         fig.add_trace(go.Bar(x=who, y=agreement[column], name=name))
     fig.update_layout(barmode="group", yaxis={"range": [0, 1], "title": "agreement"},
                       title="Agreement with human pairwise preferences (MT-Bench convention)", width=720, height=440)
+    return fig
+
+
+def sensitivity_figure(table: pd.DataFrame) -> go.Figure:
+    """Shares of perturbed Yes items judged No and No-or-Abstain, per judge setting, with bootstrap CIs."""
+    several = table.duplicated("judge", keep=False)
+    who = [_label(r.judge if not dup else f"{r.judge} ({r.scope}, seed {r.seed}"
+                  + (f", {r.model}" if isinstance(r.model, str) else "") + ")")
+           for r, dup in zip(table.itertuples(index=False), several)]
+    fig = go.Figure()
+    for column, name in (("share_no", "→ No"), ("share_no_or_abstain", "→ No or Abstain")):
+        fig.add_trace(go.Bar(x=who, y=table[column], name=name, error_y={
+            "type": "data", "symmetric": False, "array": table[f"{column}_high"] - table[column],
+            "arrayminus": table[column] - table[f"{column}_low"]}))
+    fig.update_layout(barmode="group", yaxis={"range": [0, 1], "title": "share of perturbed Yes items"},
+                      title="Evidence sensitivity: verdicts after the cited span was perturbed", width=720, height=440)
     return fig
 
 

@@ -29,6 +29,12 @@ ratings
 preferences
     Human pairwise preferences, one row per (pair, rater): ``pair_id, task, left_id, right_id,
     rater, choice`` ("A" = left better, "B" = right better, "tie").
+perturbations
+    Evidence-sensitivity results, one row per perturbed Yes item under one setting:
+    ``trajectory_id, task, judge, model, scope, seed, status`` ("judged"/"not_perturbed"),
+    ``verdict`` (the item's raw verdict on the perturbed log); optionally ``kind`` (number/path/
+    string), ``route``, ``span_remaining`` (evidence events still holding a cited span), ``recipe``.
+    See `sensitivity`.
 
 Human annotations are append-only upstream; the loader passes the current rows. Should a rater
 still have two rows for one unit or pair, the last row wins.

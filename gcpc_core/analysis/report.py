@@ -28,14 +28,15 @@ import plotly.graph_objects as go
 from .ablations import perfect_agreement, score_variants
 from .agreement import alpha_table, pairwise_agreement, preference_votes, spearman_table
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table, roc_data
-from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure
+from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure, sensitivity_figure
 from .frames import is_available, ordered_judges, require_columns, trajectory_outcomes
 from .item_accuracy import assertion_truth, confusion_table, ctrf_pass_fraction, item_accuracy_table
+from .sensitivity import ITEM_JUDGES, sensitivity_table
 from .skills import item_changes, matched_pairs, transition_table
 
 __all__ = ["FRAME_NAMES", "ReportResult", "build_report"]
 
-FRAME_NAMES = ("scores", "items", "ctrf", "ratings", "preferences")
+FRAME_NAMES = ("scores", "items", "ctrf", "ratings", "preferences", "perturbations")
 TASK_CHECKLIST_JUDGE = "gcpc"
 FIXED_CHECKLIST_JUDGE = "fixed"
 CTRF_REFERENCE = "ctrf_pass_fraction (reference)"
@@ -316,9 +317,36 @@ def _skills(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
 
 
 def _sensitivity(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
-    return [_Heading("RQ4 — Evidence sensitivity"),
-            _Missing("evidence sensitivity needs perturbed logs re-judged through the LLM layer; the report does not "
-                     "call an LLM. Perturbations come from `gcpc_core.analysis.perturb_span`.")]
+    blocks: list[Block] = [_Heading("RQ4 — Evidence sensitivity")]
+    how = ("`python -m gcpc_core perturb --db FILE --judge gcpc` re-judges perturbed logs through the LLM layer "
+           "(`--judge probe` runs offline); the report itself calls no LLM.")
+    p = frames.get("perturbations")
+    if p is not None and st.judges is not None:
+        p = p[p["judge"].isin(st.judges)]
+    if p is None or p.empty:
+        return blocks + [_Missing(f"no evidence-perturbation results yet: {how}")]
+    table = sensitivity_table(p, n_boot=st.n_boot, seed=st.seed, ci=st.ci)
+    blocks += [
+        _Text("Each Yes item with grounded citations had its cited span replaced by a plausible wrong value (numbers "
+              "shifted, paths altered, strings swapped; recipe per row) and was judged again by the same judge, model "
+              "and prompt. Shares of those items now judged No, and No or Abstain, with task-clustered bootstrap "
+              f"{st.ci:.0%} CIs. `span_remaining`: items whose cited span could still be found elsewhere in the "
+              "perturbed evidence (scope `cited` replaces it in the cited event only)."),
+        _Table("sensitivity", table, "Evidence sensitivity per judge setting"),
+        _Table("sensitivity_by_kind", sensitivity_table(p, by=("kind",), n_boot=st.n_boot, seed=st.seed, ci=st.ci),
+               "By perturbation kind"),
+        _Table("sensitivity_by_task", sensitivity_table(p, by=("task",), n_boot=st.n_boot, seed=st.seed, ci=st.ci),
+               "By task"),
+        _Table("sensitivity_units", p, "Inputs: every perturbed item with its recipe and new verdict", show=False),
+    ]
+    if "scores" in frames:
+        absent = [j for j in ordered_judges(frames["scores"]["judge"].unique())
+                  if j in ITEM_JUDGES and j not in set(p["judge"]) and (st.judges is None or j in st.judges)]
+        if absent:
+            blocks.append(_Missing(f"no evidence-perturbation results for judge(s) {', '.join(absent)}: {how}"))
+    if st.figures and table["n"].gt(0).any():
+        blocks.append(_Figure(sensitivity_figure(table), "Share of perturbed Yes items judged No / No or Abstain"))
+    return blocks
 
 
 def _ablations(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:

@@ -2,7 +2,9 @@
 
 `import_project` is the one public entry point: it discovers tasks and trials
 recursively, validates each trial whole before storing it, reports every
-skipped folder with its path and reason, and is idempotent.
+skipped folder with its path and reason, and is idempotent. It reads only under
+the folders it is given: a symbolic link leading elsewhere is reported, never
+followed (`confine`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from tqdm import tqdm
 
 from ..models import Condition, Event, Trajectory
 from ..store import Store
+from .confine import outside_links
 from .tasks import TaskError, find_task_dirs, load_task
 from .trials import (
     DEFAULT_MAX_LOG_BYTES,
     DEFAULT_PASS_THRESHOLD,
     TrialError,
+    check_confined,
     find_trial_dirs,
     load_condition_map,
     load_trial,
@@ -81,15 +85,20 @@ def _assign_trial_indexes(store: Store) -> None:
         store.set_trial_indexes(indexes)
 
 
+UNEXPECTED = "unexpected error while reading this trial"
+"""Reason prefix of a skip caused by an importer bug rather than by the trial (the fuzz drill counts these)."""
+
+
 def _settings(pass_threshold: float, is_demo: bool, condition_map: Mapping[str, Condition]) -> str:
     """The import options that shape a stored trial; a change re-imports every trial."""
     return json.dumps([pass_threshold, is_demo, sorted(condition_map.items())])
 
 
-def _fingerprint_or_none(trial_dir: Path, settings: str) -> str | None:
+def _fingerprint_or_none(trial_dir: Path, settings: str, root: Path) -> str | None:
     try:
+        check_confined(trial_dir, root)
         return trial_fingerprint(trial_dir, settings)
-    except (TrialError, OSError):
+    except Exception:  # noqa: BLE001
         return None  # load_trial reports the problem
 
 
@@ -99,6 +108,8 @@ def _load_or_reason(trial_dir: Path, **options) -> tuple[Trajectory, list[Event]
         return load_trial(trial_dir, **options)
     except (TrialError, OSError) as exc:
         return str(exc)
+    except Exception as exc:  # noqa: BLE001 — a parser bug must cost one trial, not the whole import
+        return f"{trial_dir}: {UNEXPECTED} ({type(exc).__name__}: {exc})"
 
 
 def _load_all(trial_dirs: list[Path], workers: int, **options) -> Iterator[tuple[Trajectory, list[Event]] | str]:
@@ -126,9 +137,11 @@ def import_project(
     """Import tasks, then trials, into `store`; never raises for a bad folder, reports it."""
     report = ImportReport()
     if tasks_dir is not None:
+        root = Path(tasks_dir).resolve()
+        report.skipped += outside_links(root)
         for task_dir in find_task_dirs(Path(tasks_dir)):
             try:
-                task = load_task(task_dir)
+                task = load_task(task_dir, root=root)
             except TaskError as exc:
                 report.skipped.append((str(task_dir), str(exc)))
                 continue
@@ -142,10 +155,12 @@ def import_project(
         taken_ids = {traj_id: path for path, (traj_id, _) in stored.items()}
         mapping = dict(condition_map or {})
         settings = _settings(pass_threshold, is_demo, mapping)
+        root = Path(trials_dir).resolve()
+        report.skipped += outside_links(root)
         trial_dirs = []
         for trial_dir in find_trial_dirs(Path(trials_dir)):
             previous = stored.get(str(trial_dir.resolve()))
-            if previous is not None and previous[1] == _fingerprint_or_none(trial_dir, settings):
+            if previous is not None and previous[1] == _fingerprint_or_none(trial_dir, settings, root):
                 report.trials_unchanged += 1
                 continue
             trial_dirs.append(trial_dir)
@@ -158,6 +173,7 @@ def import_project(
             max_log_bytes=max_log_bytes,
             is_demo=is_demo,
             settings=settings,
+            root=root,
         )
         bar = tqdm(zip(trial_dirs, loaded), total=len(trial_dirs), desc="import", unit="trial", disable=not progress)
         for trial_dir, outcome in bar:

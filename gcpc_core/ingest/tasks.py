@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 from ..models import Task, VerifierTest
+from .confine import first_escape, refusal
 
 __all__ = ["TaskError", "find_task_dirs", "load_task", "parse_verifier_source"]
 
@@ -91,8 +92,18 @@ def _is_test_file(path: Path) -> bool:
     return path.name.startswith("test_") or path.name.endswith("_test.py")
 
 
-def load_task(task_dir: Path) -> Task:
-    """Read one Harbor task folder; raises TaskError naming the file at fault."""
+def load_task(task_dir: Path, *, root: Path | None = None) -> Task:
+    """Read one Harbor task folder; raises TaskError naming the file at fault.
+
+    With `root` (a resolved folder), nothing is read through a link leading outside it (see `confine`).
+    """
+    if root is not None:
+        tests = Path(task_dir) / "tests"
+        paths = [Path(task_dir), *(Path(task_dir) / n for n in ("instruction.md", "task.toml", "tests", "tests/test.sh"))]
+        escaped = first_escape(paths, root) or (
+            first_escape(tests.rglob("*.py"), root) if tests.is_dir() and first_escape([tests], root) is None else None)
+        if escaped is not None:
+            raise TaskError(refusal(escaped, root))
     task_dir = Path(task_dir).resolve()
     instruction_path = task_dir / "instruction.md"
     if not instruction_path.is_file():

@@ -9,17 +9,22 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..models import Condition, CtrfTest, Event, Trajectory
+from .confine import first_escape, refusal
 from .logs import LogError, ParsedLog, find_log, parse_log
 
 __all__ = [
     "DEFAULT_MAX_LOG_BYTES",
     "DEFAULT_PASS_THRESHOLD",
     "TrialError",
+    "check_confined",
     "find_trial_dirs",
     "load_condition_map",
     "load_trial",
@@ -29,6 +34,9 @@ __all__ = [
 DEFAULT_PASS_THRESHOLD = 1.0
 DEFAULT_MAX_LOG_BYTES = 25 * 2**20
 _MAX_JSON_BYTES = 8 * 2**20
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A UTF-16 surrogate left alone in a decoded string: JSON's `\\udc80` escapes allow it, UTF-8 (and so
+the DB) cannot hold it. Paired escapes decode to one character, so any surrogate left is lone."""
 INGEST_VERSION = "1"
 """Bumped when parsing changes, so a re-import refreshes every stored trial."""
 _NOSKILL_MARKERS = ("noskills", "no-skills", "no_skills", "without-skills", "without_skills", "noskill")
@@ -55,11 +63,23 @@ def _read_json(path: Path) -> Any:
         raise TrialError(f"{path}: {size / 2**20:.1f} MB is too large for a {path.name}")
     raw = path.read_bytes()
     try:
-        return json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise TrialError(f"{path}: not UTF-8 (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
         raise TrialError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    except RecursionError:
+        raise TrialError(f"{path}: JSON nested too deeply") from None
+    if b"\\u" in raw:  # only an escape can smuggle in a lone surrogate
+        _refuse_lone_surrogate(path, json.dumps(data, ensure_ascii=False))
+    return data
+
+
+def _refuse_lone_surrogate(where: object, text: str | None) -> None:
+    """TrialError when `text` holds a lone surrogate (see `_LONE_SURROGATE`); `where` names the place."""
+    found = _LONE_SURROGATE.search(text) if text else None
+    if found:
+        raise TrialError(f"{where}: lone surrogate U+{ord(found.group()):04X} from a \\u escape: not valid Unicode text")
 
 
 def _dict(value: Any) -> dict:
@@ -204,6 +224,19 @@ def _trial_files(trial_dir: Path, log_path: Path) -> list[Path]:
     return [p for p in (*(trial_dir / c for c in candidates), log_path) if p.is_file()]
 
 
+def check_confined(trial_dir: Path, root: Path) -> None:
+    """TrialError when the trial folder, or a file import reads in it, leads outside `root` (resolved)."""
+    trial_dir = Path(trial_dir)
+    agent = trial_dir / "agent"
+    paths = [trial_dir, *(trial_dir / n for n in ("result.json", "config.json", "verifier", "verifier/ctrf.json",
+                                                   "verifier/reward.txt", "agent"))]
+    if agent.is_dir() and first_escape([agent], root) is None:
+        paths += sorted(agent.iterdir())
+    escaped = first_escape(paths, root)
+    if escaped is not None:
+        raise TrialError(refusal(escaped, root))
+
+
 def trial_fingerprint(trial_dir: Path, settings: str) -> str:
     """sha256 of the trial's files and of the import settings that shape its stored row.
 
@@ -231,11 +264,15 @@ def load_trial(
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
     is_demo: bool = False,
     settings: str = "",
+    root: Path | None = None,
 ) -> tuple[Trajectory, list[Event]]:
     """Read and validate one trial folder; raises TrialError naming the file and the problem.
 
-    `settings` is folded into the stored fingerprint (see `trial_fingerprint`).
+    `settings` is folded into the stored fingerprint (see `trial_fingerprint`). With `root` (a
+    resolved folder), nothing is read through a link leading outside it (see `confine`).
     """
+    if root is not None:
+        check_confined(trial_dir, root)
     trial_dir = Path(trial_dir).resolve()
     result_path = trial_dir / "result.json"
     if not result_path.is_file():
@@ -267,26 +304,34 @@ def load_trial(
     agent_info = _dict(result.get("agent_info"))
     agent = agent_info.get("name") or _dict(config.get("agent")).get("name") or log.metadata.get("agent") or "unknown"
     agent_result = _dict(result.get("agent_result"))
-    traj = Trajectory(
-        id=trial_name,
-        task=task,
-        agent=str(agent),
-        agent_version=str(agent_info["version"]) if agent_info.get("version") else None,
-        model=_model(result, config, log),
-        condition=condition,
-        condition_basis=basis,
-        outcome="PASS" if reward is not None and reward >= pass_threshold else "FAIL",
-        reward=reward,
-        reward_source=reward_source,
-        ctrf=ctrf,
-        timings=_timings(result),
-        exception=result.get("exception_info") or None,
-        tokens={k: v for k, v in agent_result.items() if k.startswith("n_") or k == "cost_usd"},
-        source_path=str(trial_dir),
-        log_path=log_path.relative_to(trial_dir).as_posix(),
-        log_format=fmt,
-        log_bytes=log_path.stat().st_size,
-        content_hash=trial_fingerprint(trial_dir, settings),
-        is_demo=is_demo or bool(result.get("demo")),
-    )
+    try:
+        traj = Trajectory(
+            id=trial_name,
+            task=task,
+            agent=str(agent),
+            agent_version=str(agent_info["version"]) if agent_info.get("version") else None,
+            model=_model(result, config, log),
+            condition=condition,
+            condition_basis=basis,
+            outcome="PASS" if reward is not None and reward >= pass_threshold else "FAIL",
+            reward=reward,
+            reward_source=reward_source,
+            ctrf=ctrf,
+            timings=_timings(result),
+            exception=result.get("exception_info") or None,
+            tokens={k: v for k, v in agent_result.items() if k.startswith("n_") or k == "cost_usd"},
+            source_path=str(trial_dir),
+            log_path=log_path.relative_to(trial_dir).as_posix(),
+            log_format=fmt,
+            log_bytes=log_path.stat().st_size,
+            content_hash=trial_fingerprint(trial_dir, settings),
+            is_demo=is_demo or bool(result.get("demo")),
+        )
+    except ValidationError as exc:  # a field of result.json / config.json of the wrong JSON type
+        wrong = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        raise TrialError(f"{result_path}: unexpected value ({wrong})") from None
+    for e in log.events:
+        for value in (e.text, e.tool_name, e.call_id, e.path, e.source):
+            _refuse_lone_surrogate(f"{log_path} ({e.source})", value)
+    _refuse_lone_surrogate(f"{trial_dir} (trial metadata)", json.dumps(traj.model_dump(mode="json"), ensure_ascii=False))
     return traj, log.events

@@ -165,8 +165,13 @@ async def judge_unit(
     llm: LLM | None,
     per_item: bool = False,
     first: Outcome | None = None,
+    view: EvidenceView | None = None,
 ) -> TrajectoryJudgment:
-    """Judge one trajectory. An endpoint failure gives status `error` (nothing to store)."""
+    """Judge one trajectory. An endpoint failure gives status `error` (nothing to store).
+
+    `view` replaces the evidence built from the stored events: the evidence-sensitivity test
+    (`analysis.sensitivity`) judges a perturbed log through this very path.
+    """
     traj = unit.trajectory
     result = TrajectoryJudgment(
         trajectory_id=traj.id,
@@ -178,7 +183,8 @@ async def judge_unit(
         rules_version=rules.version,
         content_hash=traj.content_hash,
     )
-    view = build_evidence_view(store.events(traj.id))
+    if view is None:
+        view = build_evidence_view(store.events(traj.id))
     try:
         if judge == "probe":
             assert unit.checklist is not None

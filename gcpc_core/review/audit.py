@@ -35,6 +35,7 @@ __all__ = [
     "QuoteView",
     "RefView",
     "audit_list",
+    "checklist_items",
     "explain_reason",
     "filter_items",
     "history_lines",
@@ -105,10 +106,10 @@ def judge_stats(store: Store) -> pd.DataFrame:
     audits = pd.DataFrame(
         [{"trajectory_id": a["trajectory_id"], "judge": a["judge"], "item_id": a["item_id"],
           "disagree": not a["value"]["agree"]} for a in store.annotations(kind="item_audit")],
-        columns=["trajectory_id", "judge", "item_id", "disagree"])
+        columns=["trajectory_id", "judge", "item_id", "disagree"]).astype({"disagree": bool})
     keys = ["trajectory_id", "judge"]
     per = pd.concat([audits.groupby(keys)["item_id"].nunique().rename("audited"),
-                     audits[audits["disagree"]].groupby(keys)["item_id"].nunique().rename("auditor_disagreements")],
+                     audits.loc[audits["disagree"]].groupby(keys)["item_id"].nunique().rename("auditor_disagreements")],
                     axis=1).reset_index()
     scores = pd.DataFrame(store.scores(), columns=["trajectory_id", "judge", "partial_credit"])
     stats = stats.merge(per, on=["trajectory_id", "judge"], how="left").merge(
@@ -283,7 +284,7 @@ def _citation_view(citation: dict, events: dict[str, Event]) -> CitationView:
                         excerpt=excerpt(event.text, span) if event is not None and span is not None else None)
 
 
-def _checklist_items(store: Store, rows: Iterable[dict], judge: str, task_id: str) -> dict[str, ChecklistItem]:
+def checklist_items(store: Store, rows: Iterable[dict], judge: str, task_id: str) -> dict[str, ChecklistItem]:
     """Items of the checklist(s) the judgments cite by sha; the fixed judge's come from `rules/`."""
     items: dict[str, ChecklistItem] = {}
     for sha in {r["checklist_sha"] for r in rows if r["checklist_sha"]}:
@@ -309,7 +310,7 @@ def item_views(store: Store, trajectory_id: str, judge: str) -> list[ItemView]:
     for r in everyone:
         if r["judge"] != judge and r["route"] != "endpoint":
             others.setdefault(r["item_id"], {})[r["judge"]] = r["verdict_raw"]
-    checklist = _checklist_items(store, rows, judge, task.id)
+    checklist = checklist_items(store, rows, judge, task.id)
     events = {e.id: e for e in store.events(trajectory_id)}
     problems: dict[str, list[str]] = {}
     for reply in store.judge_replies(trajectory_id=trajectory_id, judge=judge):

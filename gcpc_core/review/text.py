@@ -68,13 +68,19 @@ def line_range(text: str, span: Span) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class ExcerptLine:
-    """One line of an excerpt: its 1-based number in the text, its (possibly clipped) content."""
+    """One line of an excerpt: its 1-based number in the text, its (possibly clipped) content, and
+    for a line the span touches, the part of `text` inside the span (`mark_from`, `mark_to`)."""
 
     number: int
     text: str
-    marked: bool
+    mark_from: int | None = None
+    mark_to: int | None = None
     clipped_before: bool = False
     clipped_after: bool = False
+
+    @property
+    def marked(self) -> bool:
+        return self.mark_from is not None
 
 
 @dataclass(frozen=True)
@@ -93,52 +99,65 @@ class Excerpt:
         return self.lines[-1].number if self.lines else 0
 
 
-def _clip(line: str, keep_from: int, keep_to: int, margin: int, max_chars: int) -> tuple[str, bool, bool]:
-    """Cut a long line to `margin` characters around [keep_from, keep_to), at most `max_chars`."""
+def _clip(line: str, keep_from: int, keep_to: int, margin: int, max_chars: int) -> int:
+    """Where a line longer than `max_chars` is cut to keep `margin` characters before
+    [keep_from, keep_to): the start offset (the shown part is `max_chars` long from there)."""
     if len(line) <= max_chars:
-        return line, False, False
-    start = max(0, keep_from - margin)
-    end = min(len(line), max(keep_to + margin, start + 1), start + max_chars)
-    return line[start:end], start > 0, end < len(line)
+        return 0
+    return max(0, min(keep_from - margin, len(line) - max_chars))
 
 
 def excerpt(text: str, span: Span | None, *, context: int = 3, margin: int = 160, max_line: int = 600) -> Excerpt:
     """The lines touched by `span` plus `context` lines either side, long lines clipped.
 
-    Lines inside the span are `marked`. A line longer than `max_line` characters keeps `margin`
-    characters around the part of the span it holds (context lines keep their head). With no span,
+    Lines inside the span are marked (`mark_from`/`mark_to`). A line longer than `max_line`
+    characters keeps `margin` characters around the part of the span it holds (context lines keep
+    their head). With no span,
     the first `2 * context + 1` lines.
     """
     lines = text.split("\n")
     if span is None:
-        first, last, marked = 1, min(len(lines), 2 * context + 1), range(0)
+        lo, hi, marked = 1, min(len(lines), 2 * context + 1), range(0)
     else:
         first, last = line_range(text, span)
         marked = range(first, last + 1)
-    lo, hi = max(1, first - context), min(len(lines), last + context)
+        lo, hi = max(1, first - context), min(len(lines), last + context)
     offset = sum(len(line) + 1 for line in lines[: lo - 1])
     out = []
     for number in range(lo, hi + 1):
         line = lines[number - 1]
+        mark: tuple[int, int] | None = None
         if span is not None and number in marked:
-            a = max(0, span.start - offset)
-            b = min(len(line), span.end - offset)
-            shown, before, after = _clip(line, a, b, margin, max(max_line, b - a + 2 * margin))
+            a, b = max(0, span.start - offset), min(len(line), span.end - offset)
+            limit = max(max_line, b - a + 2 * margin)
+            start = _clip(line, a, b, margin, limit)
+            mark = (a - start, b - start)
         else:
-            shown, before, after = _clip(line, 0, 0, max_line, max_line)
-        out.append(ExcerptLine(number, shown, number in marked, before, after))
+            limit, start = max_line, 0
+        shown = line[start : start + limit]
+        out.append(ExcerptLine(number, shown, *(mark or (None, None)), start > 0, start + limit < len(line)))
         offset += len(line) + 1
     return Excerpt(tuple(out), len(lines))
 
 
 def marked_excerpt(ex: Excerpt) -> str:
-    """The excerpt as plain text for a `diff` code block: `+` before marked lines, line numbers,
-    `…` where a line was clipped."""
+    """The excerpt as plain text for a `diff` code block, with line numbers and `…` where a line was
+    clipped. Exactly the span is marked: a line the span covers only partly is split into up to three
+    rows (before, span, after) under the same line number, and only the span's row starts with `+`."""
     width = len(str(ex.last_line or 1))
     rows = []
     for line in ex.lines:
-        body = ("…" if line.clipped_before else "") + line.text + ("…" if line.clipped_after else "")
-        rows.append(f"{MARK if line.marked else ' '} {line.number:>{width}} │ {body}")
+        pieces = [(line.text, False)]
+        if line.mark_from is not None and line.mark_to is not None:
+            pieces = [(line.text[: line.mark_from], False), (line.text[line.mark_from : line.mark_to], True),
+                      (line.text[line.mark_to :], False)]
+            pieces = [p for p in pieces if p[0]] or [("", True)]
+        for k, (body, marked) in enumerate(pieces):
+            if k == 0 and line.clipped_before:
+                body = "…" + body
+            if k == len(pieces) - 1 and line.clipped_after:
+                body += "…"
+            rows.append(f"{MARK if marked else ' '} {line.number:>{width}} │ {body}")
     return "\n".join(rows)
 
 

@@ -34,7 +34,7 @@ def test_full_report(frames: dict[str, pd.DataFrame], tmp_path: Path) -> None:
     md = result.markdown.read_text()
     for heading in ("RQ1", "RQ2", "RQ3", "RQ4 — Evidence sensitivity", "RQ4 — Ablations", "item accuracy"):
         assert heading in md
-    assert result.missing == (result.missing[0],) and "evidence sensitivity" in result.missing[0]
+    assert result.missing == (result.missing[0],) and "evidence-perturbation" in result.missing[0]
     # every table shown in the report is a CSV that reads back to the same numbers
     back = pd.read_csv(result.csv["discrimination_auc"])
     assert back["auc"].tolist() == pytest.approx(result.tables["discrimination_auc"]["auc"].tolist())

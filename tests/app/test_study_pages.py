@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,54 +11,9 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
 
 from annotations import DEMO_STUDY_ID, issue_link
-from gcpc_core.demo import build_demo_project
 from gcpc_core.store import Store
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(autouse=True)
-def entrypoint_runs_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make AppTest rerun app.py on every run, as the server does.
-
-    With a `pages/` folder beside app.py, AppTest resets Streamlit's "pages directory" flag before
-    each run, so reruns after the first execute the page script alone (MPA v1 style) and skip
-    app.py and its access rules. The server clears that flag for good once app.py calls
-    st.navigation; this subclass does the same after each reset.
-    """
-
-    class EntrypointPagesManager(PagesManager):
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            super().__init__(*args, **kwargs)
-            PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(app_test_module, "PagesManager", EntrypointPagesManager)
-
-
-@pytest.fixture(scope="module")
-def demo_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("study-demo") / "demo.db"
-    build_demo_project(db)
-    return db
-
-
-@pytest.fixture
-def demo_db(demo_master: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private copy of the demo project (with its SIMULATED demo study), opened by the app."""
-    db = tmp_path / "demo.db"
-    for suffix in ("", "-wal"):
-        if Path(f"{demo_master}{suffix}").exists():
-            shutil.copy(f"{demo_master}{suffix}", f"{db}{suffix}")
-    monkeypatch.setenv("GCPC_DB", str(db))
-    monkeypatch.delenv("GCPC_ADMIN_TOKEN", raising=False)
-    return db
-
-
-def app(**query: str) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    for key, value in query.items():
-        at.query_params[key] = value
-    return at.run()
+from .helpers import REPO, app
 
 
 def rendered(at: AppTest) -> str:

@@ -31,7 +31,7 @@ _RESULT_META = ("subtype", "is_error", "duration_ms", "duration_api_ms", "num_tu
 
 def is_record(obj: Any) -> bool:
     """Whether a parsed line looks like a Claude Code stream-json record."""
-    return isinstance(obj, dict) and obj.get("type") in RECORD_TYPES
+    return isinstance(obj, dict) and isinstance(obj.get("type"), str) and obj["type"] in RECORD_TYPES
 
 
 def _names(items: list[Any]) -> list[str]:
@@ -131,7 +131,7 @@ def parse(path: Path, text: str, doc: Any = None) -> ParsedLog:
             raise LogError(f"{path} line {lineno}: expected a JSON object, got {type_name(rec)}")
         src = f"line {lineno}"
         kind = rec.get("type")
-        if kind not in RECORD_TYPES:
+        if not is_record(rec):
             b.warn(f"{src}: skipped record of unknown type {kind!r}")
             continue
         seen += 1

@@ -1,0 +1,50 @@
+"""Load the analysis frames (see `frames`) from a project DB: what the report CLI and the app read.
+
+Scores and item verdicts come through the exporters (`export --what scores|judgments`), so the
+analysis sees exactly the rows a user can export; CTRF results come from the trajectories; human
+progress ratings and preferences from `annotations.frames` (current answers only, simulated ones
+flagged); evidence-sensitivity results from `sensitivity.perturbation_frame`. A frame with no
+rows is returned empty with its columns: data not yet available.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..judge.export import export_judgments, export_scores
+from ..store import Store
+from .sensitivity import perturbation_frame
+
+__all__ = ["CTRF_COLUMNS", "ITEM_COLUMNS", "SCORE_COLUMNS", "frames_from_store"]
+
+SCORE_COLUMNS = ("trajectory_id", "task", "judge", "outcome", "condition", "agent", "model", "trial_index",
+                 "partial_credit", "evidence_coverage", "perfect", "perfect_with_endpoint", "n_items", "n_yes",
+                 "n_no", "n_abstain", "reward")
+ITEM_COLUMNS = ("trajectory_id", "task", "judge", "item_id", "route", "verdict_raw", "verdict", "reason",
+                "verifier_refs", "outcome", "condition")
+CTRF_COLUMNS = ("trajectory_id", "test", "status")
+
+
+def _frame(rows: list[dict], columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame([{c: r.get(c) for c in columns} for r in rows], columns=list(columns))
+
+
+def frames_from_store(store: Store, *, include_simulated: bool = True) -> dict[str, pd.DataFrame]:
+    """`scores`, `items`, `ctrf`, `ratings`, `preferences`, `perturbations` frames of a project.
+
+    `include_simulated=False` drops human answers from simulated raters (the demo study).
+    """
+    from annotations.frames import preferences_frame, ratings_frame  # annotations builds on gcpc_core
+
+    scores = _frame(list(export_scores(store)), SCORE_COLUMNS)
+    for column in ("partial_credit", "evidence_coverage", "reward"):
+        scores[column] = pd.to_numeric(scores[column], errors="coerce").astype(float)
+    items = _frame(list(export_judgments(store)), ITEM_COLUMNS)
+    ctrf = pd.DataFrame([(t.id, c.name, c.status) for t in store.trajectories() for c in t.ctrf],
+                        columns=list(CTRF_COLUMNS))
+    ratings, preferences = ratings_frame(store), preferences_frame(store)
+    if not include_simulated:
+        ratings = ratings[~ratings["simulated"]].reset_index(drop=True)
+        preferences = preferences[~preferences["simulated"]].reset_index(drop=True)
+    return {"scores": scores, "items": items, "ctrf": ctrf, "ratings": ratings, "preferences": preferences,
+            "perturbations": perturbation_frame(store)}

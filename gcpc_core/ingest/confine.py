@@ -1,0 +1,43 @@
+"""Import reads only under the folders it is given.
+
+A symbolic link under a tasks or trials folder that leads outside it (an absolute link, or one
+climbing out with `..`) is never followed: a linked folder is reported at discovery, and a task or
+trial whose files would be read through such a link is reported and skipped, so nothing from outside
+the given folder reaches the project DB (and so the app). Links that stay inside the folder are
+harmless and followed as usual. The given folder itself is the user's choice: it is resolved once
+(it may itself be a link) and everything is checked against its real path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["first_escape", "outside_links", "refusal"]
+
+
+def _escapes(path: Path, root: Path) -> bool:
+    return (path.is_symlink() or path.exists()) and not path.resolve().is_relative_to(root)
+
+
+def first_escape(paths: Iterable[Path], root: Path) -> Path | None:
+    """The first of `paths` that resolves outside `root` (a resolved folder), or None."""
+    return next((p for p in paths if _escapes(p, root)), None)
+
+
+def refusal(path: Path, root: Path) -> str:
+    """The reason reported for a path that leads outside `root`."""
+    return f"{path}: leads outside {root} (to {path.resolve()}): not followed, import reads only under the given folder"
+
+
+def outside_links(root: Path) -> list[tuple[str, str]]:
+    """(path, reason) for every symbolic link to a folder under `root` that leads outside it."""
+    root = Path(root).resolve()
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):  # links to folders are listed, never entered
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            if path.is_symlink() and path.is_dir() and _escapes(path, root):
+                found.append((str(path), refusal(path, root)))
+    return found

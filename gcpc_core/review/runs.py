@@ -1,0 +1,204 @@
+"""The runs page's data: background jobs (import, judge, score, synthesize) and the `runs` table.
+
+A job runs in a daemon thread of the app's server with its own `Store` (one connection per
+thread, WAL mode: the pages keep reading while it writes). Its progress is read from the DB — the
+`runs` row, the judge units / checklists / LLM calls stored under the run id — so a run started
+from the command line shows live progress in the same table as one started here.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..checklist import load_rules
+from ..ingest import find_trial_dirs, import_project
+from ..judge import JUDGES, judge_project, score_project
+from ..judge.runner import offline_run
+from ..judge.units import LLM_JUDGES
+from ..llm import llm_status
+from ..store import Store, utcnow
+from ..synthesis import synthesize_project
+
+__all__ = ["JOBS", "JOB_KINDS", "Job", "JobRunner", "job_run", "needs_llm", "run_progress", "runs_frame"]
+
+JOB_KINDS = ("import", "judge", "score", "synthesize")
+
+
+def needs_llm(kind: str, params: dict[str, Any]) -> bool:
+    """Whether a job calls the LLM endpoint (and so needs it configured)."""
+    return kind == "synthesize" or (kind == "judge" and params.get("judge") in LLM_JUDGES)
+
+
+@dataclass
+class Job:
+    """One background job started from the app."""
+
+    id: str
+    db_path: str
+    kind: str
+    params: dict[str, Any]
+    started_at: str
+    status: str = "running"
+    """`running`, `done` or `failed`."""
+    error: str | None = None
+    lines: list[str] = field(default_factory=list)
+    """The job's report, as the command line would print it."""
+    run_id: str | None = None
+    """The `runs` row the job writes, once known."""
+    finished_at: str | None = None
+    thread: threading.Thread | None = field(default=None, repr=False, compare=False)
+
+
+def _import(store: Store, job: Job) -> list[str]:
+    params = job.params
+    tasks_dir = Path(params["tasks_dir"]) if params.get("tasks_dir") else None
+    trials_dir = Path(params["trials_dir"]) if params.get("trials_dir") else None
+    for folder in (tasks_dir, trials_dir):
+        if folder is not None and not folder.is_dir():
+            raise FileNotFoundError(f"not a folder: {folder}")
+    total = len(find_trial_dirs(trials_dir)) if trials_dir else 0
+    with offline_run(store, "import", prompt_version="-", rules_version="-",
+                     params={**params, "trials": total}) as totals:
+        job.run_id = totals.run_id
+        report = import_project(store, tasks_dir=tasks_dir, trials_dir=trials_dir, progress=False)
+    return report.summary_lines() + [f"{path}: {reason}" for path, reason in report.skipped]
+
+
+def _judge(store: Store, job: Job) -> list[str]:
+    p = job.params
+    if p.get("judge") not in JUDGES:
+        raise ValueError(f"unknown judge {p.get('judge')!r}; one of {JUDGES}")
+    report = judge_project(store, judge=p["judge"], model=p.get("model") or None, limit=p.get("limit") or None,
+                           concurrency=int(p.get("concurrency") or 8), force=bool(p.get("force")), progress=False)
+    job.run_id = report.run_id
+    return report.lines()
+
+
+def _score(store: Store, job: Job) -> list[str]:
+    with offline_run(store, "score", prompt_version="-", rules_version=load_rules().version,
+                     params=dict(job.params)) as totals:
+        job.run_id = totals.run_id
+        report = score_project(store, judge=job.params.get("judge") or None)
+    return report.lines()
+
+
+def _synthesize(store: Store, job: Job) -> list[str]:
+    p = job.params
+    report = synthesize_project(store, task=p.get("task") or None, model=p.get("model") or None,
+                                force=bool(p.get("force")), progress=False)
+    job.run_id = report.run_id
+    return report.lines()
+
+
+_WORK: dict[str, Callable[[Store, Job], list[str]]] = {
+    "import": _import, "judge": _judge, "score": _score, "synthesize": _synthesize,
+}
+
+
+class JobRunner:
+    """Starts jobs in daemon threads and remembers them for the life of the server process."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+
+    def start(self, db_path: str | Path, kind: str, params: dict[str, Any] | None = None) -> Job:
+        """Start a job; raises ValueError for an unknown kind or an LLM job without an endpoint."""
+        params = dict(params or {})
+        if kind not in _WORK:
+            raise ValueError(f"unknown job kind {kind!r}; one of {JOB_KINDS}")
+        if needs_llm(kind, params):
+            usable, reason = llm_status(params.get("model") or None)
+            if not usable:
+                raise ValueError(reason)
+        job = Job(id=uuid.uuid4().hex[:8], db_path=str(db_path), kind=kind, params=params, started_at=utcnow())
+        job.thread = threading.Thread(target=self._run, args=(job,), name=f"gcpc-job-{kind}-{job.id}", daemon=True)
+        with self._lock:
+            self._jobs[job.id] = job
+        job.thread.start()
+        return job
+
+    @staticmethod
+    def _run(job: Job) -> None:
+        store = Store(job.db_path)
+        try:
+            job.lines = _WORK[job.kind](store, job)
+            job.status = "done"
+        except Exception as exc:  # a job's failure is reported on the page, never raised into the server
+            job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"
+            job.lines.append(traceback.format_exc(limit=3))
+        finally:
+            job.finished_at = utcnow()
+            store.close()
+
+    def jobs(self, db_path: str | Path | None = None) -> list[Job]:
+        """Jobs started in this process (for one project DB), newest first."""
+        with self._lock:
+            jobs = list(self._jobs.values())
+        return [j for j in reversed(jobs) if db_path is None or j.db_path == str(db_path)]
+
+    def running(self, db_path: str | Path | None = None) -> list[Job]:
+        return [j for j in self.jobs(db_path) if j.status == "running"]
+
+    def wait(self, job_id: str, timeout: float | None = None) -> Job:
+        """Block until a job ends (tests and scripts)."""
+        job = self._jobs[job_id]
+        if job.thread is not None:
+            job.thread.join(timeout)
+        return job
+
+
+JOBS = JobRunner()
+"""The server's one job runner (module state lives as long as the Streamlit process)."""
+
+
+def run_progress(store: Store, run: dict) -> tuple[int | None, int | None]:
+    """(done, total) of a run from what it has stored; None where the run kind does not say."""
+    params = run.get("params") or {}
+    kind = run["kind"]
+    if kind == "import":
+        total = params.get("trials")
+        done = store.count_trajectories_imported_since(run["started_at"]) if run["status"] == "running" else total
+        return done, total
+    live = store.run_progress(run["id"])
+    if kind.startswith("judge"):
+        return live["judged"], params.get("trajectories")
+    if kind == "synthesize":
+        return live["checklists"], params.get("tasks")
+    return None, None
+
+
+def job_run(store: Store, job: Job) -> dict | None:
+    """The `runs` row a job writes: by id once the job knows it, else the first run of the job's
+    kind started since the job (judging and synthesis open their row themselves)."""
+    if job.run_id:
+        return store.get_run(job.run_id)
+    kind = f"judge-{job.params.get('judge')}" if job.kind == "judge" else job.kind
+    return next((r for r in store.runs(kind=kind) if r["started_at"] >= job.started_at), None)
+
+
+RUN_COLUMNS = ["id", "kind", "status", "progress", "model", "started_at", "finished_at", "wall_s", "calls",
+               "http_calls", "cache_hits", "errors", "prompt_tokens", "cached_tokens", "completion_tokens", "cost_usd"]
+
+
+def runs_frame(store: Store) -> pd.DataFrame:
+    """Every run, newest first; a running run's calls, tokens and cost are summed live from its calls."""
+    rows = []
+    for run in reversed(store.runs()):
+        row = {c: run.get(c) for c in RUN_COLUMNS if c != "progress"}
+        if run["status"] == "running":
+            live = store.run_progress(run["id"])
+            row.update({k: live[k] for k in ("calls", "http_calls", "cache_hits", "errors", "prompt_tokens",
+                                             "cached_tokens", "completion_tokens", "cost_usd")})
+        done, total = run_progress(store, run)
+        row["progress"] = "" if done is None and total is None else f"{done if done is not None else '?'}/{total or '?'}"
+        rows.append(row)
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)

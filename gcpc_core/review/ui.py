@@ -1,0 +1,206 @@
+"""Streamlit glue shared by every page: the page guard, caches keyed on the project DB's data,
+the reviewer's identity, and safe renderers for untrusted text (events, excerpts, the log viewer).
+
+Untrusted text (logs, task instructions, verifier sources, judge rationales) is only ever passed to
+`st.text`, `st.code` or `st.dataframe`, which show it literally. Highlighting is a `diff` code
+block whose marked lines start with `+` (see `text.marked_excerpt`); no HTML is produced anywhere.
+Where a data value must sit in a Markdown-rendered string (a header, a caption), `md_escape` it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+import streamlit as st
+from pandas.io.formats.style import Styler
+
+from annotations.tokens import ADMIN_TOKEN_ENV, is_admin
+
+from ..analysis.loader import frames_from_store
+from ..checklist import Rules, load_rules
+from ..models import Event
+from ..store import Store
+from . import agreement, audit, checklists, pairs
+from .logview import LogQuery, event_title, kind_counts, log_blocks, page_of
+from .text import Excerpt, collapse, marked_excerpt, md_escape
+
+__all__ = [
+    "RESUME_PAGE_KEY",
+    "badge",
+    "cached",
+    "cached_dashboard",
+    "cached_events",
+    "cached_frames",
+    "cached_item_views",
+    "cached_pair_items",
+    "cached_rules",
+    "cached_judge_stats",
+    "cached_task_table",
+    "cached_trajectory_frame",
+    "highlight_rows",
+    "render_event",
+    "render_excerpt",
+    "render_log",
+    "require_store",
+    "reviewer",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+RESUME_PAGE_KEY = "gcpc:resume_page"
+"""Session key: the page a visitor asked for before app.py had run (see `require_store`)."""
+
+
+# ---------------------------------------------------------------- access
+
+
+def require_store(*, admin: bool = True) -> Store:
+    """The project store, for a page. Call first thing on every page.
+
+    Streamlit's legacy `pages/` mode can run a page file alone on a fresh server, before app.py has
+    opened the project and set up navigation: hand over to app.py then, keeping the query (a rater's
+    token survives) and, for admin pages, the page itself (`RESUME_PAGE_KEY`, which app.py reads
+    once its navigation is built, so the access rules still decide). `admin` pages are refused to
+    raters and to visitors without the admin token, whatever way they were reached.
+    """
+    if "store" not in st.session_state:
+        page = Path(sys._getframe(1).f_globals.get("__file__", ""))  # the page script that called us
+        if admin and page.parent.name == "pages":
+            st.session_state[RESUME_PAGE_KEY] = f"pages/{page.name}"  # app.py switches back to it
+        st.switch_page("app.py", query_params=dict(st.query_params))
+    if admin and (st.query_params.get("token")
+                  or not is_admin(st.session_state.get("admin_token"), os.environ.get(ADMIN_TOKEN_ENV))):
+        st.error("This page needs admin rights.")
+        st.stop()
+    return st.session_state["store"]
+
+
+def reviewer() -> str:
+    """The reviewer name set in the sidebar (empty when not set)."""
+    return str(st.session_state.get("reviewer") or "").strip()
+
+
+# ---------------------------------------------------------------- caches
+
+
+_CACHED: dict[str, Callable[..., Any]] = {}
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _cached_call(name: str, db_path: str, version: str, args: tuple, kwargs: tuple, _store: Store) -> Any:
+    return _CACHED[name](_store, *args, **dict(kwargs))
+
+
+def cached(*tables: str) -> Callable[[F], F]:
+    """Cache `fn(store, *args)` per project DB, until rows of `tables` change (`Store.data_version`).
+
+    Keyed on the DB path, the tables' version and the other (hashable) arguments; results are
+    copied out of the cache, so callers may modify them.
+    """
+
+    def wrap(fn: F) -> F:
+        name = f"{fn.__module__}.{fn.__qualname__}"
+        _CACHED[name] = fn
+
+        @functools.wraps(fn)
+        def call(store: Store, *args: Any, **kwargs: Any) -> Any:
+            return _cached_call(name, str(store.path), store.data_version(*tables), args,
+                                tuple(sorted(kwargs.items())), _store=store)
+
+        return call  # type: ignore[return-value]
+
+    return wrap
+
+
+def _events(store: Store, trajectory_id: str) -> list[Event]:
+    return store.events(trajectory_id)
+
+
+def _dashboard(store: Store, n_boot: int, seed: int, include_simulated: bool) -> agreement.Dashboard:
+    return agreement.dashboard(frames_from_store(store, include_simulated=include_simulated), n_boot=n_boot, seed=seed)
+
+
+cached_events = cached("trajectories")(_events)
+cached_trajectory_frame = cached("trajectories")(audit.trajectory_frame)
+cached_judge_stats = cached("judgments", "scores", "annotations")(audit.judge_stats)
+cached_item_views = cached("judgments", "checklists", "trajectories", "tasks")(audit.item_views)
+cached_frames = cached("judgments", "scores", "trajectories", "annotations", "checklists")(frames_from_store)
+cached_dashboard = cached("judgments", "scores", "trajectories", "annotations", "checklists")(_dashboard)
+cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
+cached_pair_items = cached("judgments")(pairs.pair_items)
+
+
+@st.cache_resource(show_spinner=False)
+def cached_rules() -> Rules:
+    """The rules of `rules/` (read once per server; restart the app after editing them)."""
+    return load_rules()
+
+
+# ---------------------------------------------------------------- renderers of untrusted text
+
+
+_BADGE_COLORS = {"Yes": "green", "No": "red", "Abstain": "gray", "passed": "green", "failed": "red",
+                 "assertion": "blue", "generated": "violet", "judge": "orange", "endpoint": "gray"}
+
+
+def badge(label: str, kind: str) -> None:
+    """A small coloured label (verdict, route, CTRF status); the label is escaped (badges are Markdown)."""
+    st.badge(md_escape(label), color=_BADGE_COLORS.get(kind, "gray"))  # type: ignore[arg-type]
+
+
+
+def highlight_rows(frame: pd.DataFrame, column: str, color: str = "rgba(255, 196, 0, 0.25)") -> Styler:
+    """`frame` styled for st.dataframe: rows where boolean `column` is true get a background colour
+    (cells still show their values as plain text)."""
+    return frame.style.apply(lambda row: [f"background-color: {color}" if row[column] else ""] * len(row), axis=1)
+
+
+def render_excerpt(ex: Excerpt) -> None:
+    """Lines around a located span, the span's lines highlighted (`+`), as a literal code block."""
+    st.code(marked_excerpt(ex), language="diff", wrap_lines=True)
+
+
+def render_event(event: Event, key: str, *, max_lines: int = 30) -> None:
+    """One event: its title line, its text (long texts collapsed; the rest one toggle away, rendered
+    only when asked for)."""
+    st.text(event_title(event))
+    shown, hidden = collapse(event.text, max_lines=max_lines)
+    st.code(shown or "(empty)", language=None, wrap_lines=True)
+    if hidden and st.toggle(f"Show all {len(event.text):,} characters ({hidden:,} more)", key=f"{key}:full"):
+        st.code(event.text, language=None, wrap_lines=True)
+
+
+def render_log(events: Sequence[Event], key: str, *, page_size: int = 25) -> None:
+    """The full log viewer: kinds, search, evidence/errors only, paged; tool calls with their outputs."""
+    counts = kind_counts(events)
+    cols = st.columns([3, 3, 1.2, 1.2])
+    kinds = cols[0].multiselect("Event kinds", list(counts), format_func=lambda k: f"{k} ({counts[k]})",
+                                key=f"{key}:kinds", placeholder="all kinds")
+    query = cols[1].text_input("Search the log", key=f"{key}:search", placeholder="text, tool name or path")
+    evidence_only = cols[2].toggle("Evidence only", key=f"{key}:evidence",
+                                   help="Tool calls, tool outputs and file contents: what judges may cite")
+    errors_only = cols[3].toggle("Errors only", key=f"{key}:errors")
+    blocks = log_blocks(events, LogQuery(frozenset(kinds), query, evidence_only, errors_only))
+    hits = sum(b.hits for b in blocks)
+    page_key = f"{key}:page"
+    shown, page, pages = page_of(blocks, int(st.session_state.get(page_key, 0)), page_size)
+    st.session_state[page_key] = page
+    st.text(f"{len(blocks)} of {len(events)} events shown" + (f", {hits} search hits" if query.strip() else "")
+            + f" · page {page + 1} of {pages}")
+    nav = st.columns([1, 1, 6])
+    nav[0].button("Earlier events", key=f"{key}:prev", disabled=page == 0,
+                  on_click=st.session_state.__setitem__, args=(page_key, page - 1))
+    nav[1].button("Later events", key=f"{key}:next", disabled=page >= pages - 1,
+                  on_click=st.session_state.__setitem__, args=(page_key, page + 1))
+    for block in shown:
+        with st.container(border=True):
+            render_event(block.event, f"{key}:{block.event.id}")
+            for output in block.outputs:
+                render_event(output, f"{key}:{output.id}")
+

@@ -1,0 +1,290 @@
+"""Item audit: every item verdict of a trajectory next to its task quote, verifier refs and cited
+evidence; auditors agree, or disagree with a corrected verdict (append-only, history kept).
+
+Layout and widgets only: `gcpc_core.review.audit` builds the item views, `annotations.audits`
+stores audits. Keys: A agree · D disagree · J / K next / previous item · N / P next / previous
+trajectory. Log and task text is untrusted and only shown with st.text / st.code.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import streamlit as st
+
+from annotations.audits import VERDICTS, item_audit_history, item_audits
+from gcpc_core.analysis.frames import ordered_judges
+from gcpc_core.review.audit import (
+    ITEM_SHOW,
+    TRAJECTORY_SHOW,
+    AuditFilters,
+    ItemView,
+    audit_list,
+    explain_reason,
+    filter_items,
+    history_lines,
+    item_flags,
+    neighbour,
+    record_audit,
+)
+from gcpc_core.review.text import excerpt, line_range, md_escape
+from gcpc_core.review.ui import (
+    badge,
+    cached_events,
+    cached_item_views,
+    cached_judge_stats,
+    cached_trajectory_frame,
+    render_event,
+    render_excerpt,
+    render_log,
+    require_store,
+    reviewer,
+)
+
+store = require_store()
+st.title("Item audit")
+trajectories = cached_trajectory_frame(store)
+if trajectories.empty:
+    st.info("No trajectories yet: import some on the Runs page.")
+    st.stop()
+stats = cached_judge_stats(store)
+judges = ordered_judges(stats["judge"].unique())
+
+# ---- a link (?trajectory=…&judge=…&item=…) selects what it names, once --------------------------------
+query = {k: st.query_params.get(k) for k in ("trajectory", "judge", "item")}
+if any(query.values()) and st.session_state.get("audit:applied") != query:
+    st.session_state["audit:applied"] = query
+    if query["judge"] in judges:
+        st.session_state["audit:judge"] = query["judge"]
+    if query["trajectory"] in set(trajectories["trajectory_id"]):
+        st.session_state["audit:trajectory"] = query["trajectory"]
+        for key in ("audit:tasks", "audit:outcomes", "audit:conditions"):
+            st.session_state[key] = []
+        st.session_state["audit:show"] = "all"
+    if query["item"]:
+        st.session_state["audit:item"] = query["item"]
+        st.session_state["audit:item_show"] = "all"
+
+# ---- which trajectory --------------------------------------------------------------------------------
+with st.expander("Filters", expanded=True):
+    f = st.columns([1.2, 2, 1.2, 1.6, 1.6])
+    judge = f[0].selectbox("Judge", judges, key="audit:judge", placeholder="no judge has run",
+                           help="Whose item verdicts you audit")
+    filters = AuditFilters(
+        tasks=tuple(f[1].multiselect("Task", sorted(trajectories["task"].unique()), key="audit:tasks")),
+        outcomes=tuple(f[2].multiselect("Outcome", ["PASS", "FAIL"], key="audit:outcomes")),
+        conditions=tuple(f[3].multiselect("Condition", sorted(trajectories["condition"].unique()),
+                                          key="audit:conditions")),
+        show=f[4].selectbox("Show", TRAJECTORY_SHOW, key="audit:show",
+                            help="Disagreement between judges (same item, different raw verdicts) or with "
+                                 "auditors (a current audit disagrees with this judge)"),
+    )
+listing = audit_list(trajectories, stats, judge, filters)
+st.text(f"{len(listing)} of {len(trajectories)} trajectories match")
+if listing.empty:
+    st.info("No trajectory matches these filters.")
+    st.stop()
+ids = list(listing["trajectory_id"])
+rows = listing.set_index("trajectory_id")
+if st.session_state.get("audit:trajectory") not in ids:
+    st.session_state["audit:trajectory"] = ids[0]
+
+
+def step_trajectory(step: int) -> None:
+    st.session_state["audit:trajectory"] = neighbour(ids, st.session_state.get("audit:trajectory"), step)
+    st.session_state.pop("audit:item", None)
+
+
+def trajectory_label(tid: str) -> str:
+    r = rows.loc[tid]
+    flags = [f"{r['judge_disagreements']} judge disagreements"] if r["judge_disagreements"] else []
+    flags += [f"{r['auditor_disagreements']} auditor disagreements"] if r["auditor_disagreements"] else []
+    return " · ".join([tid, r["outcome"], r["condition"], f"audited {r['audited']}/{r['n_items']}", *flags])
+
+
+nav = st.columns([1, 6, 1])
+nav[0].button("Previous", key="audit:prev_traj", shortcut="p", on_click=step_trajectory, args=(-1,),
+              help="Previous trajectory (P)", width="stretch")
+traj_id = nav[1].selectbox("Trajectory", ids, key="audit:trajectory", format_func=trajectory_label,
+                           label_visibility="collapsed")
+nav[2].button("Next", key="audit:next_traj", shortcut="n", on_click=step_trajectory, args=(1,),
+              help="Next trajectory (N)", width="stretch")
+st.query_params.update({"trajectory": traj_id, **({"judge": judge} if judge else {})})
+st.session_state["audit:applied"] = {k: st.query_params.get(k) for k in ("trajectory", "judge", "item")}
+
+row = rows.loc[traj_id]
+st.subheader(md_escape(traj_id))
+st.text(f"{row['task']} · {row['agent']} · {row['model']} · {row['condition']} · trial #{row['trial_index']} · "
+        f"official {row['outcome']} (reward {row['reward']}) · CTRF {row['ctrf_passed']} passed, "
+        f"{row['ctrf_failed']} failed · {row['n_events']} events")
+if judge and row["n_items"]:
+    pc = row["partial_credit"]
+    st.text(f"{judge}: {row['n_items']} items, {row['n_yes']} Yes / {row['n_no']} No / {row['n_abstain']} Abstain "
+            f"(raw) · partial credit {'n/a' if pc != pc else f'{pc:.3f}'}")
+task = store.get_task(row["task"])
+
+
+# ---- one item -----------------------------------------------------------------------------------------
+def focus(item_id: str) -> None:
+    st.session_state["audit:item"] = item_id
+
+
+@st.fragment
+def item_panel(view: ItemView, focused: bool) -> None:
+    """One item; the focused one in full with the audit controls, the others as one line."""
+    key = f"audit:{traj_id}:{judge}:{view.item_id}"
+    history = item_audit_history(store, trajectory_id=traj_id, item_id=view.item_id, judge=judge)
+    with st.container(border=True):
+        head = st.columns([0.8, 1.2, 1.6, 1.4, 5])
+        head[0].text(view.item_id)
+        with head[1]:
+            badge(view.route, view.route)
+        with head[2]:
+            badge(f"judge {view.verdict_raw}", view.verdict_raw)
+        with head[3]:
+            if view.overwritten:
+                badge(f"scored {view.verdict}", view.verdict)
+        head[4].text(view.text if focused else view.text[:160] + ("…" if len(view.text) > 160 else ""))
+        if not focused:
+            if st.button("Open", key=f"{key}:open", on_click=focus, args=(view.item_id,)):
+                st.rerun()  # the whole page: another panel opens, this one closes
+            if history:
+                st.text(history_lines(history)[-1])
+            return
+        for reason in dict.fromkeys(r for r in (view.reason_raw, view.reason) if r):
+            st.text("Why: " + explain_reason(reason))
+        if view.rationale:
+            st.caption("Judge's rationale")
+            st.text(view.rationale)
+        for problem in view.problems:
+            st.text("Reply problem: " + problem)
+        if view.other_judges:
+            st.text("Other judges (raw): " + ", ".join(f"{j} {v}" for j, v in view.other_judges.items()))
+
+        left, right = st.columns(2)
+        with left:
+            st.caption("Task quote in the instruction")
+            if view.quote is None:
+                st.text("(no task quote: " + ("the endpoint item is the official outcome)" if view.route == "endpoint"
+                                              else "a task-agnostic item)"))
+            elif view.quote.span is None:
+                st.warning("This quote is not a verbatim span of the instruction.")
+                st.code(view.quote.quote, language=None, wrap_lines=True)
+            else:
+                first, last = line_range(task.instruction, view.quote.span) if task else (0, 0)
+                st.text(f"instruction.md lines {first}–{last}, characters {view.quote.span.start:,}–"
+                        f"{view.quote.span.end:,}")
+                render_excerpt(view.quote.excerpt)
+                if task is not None and st.toggle("Whole instruction", key=f"{key}:instruction"):
+                    render_excerpt(excerpt(task.instruction, view.quote.span, context=10**6, max_line=10**6))
+        with right:
+            st.caption("Verifier refs and this trajectory's CTRF results")
+            if not view.refs:
+                st.text("(no verifier refs)")
+            for ref in view.refs:
+                badge(f"CTRF {ref.status}", ref.status)
+                st.text(ref.ref + (f" (line {ref.lineno})" if ref.lineno else " — not a parsed test of this task"))
+                if ref.docstring:
+                    st.text(ref.docstring)
+                if ref.source:
+                    st.code(ref.source, language="python", wrap_lines=True)
+                for result in ref.results:
+                    if result.message:
+                        st.code(f"{result.name}: {result.status}\n{result.message}", language=None, wrap_lines=True)
+
+        st.caption(f"Citations ({len(view.citations)})")
+        if not view.citations:
+            st.text("(none)")
+        for k, c in enumerate(view.citations):
+            event = c.event
+            where = f"{c.event_id} · {event.kind}" if event else f"{c.event_id} · not in this log"
+            if event is not None and not c.in_evidence:
+                where += " · NOT EVIDENCE (agent narration or thinking)"
+            if c.span is not None and c.excerpt is not None:
+                first, last = line_range(event.text, c.span)
+                where += (f" · quote at lines {first}–{last} of {c.excerpt.total_lines}, "
+                          f"characters {c.span.start:,}–{c.span.end:,} of {len(event.text):,}")
+            st.text(where)
+            if c.excerpt is None:
+                st.warning("The quote was not found verbatim in the cited event.")
+                st.code(c.quote, language=None, wrap_lines=True)
+            else:
+                render_excerpt(c.excerpt)
+            if event is not None and st.toggle(f"Full event {c.event_id}", key=f"{key}:cite:{k}"):
+                render_event(event, f"{key}:cite:{k}:event")
+
+        if not view.auditable:
+            st.text("The endpoint item is the official outcome itself: nothing to audit.")
+            return
+        st.divider()
+        who = reviewer()
+        token_key = f"{key}:token"
+        st.session_state.setdefault(token_key, uuid.uuid4().hex)
+        others = [v for v in VERDICTS if v != view.verdict_raw]
+        st.session_state.setdefault(f"{key}:corrected", {"Yes": "No", "No": "Yes"}.get(view.verdict_raw))
+        controls = st.columns([2, 3, 1, 1])
+        corrected = controls[0].segmented_control("Corrected verdict (if you disagree)", others, key=f"{key}:corrected")
+        note = controls[1].text_input("Note (optional)", key=f"{key}:note")
+        agree = controls[2].button("Agree", key=f"{key}:agree", shortcut="a", type="primary", disabled=not who,
+                                   help="Agree with the judge's raw verdict (A)", width="stretch")
+        disagree = controls[3].button("Disagree", key=f"{key}:disagree", shortcut="d", disabled=not who,
+                                      help="Disagree; record the corrected verdict (D)", width="stretch")
+        if not who:
+            st.warning("Set your reviewer name in the sidebar to record audits.")
+        if agree or disagree:
+            try:
+                _, written = record_audit(store, view, trajectory_id=traj_id, judge=judge, reviewer=who, agree=agree,
+                                          corrected_verdict=None if agree else corrected, note=note,
+                                          client_token=st.session_state[token_key])
+            except ValueError as exc:
+                st.error(md_escape(exc))
+            else:
+                st.session_state[token_key] = uuid.uuid4().hex
+                st.toast("Audit saved." if written else "Same as your current audit: nothing new stored.")
+                history = item_audit_history(store, trajectory_id=traj_id, item_id=view.item_id, judge=judge)
+        st.caption(f"Audit history ({len(history)})")
+        for line in history_lines(history) or ["(no audit yet)"]:
+            st.text(line)
+
+
+# ---- tabs: items, the full log, the instruction -------------------------------------------------------
+items_tab, log_tab, instruction_tab = st.tabs(["Items", "Log", "Instruction"])
+with items_tab:
+    views = cached_item_views(store, traj_id, judge) if judge else []
+    if not views:
+        st.info("This trajectory has no item verdicts" + (" from this judge." if judge else ": no judge has run."))
+    else:
+        audits = item_audits(store, trajectory_id=traj_id, judge=judge)
+        st.session_state.setdefault("audit:item_show", "all")
+        show = st.segmented_control("Items", ITEM_SHOW, key="audit:item_show", required=True)
+        shown = filter_items(views, audits, show or "all")
+        item_ids = [v.item_id for v in shown]
+        st.text(f"{len(shown)} of {len(views)} items")
+        if shown:
+            if st.session_state.get("audit:item") not in item_ids:
+                st.session_state["audit:item"] = item_ids[0]
+
+            def step_item(step: int) -> None:
+                st.session_state["audit:item"] = neighbour(item_ids, st.session_state.get("audit:item"), step)
+
+            def item_label(item_id: str) -> str:
+                view = next(v for v in shown if v.item_id == item_id)
+                flags = [name for name, on in item_flags(view, audits).items() if on]
+                return " · ".join([item_id, view.route, view.verdict_raw, *flags])
+
+            inav = st.columns([1, 6, 1])
+            inav[0].button("Previous item", key="audit:prev_item", shortcut="k", on_click=step_item, args=(-1,),
+                           help="K", width="stretch")
+            current = inav[1].selectbox("Item", item_ids, key="audit:item", format_func=item_label,
+                                        label_visibility="collapsed")
+            inav[2].button("Next item", key="audit:next_item", shortcut="j", on_click=step_item, args=(1,),
+                           help="J", width="stretch")
+            for view in shown:
+                item_panel(view, view.item_id == current)
+with log_tab:
+    render_log(cached_events(store, traj_id), f"audit:log:{traj_id}")
+with instruction_tab:
+    if task is None:
+        st.text("(the task of this trajectory is not imported)")
+    else:
+        st.code(task.instruction, language="markdown", wrap_lines=True)

@@ -1,0 +1,335 @@
+"""Review pages with AppTest: every page on the demo (no LLM) and on the real corpus; audits, filters,
+links, keyboard shortcuts, the checklist editor, jobs; hostile log text shown as text only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1 import app_test as app_test_module
+
+from annotations import DEMO_STUDY_ID, issue_link
+from gcpc_core.judge import score_project
+from gcpc_core.review.runs import JOBS
+from gcpc_core.store import Store
+
+from .helpers import REPO, app, open_page
+
+PAGES = {"overview": "Overview", "audit": "Item audit", "checklists": "Checklists", "pairs": "Skill pairs",
+         "agreement": "Agreement", "runs": "Runs", "study_admin": "Human study"}
+HOSTILE = '<script>alert("pwned")</script> <img src=x onerror=alert(1)> [link](javascript:alert(1)) ![img](x)'
+MARKDOWN_KINDS = ("markdown", "caption", "title", "header", "subheader", "info", "warning", "error", "success",
+                  "toast")
+
+
+@pytest.fixture(autouse=True)
+def no_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GCPC_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def texts(at: AppTest) -> list[str]:
+    """Values of every text and code element (where untrusted text may go)."""
+    return [e.value for e in [*at.text, *at.code]]
+
+
+def markdown_values(at: AppTest) -> list[str]:
+    """Values of every element Streamlit renders as Markdown, badges included."""
+    return [str(e.value) for kind in MARKDOWN_KINDS for e in getattr(at, kind)]
+
+
+def fail_trajectory(store: Store) -> tuple[str, str]:
+    """A FAIL trajectory and the first item its probe verdict decided (Yes/No)."""
+    for traj in store.trajectories():
+        if traj.outcome == "FAIL":
+            decided = [r for r in store.judgments(trajectory_id=traj.id) if r["verdict_raw"] in ("Yes", "No")
+                       and r["route"] != "endpoint"]
+            if decided:
+                return traj.id, decided[0]["item_id"]
+    raise AssertionError("the demo has no decided item on a FAIL trajectory")
+
+
+def audit_key(traj: str, item: str, what: str) -> str:
+    return f"audit:{traj}:probe:{item}:{what}"
+
+
+# ---------------------------------------------------------------- every page renders
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_renders_on_the_demo_without_an_llm(demo_db: Path, page: str) -> None:
+    at = open_page(page)
+    assert not at.exception, at.exception
+    assert at.title[0].value == PAGES[page]
+    assert any("LLM not configured" in t.value for t in at.sidebar.text)
+
+
+@pytest.mark.skillsbench
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_renders_on_the_real_corpus(real_db: Path, page: str) -> None:
+    at = open_page(page)
+    assert not at.exception, at.exception
+    assert at.title[0].value == PAGES[page]
+
+
+@pytest.mark.skillsbench
+def test_agreement_on_the_real_corpus_says_what_cannot_be_computed(real_db: Path) -> None:
+    at = open_page("agreement")
+    shown = " ".join(texts(at))
+    assert "no human study data yet" in shown and "paired ΔAUC needs at least two judges" in shown
+    assert at.dataframe  # what can be computed (AUC, item accuracy) is there
+
+
+@pytest.mark.skillsbench
+def test_audit_of_the_largest_real_trial_shows_refs_and_citations(real_db: Path) -> None:
+    store = Store(real_db)
+    largest = max(store.trajectories(), key=lambda t: t.log_bytes)
+    cited = next(r for r in store.judgments(trajectory_id=largest.id) if r["citations"])
+    at = open_page("audit", trajectory=largest.id, judge="probe", item=cited["item_id"])
+    assert not at.exception
+    assert at.selectbox(key="audit:trajectory").value == largest.id
+    assert any(c.language == "diff" and c.value.count("\n+") + c.value.startswith("+") >= 1 for c in at.code)
+    assert any(c.language == "python" and "def test_" in c.value for c in at.code)  # a verifier test's source
+
+
+# ---------------------------------------------------------------- auditing
+
+
+def test_an_audit_writes_one_row_and_shows_it_in_the_history(demo_db: Path) -> None:
+    store = Store(demo_db)
+    traj, item = fail_trajectory(store)
+    at = open_page("audit", trajectory=traj, judge="probe", item=item)
+    assert not at.exception
+    assert at.selectbox(key="audit:item").value == item
+    before = store.counts()["annotations"]
+    at.button(key=audit_key(traj, item, "agree")).click().run()
+    assert not at.exception
+    rows = store.annotations(kind="item_audit", current=False)
+    assert store.counts()["annotations"] == before + 1 and len(rows) == 1
+    assert (rows[0]["trajectory_id"], rows[0]["item_id"], rows[0]["judge"], rows[0]["rater"]) == (traj, item, "probe",
+                                                                                                    "alice")
+    assert rows[0]["value"] == {"agree": True, "verdict": None}
+    assert any("alice: agree" in t for t in texts(at))
+    assert "Audit history (1)" in [c.value for c in at.caption]
+    at.run()  # a rerun stores nothing new
+    assert store.counts()["annotations"] == before + 1
+
+    at.text_input(key=audit_key(traj, item, "note")).input("the output was overwritten later")
+    at.button(key=audit_key(traj, item, "disagree")).click().run()
+    rows = store.annotations(kind="item_audit", current=False)
+    assert len(rows) == 2 and rows[1]["supersedes"] == rows[0]["id"] and rows[1]["value"]["agree"] is False
+    assert rows[1]["value"]["verdict"] in ("Yes", "No") and rows[1]["note"] == "the output was overwritten later"
+    history = [t for t in texts(at) if "alice:" in t]
+    assert "(superseded)" in history[0] and "disagree →" in history[1] and "overwritten later" in history[1]
+
+
+def test_auditing_needs_a_reviewer_name(demo_db: Path) -> None:
+    traj, item = fail_trajectory(Store(demo_db))
+    at = open_page("audit", reviewer="", trajectory=traj, judge="probe", item=item)
+    assert at.button(key=audit_key(traj, item, "agree")).disabled
+    assert any("reviewer name" in w.value for w in at.warning)
+
+
+def test_keyboard_shortcuts_and_navigation(demo_db: Path) -> None:
+    store = Store(demo_db)
+    traj, item = fail_trajectory(store)
+    at = open_page("audit", trajectory=traj, judge="probe", item=item)
+    shortcuts = {b.key: b.proto.shortcut.lower() for b in at.button if b.proto.shortcut}
+    assert shortcuts[audit_key(traj, item, "agree")] == "a" and shortcuts[audit_key(traj, item, "disagree")] == "d"
+    assert (shortcuts["audit:next_item"], shortcuts["audit:prev_item"]) == ("j", "k")
+    assert (shortcuts["audit:next_traj"], shortcuts["audit:prev_traj"]) == ("n", "p")
+    items = [o.split(" · ")[0] for o in at.selectbox(key="audit:item").options]
+    at.button(key="audit:next_item").click().run()
+    assert at.selectbox(key="audit:item").value == items[min(items.index(item) + 1, len(items) - 1)]
+    at.button(key="audit:prev_item").click().run()
+    assert at.selectbox(key="audit:item").value == item
+    ids = [o.split(" · ")[0] for o in at.selectbox(key="audit:trajectory").options]
+    at.button(key="audit:next_traj").click().run()
+    assert not at.exception
+    assert at.selectbox(key="audit:trajectory").value == ids[min(ids.index(traj) + 1, len(ids) - 1)]
+    assert at.query_params["trajectory"] == at.selectbox(key="audit:trajectory").value  # the URL follows
+
+
+def test_filters_narrow_the_trajectory_list(demo_db: Path) -> None:
+    store = Store(demo_db)
+    at = open_page("audit")
+    everything = len(at.selectbox(key="audit:trajectory").options)
+    assert everything == 36 and "36 of 36 trajectories match" in texts(at)
+    at.multiselect(key="audit:outcomes").set_value(["FAIL"]).run()
+    fails = at.selectbox(key="audit:trajectory").options
+    assert 0 < len(fails) == store.counts()["fail"] < everything
+    assert all(" · FAIL · " in label for label in fails)
+    at.multiselect(key="audit:tasks").set_value(["sales-csv-summary"]).run()
+    assert 0 < len(at.selectbox(key="audit:trajectory").options) < len(fails)
+    at.selectbox(key="audit:show").set_value("auditors disagree").run()
+    assert any("No trajectory matches" in i.value for i in at.info)
+
+    overview = open_page("overview")
+    rows = len(overview.dataframe(key="overview_table").value)
+    overview.multiselect(key="overview_outcome").set_value(["PASS"]).run()
+    assert len(overview.dataframe(key="overview_table").value) == store.counts()["pass"] < rows
+
+
+def test_item_filter_shows_disagreements_with_auditors(demo_db: Path) -> None:
+    store = Store(demo_db)
+    traj, item = fail_trajectory(store)
+    at = open_page("audit", trajectory=traj, judge="probe", item=item)
+    at.button(key=audit_key(traj, item, "disagree")).click().run()
+    at.segmented_control(key="audit:item_show").set_value("auditors disagree").run()
+    assert at.selectbox(key="audit:item").options == [o for o in at.selectbox(key="audit:item").options
+                                                      if o.startswith(f"{item} ·")]
+    at.selectbox(key="audit:show").set_value("auditors disagree").run()
+    assert [o.split(" · ")[0] for o in at.selectbox(key="audit:trajectory").options] == [traj]
+
+
+def test_the_log_viewer_searches_and_pages(demo_db: Path) -> None:
+    store = Store(demo_db)
+    traj = store.trajectories()[0]
+    at = open_page("audit", trajectory=traj.id, judge="probe")
+    status = next(t for t in texts(at) if "events shown" in t)
+    assert status.startswith(f"{len(store.events(traj.id)) - sum(e.call_id is not None for e in store.events(traj.id))}")
+    at.text_input(key=f"audit:log:{traj.id}:search").input("app.ini").run()
+    searched = next(t for t in texts(at) if "events shown" in t)
+    assert "search hits" in searched and int(searched.split()[0]) < int(status.split()[0])
+
+
+# ---------------------------------------------------------------- untrusted text
+
+
+def test_hostile_log_text_is_shown_as_text_only(demo_db: Path) -> None:
+    store = Store(demo_db)
+    traj_id, item = fail_trajectory(store)
+    traj = store.get_trajectory(traj_id)
+    events = store.events(traj_id)
+    target = next(e for e in events if e.kind == "tool_output")
+    events = [e.model_copy(update={"text": f"before\n{HOSTILE}\nafter"}) if e.id == target.id else e for e in events]
+    store.replace_trajectory(traj, events)
+    rows = [r for r in store.judgments(trajectory_id=traj_id, judge="probe") if r["route"] != "endpoint"]
+    rows = [{**r, "verdict_raw": "Yes", "citations": [{"event_id": target.id, "quote": HOSTILE}],
+             "rationale": f"because {HOSTILE}"} if r["item_id"] == item else r for r in rows]
+    store.save_trajectory_judgment(store.judge_units("probe")[(traj_id, "probe")], rows, [])
+    score_project(store, judge="probe")
+
+    at = open_page("audit", trajectory=traj_id, judge="probe", item=item)
+    assert not at.exception
+    shown = texts(at)
+    assert f"because {HOSTILE}" in shown  # the rationale, verbatim, in a text element
+    assert any(f"+ 2 │ {HOSTILE}" in c.value for c in at.code if c.language == "diff")  # the cited span, marked
+    assert any(HOSTILE in c.value and c.language == "plaintext" for c in at.code)  # the log viewer, literal
+    for value in markdown_values(at):
+        for raw in ("<script", "<img", "onerror=", "](javascript:", "![img]"):
+            assert raw not in value, f"{raw!r} reached a Markdown element: {value!r}"
+    assert not at.get("html")
+
+
+# ---------------------------------------------------------------- links
+
+
+def test_links_open_the_audit_page_on_a_trajectory(demo_db: Path) -> None:
+    store = Store(demo_db)
+    overview = open_page("overview")
+    chosen = overview.selectbox(key="overview_open").value
+    link = overview.page_link[0]
+    assert "audit" in link.proto.page and link.proto.query_string == f"trajectory={chosen}"
+    pairs = open_page("pairs")
+    assert not pairs.exception
+    targets = [p for p in pairs.page_link if "trajectory=" in p.proto.query_string]
+    assert len(targets) == 2 and all("judge=probe" in p.proto.query_string for p in targets)
+    without = targets[0].proto.query_string.split("trajectory=")[1].split("&")[0]
+    at = open_page("audit", trajectory=without, judge="probe")
+    assert at.selectbox(key="audit:trajectory").value == without and without in {t.id for t in store.trajectories()}
+
+
+def test_pairs_page_highlights_changed_items(demo_db: Path) -> None:
+    at = open_page("pairs")
+    assert not at.exception
+    assert any("items changed" in t for t in texts(at))
+    at.toggle(key="pairs:only_changed").set_value(True).run()
+    assert not at.exception
+
+
+# ---------------------------------------------------------------- checklists
+
+
+def test_a_hand_edit_reruns_the_gates_and_shows_failures(demo_db: Path) -> None:
+    store = Store(demo_db)
+    at = open_page("checklists")
+    task = at.selectbox(key="checklists:task").value
+    editor = at.text_area(key=f"checklists:text:{task}")
+    assert "source: human:alice" in editor.value
+    assert any("Every gate passes" in s.value for s in at.success)
+    broken = editor.value.replace("task_quote:", "task_quote: NOT IN THE INSTRUCTION", 1)
+    editor.input(broken).run()
+    assert any("gate failure" in e.value for e in at.error)
+    gates = next(d.value for d in at.dataframe if "gate" in d.value.columns and "result" in d.value.columns
+                 and (d.value["result"] == "fail").any())
+    assert gates.set_index("gate").loc["G1", "result"] == "fail"
+    assert at.button(key=f"checklists:save:{task}").disabled
+    assert len(store.checklists(task=task, status=None)) == 1
+
+    lines = editor.value.replace("task_quote: NOT IN THE INSTRUCTION", "task_quote:", 1)
+    at.text_area(key=f"checklists:text:{task}").input(lines + "\n").run()
+    assert not at.button(key=f"checklists:save:{task}").disabled
+    at.button(key=f"checklists:save:{task}").click().run()
+    assert not at.exception
+    versions = store.checklists(task=task, status=None)
+    assert len(versions) == 2 and versions[-1]["source"] == "human:alice"  # new content: the source changed
+    assert any("Stored as version 2" in s.value for s in at.success)
+
+
+def test_synthesis_is_disabled_with_the_reason_without_an_llm(demo_db: Path) -> None:
+    at = open_page("checklists")
+    task = at.selectbox(key="checklists:task").value
+    assert at.button(key=f"checklists:synth:{task}").disabled
+    assert any("LLM not configured" in t for t in texts(at))
+
+
+# ---------------------------------------------------------------- runs
+
+
+def test_runs_page_starts_a_job_and_lists_runs(demo_db: Path) -> None:
+    at = open_page("runs")
+    assert not at.button(key="runs:score").disabled
+    at.selectbox(key="runs:judge").set_value("gcpc").run()
+    assert at.button(key="runs:start_judge").disabled and at.button(key="runs:synthesize").disabled
+    at.button(key="runs:score").click().run()
+    assert not at.exception and any("Started score job" in s.value for s in at.success)
+    for job in JOBS.jobs(demo_db):
+        JOBS.wait(job.id, timeout=60)
+    at.run()
+    runs = at.dataframe[-1].value
+    assert {"judge-probe", "score"} <= set(runs["kind"])
+    assert any(t.startswith("score job") and "done" in t for t in texts(at))
+
+
+# ---------------------------------------------------------------- access
+
+
+def test_raters_never_reach_the_review_pages(demo_db: Path) -> None:
+    at = app(token=issue_link(Store(demo_db), DEMO_STUDY_ID, "demo-you"))
+    for page in PAGES:
+        if page != "study_admin":
+            with pytest.raises(ValueError, match="Known pages"):
+                at.switch_page(f"pages/{page}.py")
+
+
+def test_review_pages_on_a_fresh_server_hand_over_to_app(demo_db: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         ) -> None:
+    """Legacy `pages/` mode runs a page file alone before app.py ran: the shared guard hands over."""
+    monkeypatch.setattr(app_test_module, "PagesManager", PagesManager)
+    traj = Store(demo_db).trajectories()[0].id
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.query_params["trajectory"] = traj
+    at.switch_page("pages/audit.py")
+    at.run()
+    assert not at.exception
+    assert at.title[0].value == "Item audit" and at.selectbox(key="audit:trajectory").value == traj
+
+
+def test_review_pages_need_the_admin_token_when_one_is_set(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GCPC_ADMIN_TOKEN", "s3cret")
+    assert app().title[0].value == "GCPC"
+    at = open_page("audit", admin="s3cret")
+    assert at.title[0].value == "Item audit"

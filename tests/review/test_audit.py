@@ -1,0 +1,212 @@
+"""gcpc_core.review.audit on the demo project (and the largest real trial when the corpus is present)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from annotations.audits import item_audit_history, item_audits
+from gcpc_core.models import CtrfTest
+from gcpc_core.review.audit import (
+    ITEM_SHOW,
+    AuditFilters,
+    audit_list,
+    explain_reason,
+    filter_items,
+    history_lines,
+    item_flags,
+    item_views,
+    judge_stats,
+    neighbour,
+    record_audit,
+    ref_status,
+    trajectory_frame,
+)
+from gcpc_core.store import Store
+
+
+@pytest.fixture
+def demo(demo_copy: Path) -> Store:
+    return Store(demo_copy)
+
+
+def first_fail(store: Store) -> str:
+    return next(t.id for t in store.trajectories() if t.outcome == "FAIL")
+
+
+def test_trajectory_frame_and_judge_stats(demo: Store) -> None:
+    frame = trajectory_frame(demo)
+    assert len(frame) == 36 and frame["n_events"].sum() == demo.counts()["events"]
+    traj = demo.trajectories()[0]
+    row = frame.set_index("trajectory_id").loc[traj.id]
+    assert row["ctrf_passed"] == sum(c.status == "passed" for c in traj.ctrf)
+    stats = judge_stats(demo)
+    assert set(stats["judge"]) == {"probe"} and len(stats) == 36
+    real_items = [r for r in demo.judgments() if r["route"] != "endpoint"]
+    assert stats["n_items"].sum() == len(real_items)
+    assert (stats["n_yes"] + stats["n_no"] + stats["n_abstain"] == stats["n_items"]).all()
+    assert (stats["audited"] == 0).all() and (stats["judge_disagreements"] == 0).all()
+
+
+def test_judge_disagreement_needs_two_judges(demo: Store) -> None:
+    traj_id = first_fail(demo)
+    rows = demo.judgments(trajectory_id=traj_id, judge="probe")
+    flipped = {"Yes": "No", "No": "Yes", "Abstain": "Yes"}
+    second = [{**r, "judge": "gcpc", "verdict_raw": flipped[r["verdict_raw"]] if r["item_id"] == rows[0]["item_id"]
+               else r["verdict_raw"]} for r in rows if r["route"] != "endpoint"]
+    unit = {"trajectory_id": traj_id, "judge": "gcpc", "task": rows[0]["task"], "prompt_version": "t",
+            "created_at": "2026-01-01T00:00:00+00:00"}
+    demo.save_trajectory_judgment(unit, second, [])
+    stats = judge_stats(demo).set_index(["trajectory_id", "judge"])
+    assert stats.loc[(traj_id, "probe"), "judge_disagreements"] == 1
+    assert stats.loc[(traj_id, "gcpc"), "judge_disagreements"] == 1
+    listing = audit_list(trajectory_frame(demo), judge_stats(demo), "probe", AuditFilters(show="judges disagree"))
+    assert list(listing["trajectory_id"]) == [traj_id]
+    views = item_views(demo, traj_id, "probe")
+    assert views[0].judges_disagree and views[0].other_judges == {"gcpc": second[0]["verdict_raw"]}
+    assert [v.item_id for v in filter_items(views, [], "judges disagree")] == [rows[0]["item_id"]]
+
+
+def test_filters_narrow_the_list(demo: Store) -> None:
+    frame, stats = trajectory_frame(demo), judge_stats(demo)
+    everything = audit_list(frame, stats, "probe", AuditFilters())
+    fails = audit_list(frame, stats, "probe", AuditFilters(outcomes=("FAIL",)))
+    one_task = audit_list(frame, stats, "probe", AuditFilters(tasks=("sales-csv-summary",), conditions=("with-skills",)))
+    assert len(everything) == 36 and 0 < len(fails) < 36 and set(fails["outcome"]) == {"FAIL"}
+    assert 0 < len(one_task) < len(fails) + 1 and set(one_task["task"]) == {"sales-csv-summary"}
+    assert set(one_task["condition"]) == {"with-skills"}
+    assert len(audit_list(frame, stats, "probe", AuditFilters(show="not fully audited"))) == 36
+    assert audit_list(frame, stats, "probe", AuditFilters(show="auditors disagree")).empty
+    unjudged = audit_list(frame, stats, "holistic", AuditFilters())
+    assert len(unjudged) == 36 and (unjudged["n_items"] == 0).all()
+    assert audit_list(frame, stats, "holistic", AuditFilters(show="judged")).empty
+    with pytest.raises(ValueError, match="unknown filter"):
+        audit_list(frame, stats, "probe", AuditFilters(show="everything"))
+
+
+def test_item_views_of_a_failed_trajectory(demo: Store) -> None:
+    traj_id = first_fail(demo)
+    traj, views = demo.get_trajectory(traj_id), item_views(demo, traj_id, "probe")
+    task = demo.get_task(traj.task)
+    assert views[-1].item_id == "ENDPOINT" and not views[-1].auditable and views[-1].verdict == "No"
+    assert [v.item_id for v in views[:-1]] == [r["item_id"] for r in demo.judgments(trajectory_id=traj_id)
+                                              if r["route"] != "endpoint"]
+    for view in views[:-1]:
+        assert view.quote is not None and view.quote.span is not None
+        assert " ".join(task.instruction[view.quote.span.start:view.quote.span.end].split()) == \
+            " ".join(view.quote.quote.split())
+        for ref in view.refs:
+            assert ref.source is not None and ref.source.lstrip().startswith("def ")
+            assert ref.status in ("passed", "failed") and ref.results
+        for c in view.citations:
+            assert c.in_evidence and c.span is not None and c.excerpt is not None
+            assert " ".join(c.event.text[c.span.start:c.span.end].split()) == " ".join(c.quote.split())
+    assert any(ref.status == "failed" for v in views for ref in v.refs)  # a FAIL has a failed test somewhere
+    assert item_views(demo, traj_id, "gcpc") == []
+    with pytest.raises(KeyError):
+        item_views(demo, "no-such-trajectory", "probe")
+
+
+def test_abstain_reasons_are_explained(demo: Store) -> None:
+    abstains = [r for r in demo.judgments() if r["verdict_raw"] == "Abstain"]
+    assert abstains
+    for reason in {r["reason_raw"] for r in abstains}:
+        assert explain_reason(reason) != reason
+    assert explain_reason("official_pass").startswith("postprocessing")
+    assert explain_reason("something_new") == "something_new" and explain_reason(None) == ""
+
+
+def test_ref_status_rules() -> None:
+    ctrf = [CtrfTest(name="tests/test_outputs.py::T::t[a]", status="passed"),
+            CtrfTest(name="tests/test_outputs.py::T::t[b]", status="failed"),
+            CtrfTest(name="test_outputs.py::T::u", status="passed"),
+            CtrfTest(name="test_outputs.py::T::s", status="skipped")]
+    assert ref_status("test_outputs.py::T::t", ctrf)[0] == "failed"
+    status, hits = ref_status("test_outputs.py::T::t[a]", ctrf)
+    assert status == "passed" and len(hits) == 1
+    assert ref_status("test_outputs.py::T::u", ctrf)[0] == "passed"
+    assert ref_status("test_outputs.py::T::s", ctrf)[0] == "skipped"
+    assert ref_status("test_outputs.py::T::v", ctrf) == ("not in CTRF report", ())
+    assert ref_status("test_outputs.py::T::u", []) == ("no CTRF report", ())
+
+
+def test_record_audit_appends_and_keeps_history(demo: Store) -> None:
+    traj_id = first_fail(demo)
+    view = next(v for v in item_views(demo, traj_id, "probe") if v.verdict_raw in ("Yes", "No"))
+    other = {"Yes": "No", "No": "Yes"}[view.verdict_raw]
+    before = demo.counts()["annotations"]
+    row, written = record_audit(demo, view, trajectory_id=traj_id, judge="probe", reviewer="alice", agree=True,
+                                client_token="t1")
+    again, written_again = record_audit(demo, view, trajectory_id=traj_id, judge="probe", reviewer="alice",
+                                        agree=True, client_token="t1")
+    assert written and not written_again and again["id"] == row["id"]
+    assert demo.counts()["annotations"] == before + 1
+    record_audit(demo, view, trajectory_id=traj_id, judge="probe", reviewer="alice", agree=False,
+                 corrected_verdict=other, note="the file was overwritten later")
+    history = item_audit_history(demo, trajectory_id=traj_id, item_id=view.item_id, judge="probe")
+    lines = history_lines(history)
+    assert len(lines) == 2 and "alice: agree (superseded)" in lines[0]
+    assert f"alice: disagree → {other} — the file was overwritten later" in lines[1]
+    audits = item_audits(demo, trajectory_id=traj_id, judge="probe")
+    assert item_flags(view, audits)["auditors disagree"]
+    assert [v.item_id for v in filter_items(item_views(demo, traj_id, "probe"), audits, "auditors disagree")] == \
+        [view.item_id]
+    assert view.item_id not in [v.item_id for v in filter_items(item_views(demo, traj_id, "probe"), audits,
+                                                                "not audited")]
+    stats = judge_stats(demo).set_index(["trajectory_id", "judge"]).loc[(traj_id, "probe")]
+    assert stats["audited"] == 1 and stats["auditor_disagreements"] == 1
+
+
+def test_record_audit_refuses_what_makes_no_sense(demo: Store) -> None:
+    traj_id = first_fail(demo)
+    views = item_views(demo, traj_id, "probe")
+    view = views[0]
+    with pytest.raises(ValueError, match="reviewer"):
+        record_audit(demo, view, trajectory_id=traj_id, judge="probe", reviewer=" ", agree=True)
+    with pytest.raises(ValueError, match="endpoint"):
+        record_audit(demo, views[-1], trajectory_id=traj_id, judge="probe", reviewer="a", agree=True)
+    with pytest.raises(ValueError, match="other than"):
+        record_audit(demo, view, trajectory_id=traj_id, judge="probe", reviewer="a", agree=False,
+                     corrected_verdict=view.verdict_raw)
+    with pytest.raises(ValueError, match="corrected verdict"):
+        record_audit(demo, view, trajectory_id=traj_id, judge="probe", reviewer="a", agree=False)
+
+
+def test_item_filters_and_neighbours(demo: Store) -> None:
+    views = item_views(demo, first_fail(demo), "probe")
+    assert filter_items(views, [], "all") == views
+    assert all(v.verdict_raw == "Abstain" for v in filter_items(views, [], "Abstain"))
+    assert [v.item_id for v in filter_items(views, [], "not audited")] == [v.item_id for v in views if v.auditable]
+    for show in ITEM_SHOW:
+        filter_items(views, [], show)
+    with pytest.raises(ValueError):
+        filter_items(views, [], "nope")
+    ids = ["a", "b", "c"]
+    assert neighbour(ids, "b", 1) == "c" and neighbour(ids, "c", 1) == "c" and neighbour(ids, "a", -1) == "a"
+    assert neighbour(ids, "zzz", 1) == "a" and neighbour([], "a", 1) is None
+
+
+def test_postprocessing_overwrite_is_flagged(demo: Store) -> None:
+    from gcpc_core.judge import score_project
+
+    traj = next(t for t in demo.trajectories() if t.outcome == "PASS")
+    rows = [r for r in demo.judgments(trajectory_id=traj.id, judge="probe") if r["route"] != "endpoint"]
+    target = next(r for r in rows if r["route"] == "assertion")
+    rows = [{**r, "verdict_raw": "Abstain", "reason_raw": "judge_abstain"} if r is target else r for r in rows]
+    demo.save_trajectory_judgment(demo.judge_units("probe")[(traj.id, "probe")], rows, [])
+    score_project(demo, judge="probe")
+    view = next(v for v in item_views(demo, traj.id, "probe") if v.item_id == target["item_id"])
+    assert (view.verdict_raw, view.verdict, view.reason) == ("Abstain", "Yes", "official_pass")
+    assert view.overwritten and item_flags(view, [])["changed by postprocessing"]
+
+
+@pytest.mark.skillsbench
+def test_item_views_on_the_largest_real_trial(real_copy: Path) -> None:
+    store = Store(real_copy)
+    largest = max(store.trajectories(), key=lambda t: t.log_bytes)
+    views = item_views(store, largest.id, "probe")
+    assert views and all(v.quote is None or v.quote.span is not None for v in views)
+    cited = [c for v in views for c in v.citations]
+    assert all(c.span is not None for c in cited)
+    assert any(ref.status in ("passed", "failed") for v in views for ref in v.refs)
