@@ -1197,6 +1197,7 @@ class Store:
         "scores": "SELECT count(*), max(rowid), max(scored_at) FROM scores",
         "annotations": "SELECT count(*), max(id) FROM annotations",
         "runs": "SELECT count(*), max(started_at), max(finished_at), sum(status = 'running') FROM runs",
+        "perturbations": "SELECT count(*), max(rowid), max(created_at) FROM perturbations",
     }
     DATA_VERSION_TABLES: tuple[str, ...] = tuple(_VERSION_SQL)
 

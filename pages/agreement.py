@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from gcpc_core.analysis import FrameContractError
 from gcpc_core.review.agreement import SECTIONS, audit_agreement, table_bytes
+from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import cached_dashboard, cached_frames, require_store
 
 store = require_store()
@@ -24,8 +26,12 @@ frames = cached_frames(store, include_simulated=include_simulated)
 simulated = sum(int(frames[n]["simulated"].sum()) for n in ("ratings", "preferences"))
 if simulated:
     st.warning(f"{simulated} of the human answers below come from SIMULATED raters (the demo study), not people.")
-with st.spinner("Computing the analysis…"):
-    dash = cached_dashboard(store, n_boot, 0, include_simulated)
+try:
+    with st.spinner("Computing the analysis…"):
+        dash = cached_dashboard(store, n_boot, 0, include_simulated)
+except FrameContractError as exc:  # the project's data break a frame contract: say which, do not crash
+    st.error("The analysis cannot run on this project's data: " + md_escape(exc, limit=400))
+    st.stop()
 
 st.subheader("Inputs")
 st.dataframe(dash.tables["inputs"], hide_index=True, width="stretch")

@@ -23,9 +23,11 @@ from gcpc_core.review.audit import (
     explain_reason,
     filter_items,
     history_lines,
-    item_flags,
+    item_label,
     neighbour,
     record_audit,
+    trajectory_label,
+    trajectory_summary,
 )
 from gcpc_core.review.text import excerpt, line_range, md_escape
 from gcpc_core.review.ui import (
@@ -85,7 +87,6 @@ if listing.empty:
     st.info("No trajectory matches these filters.")
     st.stop()
 ids = list(listing["trajectory_id"])
-rows = listing.set_index("trajectory_id")
 if st.session_state.get("audit:trajectory") not in ids:
     st.session_state["audit:trajectory"] = ids[0]
 
@@ -95,32 +96,20 @@ def step_trajectory(step: int) -> None:
     st.session_state.pop("audit:item", None)
 
 
-def trajectory_label(tid: str) -> str:
-    r = rows.loc[tid]
-    flags = [f"{r['judge_disagreements']} judge disagreements"] if r["judge_disagreements"] else []
-    flags += [f"{r['auditor_disagreements']} auditor disagreements"] if r["auditor_disagreements"] else []
-    return " · ".join([tid, r["outcome"], r["condition"], f"audited {r['audited']}/{r['n_items']}", *flags])
-
 
 nav = st.columns([1, 6, 1])
 nav[0].button("Previous", key="audit:prev_traj", shortcut="p", on_click=step_trajectory, args=(-1,),
               help="Previous trajectory (P)", width="stretch")
-traj_id = nav[1].selectbox("Trajectory", ids, key="audit:trajectory", format_func=trajectory_label,
+labels = dict(zip(ids, (trajectory_label(r) for r in listing.to_dict("records"))))
+traj_id = nav[1].selectbox("Trajectory", ids, key="audit:trajectory", format_func=labels.get,
                            label_visibility="collapsed")
 nav[2].button("Next", key="audit:next_traj", shortcut="n", on_click=step_trajectory, args=(1,),
               help="Next trajectory (N)", width="stretch")
-st.query_params.update({"trajectory": traj_id, **({"judge": judge} if judge else {})})
-st.session_state["audit:applied"] = {k: st.query_params.get(k) for k in ("trajectory", "judge", "item")}
 
-row = rows.loc[traj_id]
+row = listing[listing["trajectory_id"] == traj_id].iloc[0]
 st.subheader(md_escape(traj_id))
-st.text(f"{row['task']} · {row['agent']} · {row['model']} · {row['condition']} · trial #{row['trial_index']} · "
-        f"official {row['outcome']} (reward {row['reward']}) · CTRF {row['ctrf_passed']} passed, "
-        f"{row['ctrf_failed']} failed · {row['n_events']} events")
-if judge and row["n_items"]:
-    pc = row["partial_credit"]
-    st.text(f"{judge}: {row['n_items']} items, {row['n_yes']} Yes / {row['n_no']} No / {row['n_abstain']} Abstain "
-            f"(raw) · partial credit {'n/a' if pc != pc else f'{pc:.3f}'}")
+for line in trajectory_summary(row, judge):
+    st.text(line)
 task = store.get_task(row["task"])
 
 
@@ -249,6 +238,7 @@ def item_panel(view: ItemView, focused: bool) -> None:
 
 # ---- tabs: items, the full log, the instruction -------------------------------------------------------
 items_tab, log_tab, instruction_tab = st.tabs(["Items", "Log", "Instruction"])
+current: str | None = None
 with items_tab:
     views = cached_item_views(store, traj_id, judge) if judge else []
     if not views:
@@ -267,15 +257,11 @@ with items_tab:
             def step_item(step: int) -> None:
                 st.session_state["audit:item"] = neighbour(item_ids, st.session_state.get("audit:item"), step)
 
-            def item_label(item_id: str) -> str:
-                view = next(v for v in shown if v.item_id == item_id)
-                flags = [name for name, on in item_flags(view, audits).items() if on]
-                return " · ".join([item_id, view.route, view.verdict_raw, *flags])
-
             inav = st.columns([1, 6, 1])
             inav[0].button("Previous item", key="audit:prev_item", shortcut="k", on_click=step_item, args=(-1,),
                            help="K", width="stretch")
-            current = inav[1].selectbox("Item", item_ids, key="audit:item", format_func=item_label,
+            item_labels = {v.item_id: item_label(v, audits) for v in shown}
+            current = inav[1].selectbox("Item", item_ids, key="audit:item", format_func=item_labels.get,
                                         label_visibility="collapsed")
             inav[2].button("Next item", key="audit:next_item", shortcut="j", on_click=step_item, args=(1,),
                            help="J", width="stretch")
@@ -288,3 +274,12 @@ with instruction_tab:
         st.text("(the task of this trajectory is not imported)")
     else:
         st.code(task.instruction, language="markdown", wrap_lines=True)
+
+# ---- the URL names what is shown, so it can be shared (and is not applied again as a link) -----------
+shown_query = {"trajectory": traj_id, "judge": judge, "item": current}
+for name, value in shown_query.items():
+    if value:
+        st.query_params[name] = value
+    else:
+        st.query_params.pop(name, None)
+st.session_state["audit:applied"] = shown_query

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from gcpc_core.analysis import TRANSITIONS, delta_histogram_figure, ordered_judges
+from gcpc_core.analysis import TRANSITIONS, FrameContractError, delta_histogram_figure, ordered_judges
 from gcpc_core.review.pairs import pair_label, pairs_table, transitions
+from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import cached_frames, cached_pair_items, highlight_rows, require_store
 
 store = require_store()
@@ -21,7 +22,11 @@ scores = cached_frames(store)["scores"]
 if scores.empty:
     st.info("No scores yet: judge and score the project first (Runs page), then pairs can be compared.")
     st.stop()
-everything = pairs_table(scores)
+try:
+    everything = pairs_table(scores)
+except FrameContractError as exc:  # e.g. two trials under one condition share a pair key
+    st.error("The scores cannot be paired: " + md_escape(exc, limit=400))
+    st.stop()
 if everything.empty:
     st.info("No matched pairs: every trajectory's condition is unknown, or none has a partner under the other "
             "condition with the same task, agent, model and trial index.")

@@ -23,6 +23,7 @@ from tqdm import tqdm
 from ..models import Condition, Event, Trajectory
 from ..store import Store
 from .confine import outside_links
+from .logs._io import lone_surrogate
 from .tasks import TaskError, find_task_dirs, load_task
 from .trials import (
     DEFAULT_MAX_LOG_BYTES,
@@ -199,6 +200,13 @@ def import_project(
             else:
                 report.trials_updated += 1
         _assign_trial_indexes(store)
+    # a folder name that is not UTF-8 reaches Python as lone surrogates: print and store it readably
+    report.skipped = [(_printable(p), _printable(r)) for p, r in report.skipped]
     if report.skipped:
         store.record_import_issues((p, "skipped", r) for p, r in report.skipped)
     return report
+
+
+def _printable(text: str) -> str:
+    """`text` with undecodable file-name bytes (surrogate escapes) shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if lone_surrogate(text) else text

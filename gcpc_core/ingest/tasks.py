@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..models import Task, VerifierTest
 from .confine import first_escape, refusal
+from .logs._io import lone_surrogate
 
 __all__ = ["TaskError", "find_task_dirs", "load_task", "parse_verifier_source"]
 
@@ -92,19 +93,27 @@ def _is_test_file(path: Path) -> bool:
     return path.name.startswith("test_") or path.name.endswith("_test.py")
 
 
+def _check_confined(task_dir: Path, root: Path) -> None:
+    """TaskError when the task folder, or a file import reads in it, leads outside `root` (resolved)."""
+    tests = task_dir / "tests"
+    paths = [task_dir, *(task_dir / n for n in ("instruction.md", "task.toml", "tests", "tests/test.sh"))]
+    escaped = first_escape(paths, root)
+    if escaped is None and tests.is_dir():
+        escaped = first_escape(tests.rglob("*.py"), root)
+    if escaped is not None:
+        raise TaskError(refusal(escaped, root))
+
+
 def load_task(task_dir: Path, *, root: Path | None = None) -> Task:
     """Read one Harbor task folder; raises TaskError naming the file at fault.
 
     With `root` (a resolved folder), nothing is read through a link leading outside it (see `confine`).
     """
     if root is not None:
-        tests = Path(task_dir) / "tests"
-        paths = [Path(task_dir), *(Path(task_dir) / n for n in ("instruction.md", "task.toml", "tests", "tests/test.sh"))]
-        escaped = first_escape(paths, root) or (
-            first_escape(tests.rglob("*.py"), root) if tests.is_dir() and first_escape([tests], root) is None else None)
-        if escaped is not None:
-            raise TaskError(refusal(escaped, root))
+        _check_confined(Path(task_dir), root)
     task_dir = Path(task_dir).resolve()
+    if lone_surrogate(str(task_dir)):  # a folder name that is not UTF-8: it would become the task id
+        raise TaskError(f"{str(task_dir)!r}: folder name is not valid UTF-8")
     instruction_path = task_dir / "instruction.md"
     if not instruction_path.is_file():
         raise TaskError(f"{task_dir}: no instruction.md")
@@ -123,6 +132,9 @@ def load_task(task_dir: Path, *, root: Path | None = None) -> Task:
     if tests_dir.is_dir():
         for path in sorted(tests_dir.rglob("*.py")):
             rel = path.relative_to(tests_dir).as_posix()
+            if lone_surrogate(rel):
+                parse_errors.append(f"{path!r}: file name is not valid UTF-8, skipped")
+                continue
             try:
                 source = _read_text(path)
             except TaskError as exc:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from pydantic import ValidationError
 from ..models import Condition, CtrfTest, Event, Trajectory
 from .confine import first_escape, refusal
 from .logs import LogError, ParsedLog, find_log, parse_log
+from .logs._io import has_surrogate_escape, lone_surrogate
 
 __all__ = [
     "DEFAULT_MAX_LOG_BYTES",
@@ -34,9 +34,6 @@ __all__ = [
 DEFAULT_PASS_THRESHOLD = 1.0
 DEFAULT_MAX_LOG_BYTES = 25 * 2**20
 _MAX_JSON_BYTES = 8 * 2**20
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-"""A UTF-16 surrogate left alone in a decoded string: JSON's `\\udc80` escapes allow it, UTF-8 (and so
-the DB) cannot hold it. Paired escapes decode to one character, so any surrogate left is lone."""
 INGEST_VERSION = "1"
 """Bumped when parsing changes, so a re-import refreshes every stored trial."""
 _NOSKILL_MARKERS = ("noskills", "no-skills", "no_skills", "without-skills", "without_skills", "noskill")
@@ -63,23 +60,18 @@ def _read_json(path: Path) -> Any:
         raise TrialError(f"{path}: {size / 2**20:.1f} MB is too large for a {path.name}")
     raw = path.read_bytes()
     try:
-        data = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        data = json.loads(text)
     except UnicodeDecodeError as exc:
         raise TrialError(f"{path}: not UTF-8 (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
         raise TrialError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
     except RecursionError:
         raise TrialError(f"{path}: JSON nested too deeply") from None
-    if b"\\u" in raw:  # only an escape can smuggle in a lone surrogate
-        _refuse_lone_surrogate(path, json.dumps(data, ensure_ascii=False))
+    bad = lone_surrogate(json.dumps(data, ensure_ascii=False)) if has_surrogate_escape(text) else None
+    if bad:  # valid JSON, but the DB cannot store it
+        raise TrialError(f"{path}: lone surrogate {bad} from a \\u escape: not valid Unicode text")
     return data
-
-
-def _refuse_lone_surrogate(where: object, text: str | None) -> None:
-    """TrialError when `text` holds a lone surrogate (see `_LONE_SURROGATE`); `where` names the place."""
-    found = _LONE_SURROGATE.search(text) if text else None
-    if found:
-        raise TrialError(f"{where}: lone surrogate U+{ord(found.group()):04X} from a \\u escape: not valid Unicode text")
 
 
 def _dict(value: Any) -> dict:
@@ -274,6 +266,8 @@ def load_trial(
     if root is not None:
         check_confined(trial_dir, root)
     trial_dir = Path(trial_dir).resolve()
+    if lone_surrogate(str(trial_dir)):  # a folder name that is not UTF-8: it would become the trial id
+        raise TrialError(f"{str(trial_dir)!r}: folder name is not valid UTF-8")
     result_path = trial_dir / "result.json"
     if not result_path.is_file():
         raise TrialError(f"{trial_dir}: no result.json (not a finished Harbor trial)")
@@ -330,8 +324,4 @@ def load_trial(
     except ValidationError as exc:  # a field of result.json / config.json of the wrong JSON type
         wrong = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
         raise TrialError(f"{result_path}: unexpected value ({wrong})") from None
-    for e in log.events:
-        for value in (e.text, e.tool_name, e.call_id, e.path, e.source):
-            _refuse_lone_surrogate(f"{log_path} ({e.source})", value)
-    _refuse_lone_surrogate(f"{trial_dir} (trial metadata)", json.dumps(traj.model_dump(mode="json"), ensure_ascii=False))
     return traj, log.events

@@ -18,7 +18,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..analysis import bootstrap_auc, build_report, is_available, ordered_judges, roc_data
-from ..analysis.figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure
+from ..analysis.figures import (
+    agreement_figure,
+    delta_histogram_figure,
+    item_change_heatmap,
+    roc_figure,
+    sensitivity_figure,
+)
 from ..store import Store
 
 __all__ = ["SECTIONS", "Dashboard", "audit_agreement", "auc_ci_figure", "dashboard", "table_bytes"]
@@ -28,6 +34,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
                                                      "discrimination_ctrf_reference"),
     "Agreement with human raters": ("agreement_pairwise", "agreement_spearman", "agreement_alpha"),
     "Skill effects on matched pairs": ("skills_transitions", "skills_item_changes"),
+    "Evidence sensitivity": ("sensitivity", "sensitivity_by_kind", "sensitivity_by_task"),
     "Ablations": ("ablation_checklist", "ablation_perfect", "ablation_variant_auc", "ablation_variant_delta"),
     "Item accuracy vs the verifier's CTRF results": ("item_accuracy", "item_confusion", "item_accuracy_by_task"),
 }
@@ -82,6 +89,9 @@ def dashboard(frames: Mapping[str, pd.DataFrame | None], *, n_boot: int = 1000, 
         for judge in ordered_judges(changes["judge"].unique()):  # type: ignore[index]
             figures["Skill effects on matched pairs"].append(
                 (f"Item changes ({judge})", item_change_heatmap(changes, judge)))  # type: ignore[arg-type]
+    sensitivity = tables.get("sensitivity")
+    if is_available(sensitivity) and sensitivity["n"].gt(0).any():  # type: ignore[index]
+        figures["Evidence sensitivity"].append(("Perturbed Yes items judged No", sensitivity_figure(sensitivity)))
     return Dashboard(tables=tables, missing=result.missing, figures=figures)
 
 

@@ -9,8 +9,9 @@ its event with the lines around it. Audits themselves go through `annotations.au
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -40,12 +41,15 @@ __all__ = [
     "filter_items",
     "history_lines",
     "item_flags",
+    "item_label",
     "item_views",
     "judge_stats",
     "neighbour",
     "record_audit",
     "ref_status",
     "trajectory_frame",
+    "trajectory_label",
+    "trajectory_summary",
 ]
 
 REASON_TEXT: dict[str, str] = {
@@ -154,6 +158,26 @@ def audit_list(trajectories: pd.DataFrame, stats: pd.DataFrame, judge: str | Non
     elif show != "all":
         raise ValueError(f"unknown filter {show!r}; one of {TRAJECTORY_SHOW}")
     return out[keep].reset_index(drop=True)
+
+
+def trajectory_label(row: Mapping[str, Any]) -> str:
+    """One line for the trajectory chooser: id, outcome, condition, audit progress, disagreements."""
+    flags = [f"{row['judge_disagreements']} judge disagreements"] if row["judge_disagreements"] else []
+    flags += [f"{row['auditor_disagreements']} auditor disagreements"] if row["auditor_disagreements"] else []
+    return " · ".join([row["trajectory_id"], row["outcome"], row["condition"],
+                       f"audited {row['audited']}/{row['n_items']}", *flags])
+
+
+def trajectory_summary(row: Mapping[str, Any], judge: str | None) -> list[str]:
+    """Plain lines about a trajectory: identity and official outcome, then the judge's counts and score."""
+    lines = [f"{row['task']} · {row['agent']} · {row['model']} · {row['condition']} · trial #{row['trial_index']} · "
+             f"official {row['outcome']} (reward {row['reward']}) · CTRF {row['ctrf_passed']} passed, "
+             f"{row['ctrf_failed']} failed · {row['n_events']} events"]
+    if judge and row["n_items"]:
+        pc = row["partial_credit"]
+        lines.append(f"{judge}: {row['n_items']} items, {row['n_yes']} Yes / {row['n_no']} No / {row['n_abstain']} "
+                     f"Abstain (raw) · partial credit {'n/a' if pd.isna(pc) else f'{pc:.3f}'}")
+    return lines
 
 
 def neighbour(ids: Sequence[str], current: str | None, step: int) -> str | None:
@@ -357,6 +381,12 @@ def item_flags(view: ItemView, audits: Sequence[dict]) -> dict[str, bool]:
         "Abstain": view.verdict_raw == "Abstain",
         "changed by postprocessing": view.overwritten,
     }
+
+
+def item_label(view: ItemView, audits: Sequence[dict]) -> str:
+    """One line for the item chooser: id, route, raw verdict and what is notable about it."""
+    flags = [name for name, on in item_flags(view, audits).items() if on]
+    return " · ".join([view.item_id, view.route, view.verdict_raw, *flags])
 
 
 def filter_items(views: Sequence[ItemView], audits: Sequence[dict], show: str) -> list[ItemView]:

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 
 from ..evidence import EVIDENCE_KINDS
 from ..models import EVENT_KINDS, Event
+from .text import Span
 
 __all__ = [
     "LogBlock",
     "LogQuery",
     "event_title",
+    "first_hit",
     "kind_counts",
     "log_blocks",
     "page_of",
@@ -50,6 +52,13 @@ def search_hits(event: Event, query: str) -> int:
     if not q:
         return 0
     return sum(s.lower().count(q) for s in (event.text, event.tool_name or "", event.path or ""))
+
+
+def first_hit(text: str, query: str) -> Span | None:
+    """Where `query` first occurs in `text`, case-insensitively (None: nowhere, or an empty query)."""
+    q = query.strip().lower()
+    at = text.lower().find(q) if q else -1
+    return Span(at, at + len(q)) if at >= 0 else None
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from ..checklist import Rules, load_rules
 from ..models import Event
 from ..store import Store
 from . import agreement, audit, checklists, pairs
-from .logview import LogQuery, event_title, kind_counts, log_blocks, page_of
-from .text import Excerpt, collapse, marked_excerpt, md_escape
+from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
+from .text import Excerpt, collapse, excerpt, line_range, marked_excerpt, md_escape
 
 __all__ = [
     "RESUME_PAGE_KEY",
@@ -38,9 +38,9 @@ __all__ = [
     "cached_events",
     "cached_frames",
     "cached_item_views",
+    "cached_judge_stats",
     "cached_pair_items",
     "cached_rules",
-    "cached_judge_stats",
     "cached_task_table",
     "cached_trajectory_frame",
     "highlight_rows",
@@ -130,10 +130,11 @@ cached_events = cached("trajectories")(_events)
 cached_trajectory_frame = cached("trajectories")(audit.trajectory_frame)
 cached_judge_stats = cached("judgments", "scores", "annotations")(audit.judge_stats)
 cached_item_views = cached("judgments", "checklists", "trajectories", "tasks")(audit.item_views)
-cached_frames = cached("judgments", "scores", "trajectories", "annotations", "checklists")(frames_from_store)
-cached_dashboard = cached("judgments", "scores", "trajectories", "annotations", "checklists")(_dashboard)
+_ANALYSIS_TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists", "perturbations")
+cached_frames = cached(*_ANALYSIS_TABLES)(frames_from_store)
+cached_dashboard = cached(*_ANALYSIS_TABLES)(_dashboard)
 cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
-cached_pair_items = cached("judgments")(pairs.pair_items)
+cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
 
 
 @st.cache_resource(show_spinner=False)
@@ -154,7 +155,6 @@ def badge(label: str, kind: str) -> None:
     st.badge(md_escape(label), color=_BADGE_COLORS.get(kind, "gray"))  # type: ignore[arg-type]
 
 
-
 def highlight_rows(frame: pd.DataFrame, column: str, color: str = "rgba(255, 196, 0, 0.25)") -> Styler:
     """`frame` styled for st.dataframe: rows where boolean `column` is true get a background colour
     (cells still show their values as plain text)."""
@@ -166,12 +166,17 @@ def render_excerpt(ex: Excerpt) -> None:
     st.code(marked_excerpt(ex), language="diff", wrap_lines=True)
 
 
-def render_event(event: Event, key: str, *, max_lines: int = 30) -> None:
+def render_event(event: Event, key: str, *, max_lines: int = 30, query: str = "") -> None:
     """One event: its title line, its text (long texts collapsed; the rest one toggle away, rendered
-    only when asked for)."""
+    only when asked for); with a search `query` whose first hit the collapsed head hides, that hit
+    in context too."""
     st.text(event_title(event))
     shown, hidden = collapse(event.text, max_lines=max_lines)
     st.code(shown or "(empty)", language=None, wrap_lines=True)
+    hit = first_hit(event.text, query) if hidden else None
+    if hit is not None and hit.end > len(shown):
+        st.text(f"First match of the search, line {line_range(event.text, hit)[0]:,}:")
+        render_excerpt(excerpt(event.text, hit, context=2))
     if hidden and st.toggle(f"Show all {len(event.text):,} characters ({hidden:,} more)", key=f"{key}:full"):
         st.code(event.text, language=None, wrap_lines=True)
 
@@ -191,7 +196,8 @@ def render_log(events: Sequence[Event], key: str, *, page_size: int = 25) -> Non
     page_key = f"{key}:page"
     shown, page, pages = page_of(blocks, int(st.session_state.get(page_key, 0)), page_size)
     st.session_state[page_key] = page
-    st.text(f"{len(blocks)} of {len(events)} events shown" + (f", {hits} search hits" if query.strip() else "")
+    n_shown = sum(1 + len(b.outputs) for b in blocks)
+    st.text(f"{n_shown} of {len(events)} events shown" + (f", {hits} search hits" if query.strip() else "")
             + f" · page {page + 1} of {pages}")
     nav = st.columns([1, 1, 6])
     nav[0].button("Earlier events", key=f"{key}:prev", disabled=page == 0,
@@ -200,7 +206,7 @@ def render_log(events: Sequence[Event], key: str, *, page_size: int = 25) -> Non
                   on_click=st.session_state.__setitem__, args=(page_key, page + 1))
     for block in shown:
         with st.container(border=True):
-            render_event(block.event, f"{key}:{block.event.id}")
+            render_event(block.event, f"{key}:{block.event.id}", query=query)
             for output in block.outputs:
-                render_event(output, f"{key}:{output.id}")
+                render_event(output, f"{key}:{output.id}", query=query)
 

@@ -66,6 +66,40 @@ def test_every_page_renders_on_the_demo_without_an_llm(demo_db: Path, page: str)
     assert any("LLM not configured" in t.value for t in at.sidebar.text)
 
 
+@pytest.fixture(scope="module")
+def imported_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo corpus imported, nothing else: no checklist, no judgment, no study."""
+    from gcpc_core.demo import write_demo_corpus
+    from gcpc_core.ingest import import_project
+
+    root = tmp_path_factory.mktemp("imported-only")
+    tasks, trials = write_demo_corpus(root / "corpus", seed=5)
+    import_project(Store(root / "p.db"), tasks_dir=tasks, trials_dir=trials, progress=False)
+    return root / "p.db"
+
+
+@pytest.mark.parametrize("project", ["empty", "imported only"])
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_renders_before_anything_was_done(imported_only: Path, tmp_path: Path, page: str, project: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    db = imported_only if project == "imported only" else tmp_path / "empty.db"
+    Store(db)
+    monkeypatch.setenv("GCPC_DB", str(db))
+    monkeypatch.delenv("GCPC_ADMIN_TOKEN", raising=False)
+    at = open_page(page)
+    assert not at.exception, at.exception
+    assert at.title[0].value == PAGES[page]
+
+
+def test_pages_say_what_is_missing_before_judging(imported_only: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GCPC_DB", str(imported_only))
+    monkeypatch.delenv("GCPC_ADMIN_TOKEN", raising=False)
+    assert any("No scores yet" in i.value for i in open_page("pairs").info)
+    assert any("no judge has run" in i.value for i in open_page("audit").info)
+    shown = " ".join(texts(open_page("agreement")))
+    assert "no judge scores yet" in shown and "no human study data yet" in shown
+
+
 @pytest.mark.skillsbench
 @pytest.mark.parametrize("page", list(PAGES))
 def test_every_page_renders_on_the_real_corpus(real_db: Path, page: str) -> None:
@@ -143,6 +177,7 @@ def test_keyboard_shortcuts_and_navigation(demo_db: Path) -> None:
     items = [o.split(" · ")[0] for o in at.selectbox(key="audit:item").options]
     at.button(key="audit:next_item").click().run()
     assert at.selectbox(key="audit:item").value == items[min(items.index(item) + 1, len(items) - 1)]
+    assert at.query_params["item"] == at.selectbox(key="audit:item").value  # a shareable link to this item
     at.button(key="audit:prev_item").click().run()
     assert at.selectbox(key="audit:item").value == item
     ids = [o.split(" · ")[0] for o in at.selectbox(key="audit:trajectory").options]
@@ -189,10 +224,30 @@ def test_the_log_viewer_searches_and_pages(demo_db: Path) -> None:
     traj = store.trajectories()[0]
     at = open_page("audit", trajectory=traj.id, judge="probe")
     status = next(t for t in texts(at) if "events shown" in t)
-    assert status.startswith(f"{len(store.events(traj.id)) - sum(e.call_id is not None for e in store.events(traj.id))}")
+    n = len(store.events(traj.id))
+    assert status.startswith(f"{n} of {n} events shown")
     at.text_input(key=f"audit:log:{traj.id}:search").input("app.ini").run()
     searched = next(t for t in texts(at) if "events shown" in t)
     assert "search hits" in searched and int(searched.split()[0]) < int(status.split()[0])
+
+
+def test_long_outputs_are_collapsed_and_search_shows_the_hidden_hit(demo_db: Path) -> None:
+    store = Store(demo_db)
+    traj = store.trajectories()[0]
+    events = store.events(traj.id)
+    target = next(e for e in events if e.kind == "tool_output")
+    long_text = "\n".join(f"row {i}" if i != 80 else "the NEEDLE is here" for i in range(1, 121))
+    store.replace_trajectory(traj, [e.model_copy(update={"text": long_text}) if e.id == target.id else e
+                                    for e in events])
+    at = open_page("audit", trajectory=traj.id, judge="probe")
+    toggle = at.toggle(key=f"audit:log:{traj.id}:{target.id}:full")
+    assert toggle.label.startswith(f"Show all {len(long_text):,} characters")
+    assert not any("the NEEDLE is here" in c.value for c in at.code)  # collapsed: the hit is not rendered yet
+    at.text_input(key=f"audit:log:{traj.id}:search").input("needle").run()
+    assert any("First match of the search, line 80" in t for t in texts(at))
+    assert any("+ 80 │ NEEDLE\n  80 │  is here" in c.value for c in at.code if c.language == "diff")
+    at.toggle(key=f"audit:log:{traj.id}:{target.id}:full").set_value(True).run()
+    assert any(c.value == long_text for c in at.code)
 
 
 # ---------------------------------------------------------------- untrusted text
@@ -286,6 +341,19 @@ def test_synthesis_is_disabled_with_the_reason_without_an_llm(demo_db: Path) -> 
     assert any("LLM not configured" in t for t in texts(at))
 
 
+def test_llm_actions_are_enabled_once_an_endpoint_is_configured(demo_db: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("GCPC_MODEL", "test-model")
+    at = open_page("checklists")
+    assert not at.button(key=f"checklists:synth:{at.selectbox(key='checklists:task').value}").disabled
+    assert any(t.value.startswith("ready: model test-model") for t in at.sidebar.text)
+    runs = open_page("runs")
+    runs.selectbox(key="runs:judge").set_value("gcpc").run()
+    assert not runs.button(key="runs:start_judge").disabled and not runs.button(key="runs:synthesize").disabled
+
+
 # ---------------------------------------------------------------- runs
 
 
@@ -302,6 +370,22 @@ def test_runs_page_starts_a_job_and_lists_runs(demo_db: Path) -> None:
     runs = at.dataframe[-1].value
     assert {"judge-probe", "score"} <= set(runs["kind"])
     assert any(t.startswith("score job") and "done" in t for t in texts(at))
+
+
+def test_runs_page_shows_a_run_started_elsewhere_live(demo_db: Path) -> None:
+    """A run in progress (e.g. `python -m gcpc_core judge` in a terminal): progress and cost from the DB."""
+    store = Store(demo_db)
+    run_id = store.start_run(kind="judge-gcpc", model="m", prompt_version="p", rules_version="r",
+                             params={"trajectories": 4})
+    store.record_llm_call({"run_id": run_id, "status": "ok", "cache_hit": 0, "prompt_tokens": 1000,
+                           "completion_tokens": 200, "cost_usd": 0.25})
+    traj = store.trajectories()[0]
+    store.save_trajectory_judgment({"trajectory_id": traj.id, "judge": "gcpc", "task": traj.task, "prompt_version": "p",
+                                    "created_at": "2026-01-01T00:00:00+00:00", "run_id": run_id}, [], [])
+    at = open_page("runs")
+    row = at.dataframe[-1].value.set_index("id").loc[run_id]
+    assert (row["status"], row["progress"], row["prompt_tokens"]) == ("running", "1/4", 1000)
+    assert row["cost_usd"] == pytest.approx(0.25)
 
 
 # ---------------------------------------------------------------- access

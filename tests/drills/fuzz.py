@@ -210,7 +210,8 @@ class FuzzFigures:
 
     def lines(self) -> list[str]:
         return [
-            f"importer fuzz drill: {self.cases} cases run ({', '.join(f'{k} {v}' for k, v in sorted(self.by_mutation.items()))})",
+            f"importer fuzz drill: {self.cases} cases run "
+            f"({', '.join(f'{k} {v}' for k, v in sorted(self.by_mutation.items()))})",
             f"  files mutated: {', '.join(f'{k} {v}' for k, v in sorted(self.by_file.items()))}",
             f"  imported {self.imported}, reported with path and reason {self.reported}, crashes {len(self.crashes)}, "
             f"violations {len(self.violations)}; wall {self.wall_s:.1f} s",
@@ -259,7 +260,7 @@ def _check_case(store: Store, report: Any, bad_dir: Path, good_id: str, good_eve
     counts = store.event_counts()
     if others:
         figures.violations.append(f"{label}: unexpected skips {others}")
-    if rows.get(str(next(iter(p for p in rows if p != bad), ""))) != good_id or counts.get(good_id) != good_events:
+    if [t for p, t in rows.items() if p != bad] != [good_id] or counts.get(good_id) != good_events:
         figures.violations.append(f"{label}: good trial {good_id} not imported whole "
                                   f"({counts.get(good_id)} events, want {good_events})")
     orphans = set(counts) - set(rows.values())

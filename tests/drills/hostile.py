@@ -164,7 +164,8 @@ HOSTILE_CHECKLIST = {
 }
 
 
-def add_hostile_project(store: Store, root: Path, *, huge_line_bytes: int = 2**20) -> tuple[HostileCorpus, ImportReport]:
+def add_hostile_project(store: Store, root: Path, *,
+                        huge_line_bytes: int = 2**20) -> tuple[HostileCorpus, ImportReport]:
     """Write the corpus under `root`, import it, freeze `HOSTILE_CHECKLIST`, probe-judge and score."""
     corpus = write_hostile_corpus(root, huge_line_bytes=huge_line_bytes)
     report = import_project(store, tasks_dir=corpus.tasks_dir, trials_dir=corpus.trials_dir, progress=False)

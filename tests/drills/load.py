@@ -5,11 +5,12 @@ and several threads per process (Streamlit serves sessions from threads sharing 
 `Store`). Every annotator writes item audits (`annotations.record_item_audit`, what the audit page
 calls) and study answers through its own token-scoped `RaterSession` (`open_rater_session`, what
 the rate page calls). Each write carries a unique client token and a unique note, so each must
-store exactly one new row; every auditor identity is used by two annotators in different processes
-at once (one person, two app servers); some writes are re-sent with the same token (a double submit) and must
-store nothing. Afterwards the DB is checked: every token exactly once, each (target, rater) history
-one unbroken chain, and each current answer the annotator's last write — so nothing was lost,
-duplicated or overwritten, and no "database is locked" reached a caller.
+store exactly one new row; some writes are re-sent with the same token (a double submit) and must
+store nothing. Each auditor name is used by two annotators in different processes auditing the same
+items at the same moments (one person, two app servers). Afterwards the DB is checked: every token
+exactly once, each (target, rater) history one unbroken chain, each current rating or preference the
+annotator's last write — so nothing was lost, duplicated or overwritten — and no "database is
+locked" reached a caller.
 """
 
 from __future__ import annotations

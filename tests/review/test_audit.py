@@ -210,3 +210,22 @@ def test_item_views_on_the_largest_real_trial(real_copy: Path) -> None:
     cited = [c for v in views for c in v.citations]
     assert all(c.span is not None for c in cited)
     assert any(ref.status in ("passed", "failed") for v in views for ref in v.refs)
+
+
+def test_labels_and_summaries(demo: Store) -> None:
+    from gcpc_core.review.audit import item_label, trajectory_label, trajectory_summary
+
+    listing = audit_list(trajectory_frame(demo), judge_stats(demo), "probe", AuditFilters(outcomes=("FAIL",)))
+    row = listing.iloc[0].to_dict()
+    assert trajectory_label(row) == f"{row['trajectory_id']} · FAIL · {row['condition']} · audited 0/{row['n_items']}"
+    assert trajectory_label({**row, "judge_disagreements": 2, "auditor_disagreements": 1}).endswith(
+        "· 2 judge disagreements · 1 auditor disagreements")
+    lines = trajectory_summary(row, "probe")
+    assert len(lines) == 2 and "official FAIL" in lines[0] and lines[1].startswith(f"probe: {row['n_items']} items")
+    assert "partial credit n/a" in trajectory_summary({**row, "partial_credit": float("nan")}, "probe")[1]
+    assert len(trajectory_summary(row, None)) == 1
+    views = item_views(demo, row["trajectory_id"], "probe")
+    abstain = next((v for v in views if v.verdict_raw == "Abstain"), None)
+    if abstain is not None:
+        assert item_label(abstain, []) == f"{abstain.item_id} · {abstain.route} · Abstain · Abstain"
+    assert item_label(views[0], []).startswith(f"{views[0].item_id} · {views[0].route} · {views[0].verdict_raw}")

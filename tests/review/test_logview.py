@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gcpc_core.models import Event
-from gcpc_core.review.logview import LogQuery, event_title, kind_counts, log_blocks, page_of, search_hits
+from gcpc_core.review.logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of, search_hits
+from gcpc_core.review.text import Span
 
 
 def ev(seq: int, kind: str, text: str, **kw: object) -> Event:
@@ -62,3 +63,8 @@ def test_paging_clamps() -> None:
     assert page_of(items, 0, 25) == (items[:25], 0, 3)
     assert page_of(items, 7, 25) == (items[50:], 2, 3)
     assert page_of([], 3, 25) == ([], 0, 1)
+
+
+def test_first_hit_is_case_insensitive() -> None:
+    assert first_hit("Port = 80\nPORT = 8080", "port = 8") == Span(0, 8)
+    assert first_hit("abc", "  ") is None and first_hit("abc", "x") is None

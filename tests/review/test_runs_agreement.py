@@ -145,6 +145,18 @@ def test_dashboard_on_the_demo(demo: Store) -> None:
             assert name in SECTIONS[section] and isinstance(table, pd.DataFrame)
 
 
+def test_dashboard_shows_evidence_sensitivity_once_perturbed(demo: Store) -> None:
+    from gcpc_core.cli import main
+
+    assert any("evidence-perturbation" in m for m in dashboard(frames_from_store(demo), n_boot=50).missing)
+    version = demo.data_version("perturbations")
+    assert main(["perturb", "--db", str(demo.path), "--judge", "probe", "--quiet"]) == 0
+    assert demo.data_version("perturbations") != version  # the app's caches see the new results
+    dash = dashboard(frames_from_store(demo), n_boot=50)
+    assert [name for name, _ in dash.section_tables("Evidence sensitivity")][:1] == ["sensitivity"]
+    assert [t for t, _ in dash.figures["Evidence sensitivity"]] == ["Perturbed Yes items judged No"]
+
+
 def test_dashboard_without_human_data_says_so(demo: Store) -> None:
     dash = dashboard(frames_from_store(demo, include_simulated=False), n_boot=200)
     assert any("no human study data" in m for m in dash.missing)

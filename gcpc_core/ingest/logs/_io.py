@@ -7,15 +7,34 @@ because importers report these messages to users verbatim.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .base import LogError
 
-__all__ = ["iter_json_lines", "load_json_doc", "read_head", "read_text", "type_name"]
+__all__ = ["has_surrogate_escape", "iter_json_lines", "load_json_doc", "lone_surrogate", "read_head", "read_text",
+           "type_name"]
 
 _MB = 2**20
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate_escape(text: str) -> bool:
+    """Whether JSON text holds a `\\ud800`-style escape: only then can a decoded string hold a lone surrogate."""
+    return _SURROGATE_ESCAPE.search(text) is not None
+
+
+def lone_surrogate(text: str | None) -> str | None:
+    """`U+DC80`-style name of the first lone UTF-16 surrogate in a decoded string, or None.
+
+    JSON's `\\udc80` escapes allow one; UTF-8, and so the project DB, cannot hold it (the write would
+    fail). Paired escapes decode to one character, so any surrogate left in a string is lone.
+    """
+    found = _LONE_SURROGATE.search(text) if text else None
+    return f"U+{ord(found.group()):04X}" if found else None
 
 
 def _size(n: int) -> str:

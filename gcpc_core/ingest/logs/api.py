@@ -14,7 +14,7 @@ from typing import Any
 
 from ...models import LogFormat
 from . import atif, claude_code, gcpc_jsonl, terminus2
-from ._io import load_json_doc, read_head, read_text, type_name
+from ._io import has_surrogate_escape, load_json_doc, lone_surrogate, read_head, read_text, type_name
 from .base import LogError, ParsedLog
 
 __all__ = ["DEFAULT_MAX_BYTES", "PARSERS", "classify", "find_log", "parse_log", "sniff_format"]
@@ -155,8 +155,24 @@ def parse_log(path: Path, fmt: LogFormat | None = None, *, max_bytes: int = DEFA
     if fmt is None:
         fmt, doc = classify(path, text)
     try:
-        return PARSERS[fmt](path, text, doc)
+        log = PARSERS[fmt](path, text, doc)
     except LogError:
         raise
     except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
         raise LogError(f"{path}: malformed {fmt} log ({type(exc).__name__}: {exc})") from exc
+    if has_surrogate_escape(text):  # rare: only such an escape can leave a lone surrogate in the events
+        _refuse_lone_surrogates(path, log)
+    return log
+
+
+def _refuse_lone_surrogates(path: Path, log: ParsedLog) -> None:
+    """LogError, naming the place, when parsed text holds a lone surrogate (see `_io.lone_surrogate`)."""
+    for e in log.events:
+        for value in (e.text, e.tool_name, e.call_id, e.path):
+            bad = lone_surrogate(value)
+            if bad:
+                raise LogError(f"{path} ({e.source}): lone surrogate {bad} from a \\u escape: not valid Unicode text")
+    meta = [log.metadata, log.skills_offered, log.skills_used]
+    bad = lone_surrogate(json.dumps(meta, ensure_ascii=False, default=str))
+    if bad:
+        raise LogError(f"{path}: lone surrogate {bad} from a \\u escape in the log's metadata: not valid Unicode text")
