@@ -74,6 +74,7 @@ __all__ = [
     "llm_status",
     "load_prices",
     "price_for",
+    "recorded_run",
     "request_key",
 ]
 
@@ -299,6 +300,15 @@ class RunTotals:
         """The run's cost, or None when no call could be priced."""
         return None if self.unpriced_calls and not self.cost_usd else self.cost_usd
 
+    def summary(self, *, http: bool = True) -> str:
+        """Calls, tokens and cost, worded alike in every run report."""
+        cost = "unknown" if self.cost_or_none is None else f"${self.cost_or_none:.4f}"
+        calls = f"{self.http_calls} HTTP, {self.cache_hits} cached" if http else f"{self.cache_hits} cached"
+        return (
+            f"{self.calls} calls ({calls}), tokens {self.usage.prompt_tokens} prompt ({self.usage.cached_tokens} "
+            f"cached) + {self.usage.completion_tokens} completion, cost {cost}"
+        )
+
     def as_row(self) -> dict[str, Any]:
         return {
             "calls": self.calls,
@@ -311,6 +321,36 @@ class RunTotals:
             "cost_usd": self.cost_or_none,
             "unpriced_calls": self.unpriced_calls,
         }
+
+
+@contextmanager
+def recorded_run(
+    store: Store,
+    totals: RunTotals,
+    kind: str,
+    *,
+    model: str | None,
+    prompt_version: str,
+    rules_version: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> Iterator[RunTotals]:
+    """One `runs` row around some work, with or without an LLM, so every run is audited alike.
+
+    `totals` gets the row's id; the row ends `done`, `interrupted` (Ctrl-C, cancellation) or
+    `failed` (any other error), with the totals and the wall time.
+    """
+    run_id = totals.run_id = store.start_run(
+        kind=kind, model=model, prompt_version=prompt_version, rules_version=rules_version, params=dict(params or {})
+    )
+    started, status = time.monotonic(), "failed"
+    try:
+        yield totals
+        status = "done"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        status = "interrupted"
+        raise
+    finally:
+        store.finish_run(run_id, status=status, wall_s=round(time.monotonic() - started, 3), totals=totals.as_row())
 
 
 # ---- errors -----------------------------------------------------------------------
@@ -586,35 +626,17 @@ class LLM:
         rules_version: str | None = None,
         params: Mapping[str, Any] | None = None,
     ) -> Iterator[RunTotals]:
-        """Record one run (a `runs` row): its calls are tagged with its id and summed into it.
-
-        The row ends `done`, `interrupted` (Ctrl-C, cancellation) or `failed` (any other error).
-        """
+        """Record one run (a `runs` row, see `recorded_run`): its calls are tagged with its id and
+        summed into it. Without a store the totals are kept in memory only."""
         self.totals = RunTotals()
-        started = time.monotonic()
-        if self.store is not None:
-            self.totals.run_id = self.store.start_run(
-                kind=kind,
-                model=self.model,
-                prompt_version=prompt_version,
-                rules_version=rules_version,
-                params=dict(params or {}),
-            )
-        status = "failed"
-        try:
+        if self.store is None:
             yield self.totals
-            status = "done"
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            status = "interrupted"
-            raise
-        finally:
-            if self.store is not None and self.totals.run_id is not None:
-                self.store.finish_run(
-                    self.totals.run_id,
-                    status=status,
-                    wall_s=round(time.monotonic() - started, 3),
-                    totals=self.totals.as_row(),
-                )
+            return
+        with recorded_run(
+            self.store, self.totals, kind, model=self.model, prompt_version=prompt_version,
+            rules_version=rules_version, params=params,
+        ) as totals:
+            yield totals
 
     # -- calls --
 
@@ -637,6 +659,34 @@ class LLM:
             state, self._state = self._state, None
             await state.client.close()
 
+    def _key(
+        self,
+        messages: Sequence[Message],
+        response_model: type[BaseModel],
+        temperature: float | None,
+        prompt_version: str,
+    ) -> str:
+        return request_key(
+            model=self.model,
+            messages=messages,
+            response_model=response_model,
+            temperature=temperature,
+            prompt_version=prompt_version,
+        )
+
+    def _body(
+        self, messages: Sequence[Message], response_model: type[BaseModel], temperature: float | None
+    ) -> dict[str, Any]:
+        """The request exactly as sent, so a Batch-API line is the body a live call would send."""
+        return chat_request_body(
+            model=self.model,
+            messages=messages,
+            response_model=response_model,
+            mode=self.config.structured_mode,
+            temperature=temperature,
+            max_completion_tokens=self.config.max_completion_tokens,
+        )
+
     async def complete(
         self,
         messages: Sequence[Message],
@@ -652,13 +702,7 @@ class LLM:
         both are recorded before they are raised.
         """
         temp = self.config.temperature if temperature is None else temperature
-        key = request_key(
-            model=self.model,
-            messages=messages,
-            response_model=response_model,
-            temperature=temp,
-            prompt_version=prompt_version,
-        )
+        key = self._key(messages, response_model, temp, prompt_version)
         state = self._loop_state()
         body = self.store.llm_cache_get(key) if self.store is not None else None
         while body is None and key in state.inflight:
@@ -708,21 +752,41 @@ class LLM:
             finally:
                 state.in_flight_now -= 1
             latency = time.monotonic() - started
+        result = self._accept(
+            body, response_model, key=key, prompt_version=prompt_version, tag=tag, latency=latency, retries=retries
+        )
+        return result, body
+
+    def _accept(
+        self,
+        body: Mapping[str, Any],
+        response_model: type[T],
+        *,
+        key: str,
+        prompt_version: str,
+        tag: str,
+        latency: float = 0.0,
+        retries: int = 0,
+        cost_factor: float = 1.0,
+    ) -> LLMResult[T]:
+        """Validate a reply body, record it and cache it when valid; live and batch replies alike,
+        so a batched request is held to exactly the rules of a live one. Raises LLMReplyError."""
         usage = Usage.from_body(body)
         cost = estimate_cost(usage, self.price)
+        cost = None if cost is None else cost * cost_factor
         try:
             parsed, text = interpret_reply(body, response_model)
         except LLMReplyError as error:
+            record = {"prompt_version": prompt_version, "tag": tag, "key": key}
             self._record_failure(error, usage, latency, record, raw=error.raw, cost=cost, retries=retries)
             raise
         if self.store is not None:
-            self.store.llm_cache_put(key, model=self.model, response=body)
-        result = self._finish(
+            self.store.llm_cache_put(key, model=self.model, response=dict(body))
+        return self._finish(
             LLMResult(parsed, text, self.model, key, usage, cost, False, latency, retries),
             prompt_version=prompt_version,
             tag=tag,
         )
-        return result, body
 
     async def _send(
         self,
@@ -736,14 +800,7 @@ class LLM:
         The raw body rather than the SDK's parsed object: it is what the cache stores and what
         a bad reply is reported with.
         """
-        body = chat_request_body(
-            model=self.model,
-            messages=messages,
-            response_model=response_model,
-            mode=self.config.structured_mode,
-            temperature=temperature,
-            max_completion_tokens=self.config.max_completion_tokens,
-        )
+        body = self._body(messages, response_model, temperature)
         # `post` (the SDK's documented route for raw requests) rather than `chat.completions.create`:
         # the body is already complete and validated, and create's recursive param transform cost
         # ~1.5 ms of CPU per call (bench/judge_bench.py); retries, timeouts and errors are the same.
@@ -864,22 +921,9 @@ class LLM:
     ) -> tuple[dict[str, Any], str]:
         """One Batch-API JSONL line — exactly the body a live call would send — and its cache key."""
         temp = self.config.temperature if temperature is None else temperature
-        key = request_key(
-            model=self.model,
-            messages=messages,
-            response_model=response_model,
-            temperature=temp,
-            prompt_version=prompt_version,
-        )
-        body = chat_request_body(
-            model=self.model,
-            messages=messages,
-            response_model=response_model,
-            mode=self.config.structured_mode,
-            temperature=temp,
-            max_completion_tokens=self.config.max_completion_tokens,
-        )
-        return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}, key
+        line = {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT,
+                "body": self._body(messages, response_model, temp)}
+        return line, self._key(messages, response_model, temp, prompt_version)
 
     async def submit_batch(
         self, lines: Sequence[Mapping[str, Any]], *, path: Path, metadata: Mapping[str, str] | None = None
@@ -939,19 +983,8 @@ class LLM:
     ) -> LLMResult[T]:
         """Validate one batch reply exactly like a live one, record it in the run, and cache it when
         valid (so a later live run of the same request makes no call). Raises LLMReplyError."""
-        usage = Usage.from_body(body)
-        cost = estimate_cost(usage, self.price)
-        cost = None if cost is None else cost * BATCH_PRICE_FACTOR
-        record = {"prompt_version": prompt_version, "tag": tag, "key": key}
-        try:
-            parsed, text = interpret_reply(body, response_model)
-        except LLMReplyError as error:
-            self._record_failure(error, usage, 0.0, record, raw=error.raw, cost=cost)
-            raise
-        if self.store is not None:
-            self.store.llm_cache_put(key, model=self.model, response=dict(body))
-        return self._finish(
-            LLMResult(parsed, text, self.model, key, usage, cost, False, 0.0), prompt_version=prompt_version, tag=tag
+        return self._accept(
+            body, response_model, key=key, prompt_version=prompt_version, tag=tag, cost_factor=BATCH_PRICE_FACTOR
         )
 
     def with_config(self, **changes: Any) -> LLM:

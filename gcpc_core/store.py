@@ -10,6 +10,8 @@ The schema is versioned with sqlite-utils migrations.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
@@ -467,11 +469,36 @@ def m501_evidence_sensitivity(db: Database) -> None:
     db["perturbations"].create_index(["judge", "task"])
 
 
+@MIGRATIONS()
+def m601_run_owner(db: Database) -> None:
+    """Which process runs a `running` row, so a run killed with SIGKILL can be told from a live one."""
+    db["runs"].add_column("pid", int)
+    db["runs"].add_column("host", str)
+
+
 _EVENT_COLUMNS = ("trajectory_id", "seq", "id", "kind", "tool_name", "call_id", "path", "is_error", "source", "text")
 _INSERT_EVENT = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(_EVENT_COLUMNS))})"
 
+_LLM_CALL_COLUMNS = (
+    "run_id", "created_at", "key", "model", "prompt_version", "tag", "cache_hit", "status", "prompt_tokens",
+    "cached_tokens", "completion_tokens", "cost_usd", "latency_s", "retries", "error", "raw_reply",
+)
+_INSERT_LLM_CALL = (
+    f"INSERT INTO llm_calls ({', '.join(_LLM_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_LLM_CALL_COLUMNS))})"
+)
+
 _JSON_TASK = ("verifier_files", "tests", "parse_errors", "metadata")
 _JSON_TRAJ = ("ctrf", "timings", "exception", "tokens")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
 
 
 def _dumps(value: Any) -> str:
@@ -696,6 +723,7 @@ class Store:
         """Open a `runs` row (status `running`) and return its id."""
         import uuid
 
+        self.reap_dead_runs()
         started = utcnow()
         run_id = f"{kind}-{started.replace(':', '').replace('-', '')[:15]}-{uuid.uuid4().hex[:8]}"
         with self.atomic() as db:
@@ -709,10 +737,29 @@ class Store:
                     "params": _dumps(params or {}),
                     "status": "running",
                     "started_at": started,
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
                 },
                 pk="id",
             )
         return run_id
+
+    def reap_dead_runs(self) -> int:
+        """Mark `running` rows whose process on this host is gone (SIGKILL, crash) as `interrupted`.
+
+        Returns how many were marked. Rows of other hosts are left alone: their liveness is unknown here.
+        """
+        host = socket.gethostname()
+        dead = [
+            r["id"]
+            for r in self.db["runs"].rows_where("status = 'running' AND host = ?", [host], select="id, pid")
+            if r["pid"] is not None and not _pid_alive(r["pid"])
+        ]
+        if dead:
+            with self.atomic() as db:
+                for run_id in dead:
+                    db["runs"].update(run_id, {"status": "interrupted", "finished_at": utcnow()})
+        return len(dead)
 
     def finish_run(self, run_id: str, *, status: str, wall_s: float, totals: dict) -> None:
         """Close a run with its status, wall time and totals (calls, tokens, cost)."""
@@ -729,10 +776,12 @@ class Store:
 
     def record_llm_call(self, row: dict) -> None:
         """One LLM call: run id, cache hit, tokens, cost, latency, status and error (raw reply on errors)."""
-        row = {"created_at": utcnow(), **row}
-        sql = f"INSERT INTO llm_calls ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
-        with self.atomic() as db:  # plain SQL: one row per LLM call is on the judging hot path
-            db.conn.execute(sql, tuple(row.values()))
+        unknown = set(row) - set(_LLM_CALL_COLUMNS)
+        if unknown:
+            raise ValueError(f"llm_calls has no column(s) {sorted(unknown)}")
+        row = {**row, "created_at": row.get("created_at") or utcnow()}
+        with self.atomic() as db:  # one fixed prepared statement: one row per LLM call is on the judging hot path
+            db.conn.execute(_INSERT_LLM_CALL, tuple(row.get(c) for c in _LLM_CALL_COLUMNS))
 
     def llm_calls(self, *, run_id: str | None = None) -> list[dict]:
         where, args = ("run_id = ?", [run_id]) if run_id else (None, [])

@@ -396,13 +396,10 @@ class ProjectSynthesis:
             for r in self.results
         ]
         out += [f"{task} skipped - {why}" for task, why in sorted(self.skipped.items())]
-        t = self.totals
-        cost = "unknown" if t.cost_or_none is None else f"${t.cost_or_none:.4f}"
         out.append(
             f"frozen {self.count('frozen')}, failed {self.count('failed')}, error {self.count('error')}, "
-            f"skipped {len(self.skipped)}; {t.calls} calls ({t.cache_hits} cached), tokens "
-            f"{t.usage.prompt_tokens} prompt ({t.usage.cached_tokens} cached) + {t.usage.completion_tokens} "
-            f"completion, cost {cost}" + (f", run {self.run_id}" if self.run_id else "")
+            f"skipped {len(self.skipped)}; {self.totals.summary(http=False)}"
+            + (f", run {self.run_id}" if self.run_id else "")
         )
         return out
 

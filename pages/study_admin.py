@@ -161,10 +161,12 @@ with data_tab:
     st.caption("Every version of every answer, with the design (task, trajectories, strata, sides); "
                "`is_current` marks live answers.")
     c = st.columns(2)
+    # on_click="ignore": a download must not rerun the page. A rerun re-registers these deferred exports
+    # under new ids, and a second click landing before the browser has them fails ("file not found").
     c[0].download_button("Download CSV", data=lambda: export_csv(store, study_id),
-                         file_name=f"{study_id}-responses.csv", mime="text/csv")
+                         file_name=f"{study_id}-responses.csv", mime="text/csv", on_click="ignore")
     c[1].download_button("Download JSONL (design + responses)", data=lambda: export_jsonl(store, study_id),
-                         file_name=f"{study_id}.jsonl", mime="application/jsonl")
+                         file_name=f"{study_id}.jsonl", mime="application/jsonl", on_click="ignore")
     upload = st.file_uploader("Import responses collected elsewhere (CSV or JSONL, the export's shape)",
                               type=["csv", "jsonl", "json"], key="study_admin_upload")
     allow = st.checkbox("Accept answers on items never assigned to that rater", key="study_admin_unassigned")

@@ -1,14 +1,21 @@
-"""Shared fixtures: the real SkillsBench sample (read in place), a fresh project DB, and ready-made demo and
-real-corpus projects (built once per session; tests write to private copies)."""
+"""Shared fixtures: the real SkillsBench sample (read in place), a fresh project DB, ready-made demo and
+real-corpus projects (built once per session; tests write to private copies), and the fake OpenAI server
+with LLM layers pointed at it."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from fake_openai import FAKE_MODEL, FakeOpenAI
 
 from gcpc_core.store import Store
+
+if TYPE_CHECKING:
+    from gcpc_core.llm import LLM
 
 SKILLSBENCH = Path(__file__).resolve().parents[1].parent / "shared" / "skillsbench"
 
@@ -22,9 +29,11 @@ def skillsbench() -> Path:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    """An empty project DB in a temporary folder."""
-    return Store(tmp_path / "project.db")
+def store(tmp_path: Path) -> Iterator[Store]:
+    """An empty project DB in a temporary folder (closed at teardown)."""
+    db = Store(tmp_path / "project.db")
+    yield db
+    db.close()
 
 
 def copy_db(source: Path, target: Path) -> Path:
@@ -79,3 +88,42 @@ def real_master(skillsbench: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 def real_copy(real_master: Path, tmp_path: Path) -> Path:
     """A private, writable copy of the real-corpus project."""
     return copy_db(real_master, tmp_path / "real.db")
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A running fake OpenAI server (tests/fake_openai.py); stopped at teardown."""
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def llm_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
+    """Environment variables pointing the LLM layer (and so the CLI) at the fake server."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("GCPC_MODEL", FAKE_MODEL)
+    return fake_openai
+
+
+@pytest.fixture
+def llm_store(store: Store) -> Store:
+    """The project DB `make_llm` layers cache and record into (judging tests override it)."""
+    return store
+
+
+@pytest.fixture
+def make_llm(fake_openai: FakeOpenAI, llm_store: Store) -> Callable[..., LLM]:
+    """Factory for an LLM layer against the fake server, storing into `llm_store` (none with
+    `use_store=False`); keywords override the config. Short client timeouts, and the server's
+    short Retry-After headers, keep every fault test well under a second."""
+    from gcpc_core.llm import LLM, LLMConfig, Price
+
+    prices = {FAKE_MODEL: Price(input=1.0, cached_input=0.5, output=2.0)}  # round numbers: exact cost assertions
+
+    def make(*, use_store: bool = True, **overrides: Any) -> LLM:
+        settings = {"model": FAKE_MODEL, "base_url": fake_openai.url, "api_key": "sk-test", "timeout": 2.0,
+                    "max_retries": 2, **overrides}
+        return LLM(LLMConfig(**settings), store=llm_store if use_store else None, prices=prices)
+
+    return make

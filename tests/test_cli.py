@@ -99,3 +99,19 @@ def test_checklist_add_freezes_once_and_refuses_gate_failures(
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert len(rows) == 1 and rows[0]["task"] == "citation-check" and rows[0]["version"] == 1
     assert {"items", "waivers", "source", "sha"} <= set(rows[0])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["export", "--what", "trials"],
+        ["checklist", "add", str(FIXTURES / "citation-check.yaml")],
+    ],
+)
+def test_mistyped_db_is_refused_not_created(argv: list[str], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "typo.db"
+    full = argv[:2] + ["--db", str(db)] + argv[2:] if argv[0] == "checklist" else argv + ["--db", str(db)]
+    assert main(full) == 2
+    assert "no such project DB" in capsys.readouterr().err
+    assert not db.exists()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..models import Task, VerifierTest
 from .confine import first_escape, refusal
+from .files import read_utf8, resolved_folder
 from .logs._io import lone_surrogate
 
 __all__ = ["TaskError", "find_task_dirs", "load_task", "parse_verifier_source"]
@@ -80,13 +81,7 @@ def parse_verifier_source(file: str, source: str) -> list[VerifierTest]:
 
 
 def _read_text(path: Path) -> str:
-    size = path.stat().st_size
-    if size > MAX_TASK_FILE_BYTES:
-        raise TaskError(f"{path}: {size / 2**20:.1f} MB is too large for a task file")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise TaskError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    return read_utf8(path, max_bytes=MAX_TASK_FILE_BYTES, error=TaskError, what="a task file")
 
 
 def _is_test_file(path: Path) -> bool:
@@ -111,9 +106,7 @@ def load_task(task_dir: Path, *, root: Path | None = None) -> Task:
     """
     if root is not None:
         _check_confined(Path(task_dir), root)
-    task_dir = Path(task_dir).resolve()
-    if lone_surrogate(str(task_dir)):  # a folder name that is not UTF-8: it would become the task id
-        raise TaskError(f"{str(task_dir)!r}: folder name is not valid UTF-8")
+    task_dir = resolved_folder(task_dir, TaskError)
     instruction_path = task_dir / "instruction.md"
     if not instruction_path.is_file():
         raise TaskError(f"{task_dir}: no instruction.md")

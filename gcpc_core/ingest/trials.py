@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from ..models import Condition, CtrfTest, Event, Trajectory
 from .confine import first_escape, refusal
+from .files import read_utf8, resolved_folder
 from .logs import LogError, ParsedLog, find_log, parse_log
 from .logs._io import has_surrogate_escape, lone_surrogate
 
@@ -55,15 +56,9 @@ def find_trial_dirs(root: Path) -> list[Path]:
 
 
 def _read_json(path: Path) -> Any:
-    size = path.stat().st_size
-    if size > _MAX_JSON_BYTES:
-        raise TrialError(f"{path}: {size / 2**20:.1f} MB is too large for a {path.name}")
-    raw = path.read_bytes()
+    text = read_utf8(path, max_bytes=_MAX_JSON_BYTES, error=TrialError, what=f"a {path.name}", newline="")
     try:
-        text = raw.decode("utf-8")
         data = json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise TrialError(f"{path}: not UTF-8 (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
         raise TrialError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
     except RecursionError:
@@ -265,9 +260,7 @@ def load_trial(
     """
     if root is not None:
         check_confined(trial_dir, root)
-    trial_dir = Path(trial_dir).resolve()
-    if lone_surrogate(str(trial_dir)):  # a folder name that is not UTF-8: it would become the trial id
-        raise TrialError(f"{str(trial_dir)!r}: folder name is not valid UTF-8")
+    trial_dir = resolved_folder(trial_dir, TrialError)
     result_path = trial_dir / "result.json"
     if not result_path.is_file():
         raise TrialError(f"{trial_dir}: no result.json (not a finished Harbor trial)")

@@ -12,15 +12,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from tqdm import tqdm
 
 from ..checklist import Rules, load_rules
-from ..llm import LLM, LLMConfig, RunTotals
+from ..llm import LLM, LLMConfig, RunTotals, recorded_run
 from ..store import Store
 from .results import TrajectoryJudgment
 from .units import LLM_JUDGES, Plan, judge_unit, plan_units, prompt_version_of, store_judgment
@@ -56,8 +56,6 @@ class JudgeReport:
 
     def lines(self) -> list[str]:
         """Human-readable summary for the CLI."""
-        t = self.totals
-        cost = "unknown" if t.cost_or_none is None else f"${t.cost_or_none:.4f}"
         skipped = Counter(self.skipped.values())
         out = [f"{tid} error {why}" for tid, why in sorted(self.errors.items())]
         out += [f"skipped {n}: {why}" for why, n in sorted(skipped.items())]
@@ -65,28 +63,17 @@ class JudgeReport:
             out.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items())))
         out.append(
             f"judge {self.judge}: judged {len(self.judged)}, errors {len(self.errors)}, skipped {len(self.skipped)}; "
-            f"{t.calls} calls ({t.http_calls} HTTP, {t.cache_hits} cached), tokens {t.usage.prompt_tokens} prompt "
-            f"({t.usage.cached_tokens} cached) + {t.usage.completion_tokens} completion, cost {cost}, "
-            f"wall {self.wall_s:.1f}s" + (f", run {self.run_id}" if self.run_id else "")
+            f"{self.totals.summary()}, wall {self.wall_s:.1f}s" + (f", run {self.run_id}" if self.run_id else "")
         )
         return out
 
 
-@contextmanager
-def offline_run(store: Store, kind: str, *, prompt_version: str, rules_version: str, params: dict) -> Iterator[RunTotals]:
-    """A `runs` row for work without an LLM (the probe judge), closed like `LLM.run` closes one."""
-    totals = RunTotals(run_id=store.start_run(kind=kind, model=None, prompt_version=prompt_version,
-                                              rules_version=rules_version, params=params))
-    started, status = time.monotonic(), "failed"
-    try:
-        yield totals
-        status = "done"
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        status = "interrupted"
-        raise
-    finally:
-        store.finish_run(totals.run_id, status=status, wall_s=round(time.monotonic() - started, 3),  # type: ignore[arg-type]
-                         totals=totals.as_row())
+def offline_run(
+    store: Store, kind: str, *, prompt_version: str, rules_version: str, params: dict
+) -> AbstractContextManager[RunTotals]:
+    """A `runs` row for work without an LLM (the probe judge), recorded like `LLM.run` records one."""
+    return recorded_run(store, RunTotals(), kind, model=None, prompt_version=prompt_version,
+                        rules_version=rules_version, params=params)
 
 
 def account_result(report: JudgeReport, result: TrajectoryJudgment) -> None:

@@ -190,7 +190,11 @@ RUN_COLUMNS = ["id", "kind", "status", "progress", "model", "started_at", "finis
 
 
 def runs_frame(store: Store) -> pd.DataFrame:
-    """Every run, newest first; a running run's calls, tokens and cost are summed live from its calls."""
+    """Every run, newest first; a running run's calls, tokens and cost are summed live from its calls.
+
+    Runs whose process died without closing its row (kill -9) are first marked `interrupted`.
+    """
+    store.reap_dead_runs()
     rows = []
     for run in reversed(store.runs()):
         row = {c: run.get(c) for c in RUN_COLUMNS if c != "progress"}

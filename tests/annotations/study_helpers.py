@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from annotations import CreatedStudy, create_study
+from annotations.design import DesignParams
 from gcpc_core.models import Event, Task, Trajectory
 from gcpc_core.store import Store
 
@@ -77,3 +81,11 @@ def small_project(store: Store, *, tasks: int = 3, per_stratum: int = 3) -> list
                     add_trajectory(store, f"{task}__trial{n:03d}x", task, outcome=outcome, condition=condition)
                     n += 1
     return names
+
+
+def small_study(
+    store: Store, *, tasks: int, raters: tuple[str, ...] = ("ann", "ben", "cat"), **design: Any
+) -> CreatedStudy:
+    """A frozen study over every task of a fresh `small_project` (two trajectories per stratum)."""
+    small_project(store, tasks=tasks, per_stratum=2)
+    return create_study(store, DesignParams(tasks=None, raters=raters, **design))

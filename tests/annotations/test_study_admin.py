@@ -8,12 +8,11 @@ from pathlib import Path
 import krippendorff
 import numpy as np
 import pytest
-from study_helpers import small_project
+from study_helpers import small_project, small_study
 
 from annotations import (
     DEMO_STUDY_ID,
     agreement,
-    create_study,
     disagreements,
     open_rater_session,
     rater_progress,
@@ -21,7 +20,6 @@ from annotations import (
     unit_progress,
 )
 from annotations.admin import krippendorff_alpha
-from annotations.design import DesignParams
 from gcpc_core.cli import main
 from gcpc_core.demo import build_demo_project
 from gcpc_core.store import Store
@@ -29,9 +27,7 @@ from gcpc_core.store import Store
 
 @pytest.fixture
 def study(store: Store):
-    small_project(store, tasks=1, per_stratum=2)
-    return create_study(store, DesignParams(tasks=None, per_task=4, raters_per_unit=3, seed=2,
-                                            raters=("ann", "ben", "cat"), pairs_per_task=2))
+    return small_study(store, tasks=1, per_task=4, raters_per_unit=3, seed=2, pairs_per_task=2)
 
 
 def test_progress_counts_per_rater_and_unit(store: Store, study) -> None:
@@ -80,9 +76,7 @@ def test_disagreements_list_divided_units_and_pairs(store: Store, study) -> None
 
 
 def test_reassign_moves_only_unanswered_items(store: Store) -> None:
-    small_project(store, tasks=1, per_stratum=2)
-    created = create_study(store, DesignParams(tasks=None, per_task=6, raters_per_unit=1, seed=3,
-                                               raters=("ann", "ben", "cat"), pairs_per_task=3))
+    created = small_study(store, tasks=1, per_task=6, raters_per_unit=1, seed=3, pairs_per_task=3)
     ann = open_rater_session(store, created.tokens["ann"])
     answered = ann.queue()[0]
     ann.submit_rating(answered.target, 2)

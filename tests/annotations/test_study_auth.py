@@ -5,19 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from study_helpers import small_project
+from study_helpers import small_study
 
-from annotations import add_rater, create_study, issue_link, open_rater_session, reassign
-from annotations.design import DesignParams
+from annotations import add_rater, issue_link, open_rater_session, reassign
 from annotations.tokens import hash_token, invite_link, is_admin
 from gcpc_core.store import Store
 
 
 @pytest.fixture
 def study(store: Store):
-    small_project(store, tasks=2, per_stratum=2)
-    return create_study(store, DesignParams(tasks=None, per_task=6, raters_per_unit=1, seed=9,
-                                            raters=("ann", "ben", "cat"), pairs_per_task=3))
+    return small_study(store, tasks=2, per_task=6, raters_per_unit=1, seed=9, pairs_per_task=3)
 
 
 def test_only_token_hashes_are_stored(store: Store, study) -> None:

@@ -1,33 +1,22 @@
-"""Fixtures for judging tests: the fake OpenAI server, a demo project with frozen checklists, and
+"""Fixtures for judging tests: a demo project with frozen checklists as the LLM layer's store, and
 scripted judge replies computed from each request (so they cite the request's real event ids).
 
-The demo project is built once per session (import + demo checklists + probe judgments) and
-copied per test, which keeps every test fast and independent.
+The demo project is built once per session (tests/conftest.py: import + demo checklists + probe
+judgments) and copied per test, which keeps every test fast and independent. The fake OpenAI
+server and `make_llm` are shared with the LLM-layer tests (tests/conftest.py).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_openai import Reply
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
-if str(TESTS_DIR) not in sys.path:  # `fake_openai` lives in tests/, shared with the LLM-layer tests
-    sys.path.insert(0, str(TESTS_DIR))
-
-from fake_openai import FAKE_MODEL, FakeOpenAI, Reply  # noqa: E402
-
-from gcpc_core.demo import build_demo_project  # noqa: E402
-from gcpc_core.llm import LLM, LLMConfig, Price  # noqa: E402
-from gcpc_core.store import Store  # noqa: E402
-
-TEST_PRICES = {FAKE_MODEL: Price(input=1.0, cached_input=0.5, output=2.0)}
+from gcpc_core.store import Store
 
 ITEM_IDS = re.compile(r"each exactly once: ([^\n]*?)\. Reply with one JSON object")
 PER_ITEM_ID = re.compile(r"## The checklist item to judge\n- id: (\S+) ")
@@ -93,52 +82,14 @@ def is_repair(request: dict[str, Any]) -> bool:
 
 
 @pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A demo project DB built once: 36 trials, frozen demo checklists, probe judgments and scores."""
-    db = tmp_path_factory.mktemp("demo") / "demo.db"
-    build_demo_project(db)
-    Store(db).close()
-    return db
-
-
-@pytest.fixture
-def project(demo_template: Path, tmp_path: Path) -> Iterator[Store]:
-    """A private copy of the demo project."""
-    db = tmp_path / "project.db"
-    shutil.copy(demo_template, db)
-    for suffix in ("-wal", "-shm"):
-        if Path(str(demo_template) + suffix).exists():
-            shutil.copy(str(demo_template) + suffix, str(db) + suffix)
-    store = Store(db)
+def project(demo_copy: Path) -> Iterator[Store]:
+    """A private copy of the demo project: 36 trials, frozen demo checklists, probe judgments and scores."""
+    store = Store(demo_copy)
     yield store
     store.close()
 
 
 @pytest.fixture
-def make_llm(fake_openai: FakeOpenAI, project: Store) -> Callable[..., LLM]:
-    """An LLM layer against the fake server, storing into `project`; keywords override the config."""
-
-    def make(**overrides: Any) -> LLM:
-        settings = {"model": FAKE_MODEL, "base_url": fake_openai.url, "api_key": "sk-test", "timeout": 2.0,
-                    "max_retries": 2, **overrides}
-        return LLM(LLMConfig(**settings), store=project, prices=TEST_PRICES)
-
-    return make
-
-
-@pytest.fixture
-def llm_env(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("GCPC_MODEL", FAKE_MODEL)
-    return fake_openai
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value)
+def llm_store(project: Store) -> Store:
+    """`make_llm` layers store into the demo project."""
+    return project

@@ -7,17 +7,15 @@ agent's own narration do not.
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fake_openai import FAKE_MODEL, Reply
 
-from gcpc_core.checklist import Checklist, load_checklist_file, load_rules
-from gcpc_core.checklist.registry import register_checklist
+from gcpc_core.checklist import Checklist, load_rules
 from gcpc_core.evidence import build_evidence_view
-from gcpc_core.ingest import import_project
 from gcpc_core.judge import ground_items, judge_project, score_project
 from gcpc_core.judge.prompts import holistic_messages, items_messages
 from gcpc_core.judge.replies import ItemJudgeReply
@@ -27,30 +25,14 @@ from gcpc_core.store import Store
 from .conftest import is_items_request, items_reply
 
 pytestmark = pytest.mark.skillsbench
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checklists"
-
-
-@pytest.fixture(scope="module")
-def real_template(skillsbench: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("real-judge") / "p.db"
-    store = Store(db)
-    import_project(store, tasks_dir=skillsbench / "tasks", trials_dir=skillsbench / "trials", progress=False)
-    rules = load_rules()
-    judged_tasks = {t.task for t in store.trajectories()}
-    for path in sorted(FIXTURES.glob("*.yaml")):
-        checklist = load_checklist_file(path)
-        if checklist.task in judged_tasks:
-            row, failures = register_checklist(store, checklist, created_by="test", rules=rules)
-            assert row is not None, failures
-    store.close()
-    return db
 
 
 @pytest.fixture
-def real(real_template: Path, tmp_path: Path) -> Store:
-    db = tmp_path / "p.db"
-    shutil.copy(real_template, db)
-    return Store(db)
+def real(real_copy: Path) -> Iterator[Store]:
+    """The real sample, its hand-written checklists frozen, probe-judged and scored (`real_master`)."""
+    store = Store(real_copy)
+    yield store
+    store.close()
 
 
 def test_prompts_are_built_for_every_real_trial(real: Store) -> None:

@@ -26,11 +26,6 @@ from gcpc_core.review.audit import (
 from gcpc_core.store import Store
 
 
-@pytest.fixture
-def demo(demo_copy: Path) -> Store:
-    return Store(demo_copy)
-
-
 def first_fail(store: Store) -> str:
     return next(t.id for t in store.trajectories() if t.outcome == "FAIL")
 

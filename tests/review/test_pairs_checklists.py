@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
@@ -23,11 +21,6 @@ from gcpc_core.review.checklists import (
 )
 from gcpc_core.review.pairs import CHANGES, change_of, pair_items, pair_label, pairs_table, transitions
 from gcpc_core.store import Store
-
-
-@pytest.fixture
-def demo(demo_copy: Path) -> Store:
-    return Store(demo_copy)
 
 
 # ---------------------------------------------------------------- pairs

@@ -1,0 +1,105 @@
+"""Checklist verbs: `validate`, `checklist add`, `synthesize`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..checklist import ChecklistFileError, load_checklist_file, validate_files
+from ..checklist.registry import register_checklist
+from .common import (
+    ENDPOINT_FROM,
+    add_concurrency,
+    add_db,
+    add_force,
+    add_model,
+    add_quiet,
+    open_db,
+    reported,
+    require_llm,
+)
+
+__all__ = ["add_checklist", "add_synthesize", "add_validate"]
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    code, lines = validate_files(args.task_dir, args.checklist, args.rules)
+    for line in lines:
+        print(line)
+    if code == 0:
+        print(f"ok: {args.checklist} passes every gate", file=sys.stderr)
+    return code
+
+
+def _cmd_checklist_add(args: argparse.Namespace) -> int:
+    store = open_db("checklist add", args.db)
+    status = 0
+    for path in args.files:
+        try:
+            checklist = load_checklist_file(path)
+            row, failures = register_checklist(store, checklist, created_by=args.by)
+        except (ChecklistFileError, KeyError) as exc:
+            print(f"{path}: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        if failures:
+            status = 1
+            print(f"{path}: not frozen, {len(failures)} gate failure(s):", file=sys.stderr)
+            for f in failures:
+                print(f"{f.item_id} {f.gate} {f.message}")
+            continue
+        assert row is not None
+        print(f"{path}: frozen {row['task']} v{row['version']} sha {row['sha'][:12]}")
+    return status
+
+
+def _cmd_synthesize(args: argparse.Namespace) -> int:
+    from ..llm import LLMNotConfigured
+    from ..synthesis import synthesize_project
+
+    require_llm("synthesize", args.model)
+    with reported("synthesize", LLMNotConfigured, KeyError):
+        report = synthesize_project(
+            open_db("synthesize", args.db), task=args.task, model=args.model, concurrency=args.concurrency,
+            force=args.force, progress=not args.quiet,
+        )
+    for line in report.lines():
+        print(line)
+    return 0 if report.ok else 1
+
+
+def add_validate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="run the checklist gates on a task folder and a checklist file",
+                       description="Run gates G1–G6 (no LLM). Exit 0 when every gate passes, 1 otherwise, "
+                       "with one line '<item id> <gate id> <message>' per failure; 2 when the files are unusable.")
+    p.add_argument("--task-dir", type=Path, required=True, help="Harbor task folder (instruction.md, tests/)")
+    p.add_argument("--checklist", type=Path, required=True, help="checklist file, JSON or YAML")
+    p.add_argument("--rules", type=Path, help="rules folder (default: the repository's rules/)")
+    p.set_defaults(func=_cmd_validate)
+
+
+def add_checklist(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("checklist", help="store hand-written checklists in a project DB",
+                       description="Gate, freeze and store checklist files (JSON or YAML) as their task's "
+                       "next version. A file failing a gate is reported and not stored.")
+    checklist_sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = checklist_sub.add_parser("add", help="gate, freeze and store checklist files",
+                                   description="Gate, freeze and store checklist files in a project DB.")
+    add_db(add, "project DB file (its tasks must be imported)")
+    add.add_argument("files", type=Path, nargs="+", help="checklist files")
+    add.add_argument("--by", default="human", help="author recorded as created_by (default %(default)s)")
+    add.set_defaults(func=_cmd_checklist_add)
+
+
+def add_synthesize(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("synthesize", help="LLM checklist synthesis from instruction + verifier",
+                       description="One structured LLM call per task lacking a frozen checklist; gate failures "
+                       "get one repair round; a task still failing is stored as failed with reasons. " + ENDPOINT_FROM)
+    add_db(p)
+    p.add_argument("--task", help="only this task")
+    add_model(p)
+    add_concurrency(p, 4)
+    add_force(p, "synthesize again even where a frozen checklist exists")
+    add_quiet(p)
+    p.set_defaults(func=_cmd_synthesize)

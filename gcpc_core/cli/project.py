@@ -1,0 +1,148 @@
+"""Project verbs: `import`, `info`, `export`, `demo`."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TextIO
+
+from .. import demo, export
+from ..ingest import import_project, load_condition_map
+from ..ingest.trials import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, TrialError
+from ..store import Store
+from .common import add_db, add_quiet, fail, open_db, reported
+
+__all__ = ["add_demo", "add_export", "add_import", "add_info"]
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    if args.tasks is None and args.trials is None:
+        fail("import", "give --tasks and/or --trials")
+    for flag, folder in (("--tasks", args.tasks), ("--trials", args.trials)):
+        if folder is not None and not Path(folder).is_dir():
+            fail("import", f"{flag} {folder}: not a folder")
+    with reported("import", TrialError, OSError):
+        mapping = load_condition_map(args.conditions) if args.conditions else None
+    report = import_project(
+        Store(args.db),
+        tasks_dir=args.tasks,
+        trials_dir=args.trials,
+        condition_map=mapping,
+        pass_threshold=args.pass_threshold,
+        max_log_bytes=int(args.max_log_mb * 2**20),
+        progress=not args.quiet,
+    )
+    for line in report.summary_lines():
+        print(line)
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    store = open_db("info", args.db)
+    info = {"db": str(args.db), "schema_version": store.schema_version, **store.counts()}
+    info["demo"] = store.get_meta("is_demo") == "1"
+    if args.json:
+        print(json.dumps(info, sort_keys=True))
+    else:
+        for key, value in info.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def _write_rows(rows: Iterable[dict], fmt: str, out: TextIO) -> int:
+    count = 0
+    if fmt == "jsonl":
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+            count += 1
+        return count
+    writer: csv.DictWriter | None = None
+    for row in rows:
+        flat = {k: json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v for k, v in row.items()}
+        if writer is None:
+            writer = csv.DictWriter(out, fieldnames=list(flat))
+            writer.writeheader()
+        writer.writerow(flat)
+        count += 1
+    return count
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    exporters = export.EXPORTERS
+    if args.what not in exporters:
+        fail("export", f"--what {args.what} is not available yet (have: {', '.join(exporters)})")
+    rows = exporters[args.what](open_db("export", args.db))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8", newline="") as fh:
+            n = _write_rows(rows, args.format, fh)
+        print(f"exported {n} {args.what} rows to {args.out}", file=sys.stderr)
+    else:
+        _write_rows(rows, args.format, sys.stdout)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.out is None and args.db is None:
+        fail("demo", "give --out DIR and/or --db FILE")
+    if args.out is not None:
+        tasks_dir, trials_dir = demo.write_demo_corpus(Path(args.out), seed=args.seed)
+        print(f"demo corpus (simulated data) written: {tasks_dir} and {trials_dir}")
+    if args.db is not None:
+        report = demo.build_demo_project(Path(args.db), seed=args.seed)
+        for line in report.summary_lines():
+            print(line)
+        counts = Store(args.db).counts()
+        print(f"demo checklists: {counts['checklists']} frozen; probe judge (offline, DEMO): "
+              f"{counts['judgments']} item judgments, scored")
+        print(f"demo project DB (simulated data): {args.db}")
+        print(f"demo study with SIMULATED raters; try the rater page with a link from: "
+              f"python -m gcpc_core study link --db {args.db} --rater demo-you")
+    return 0
+
+
+def add_import(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import", help="import Harbor task and trial folders into a project DB",
+                       description="Recursively import Harbor task folders and trial folders. "
+                       "Idempotent; bad trials are reported with path and reason and skipped.")
+    p.add_argument("--tasks", type=Path, help="folder holding task folders (instruction.md, tests/)")
+    p.add_argument("--trials", type=Path, help="folder holding trial folders (result.json, agent/)")
+    add_db(p, "project DB file (created if missing)")
+    p.add_argument("--conditions", type=Path, help="CSV/TSV/JSON mapping trial name → with-skills/without-skills")
+    p.add_argument("--pass-threshold", type=float, default=DEFAULT_PASS_THRESHOLD,
+                   help="reward at or above which a trial is PASS (default %(default)s)")
+    p.add_argument("--max-log-mb", type=float, default=DEFAULT_MAX_LOG_BYTES / 2**20,
+                   help="skip agent logs larger than this (default %(default)s MB)")
+    add_quiet(p)
+    p.set_defaults(func=_cmd_import)
+
+
+def add_info(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("info", help="counts of what a project DB holds",
+                       description="Print what a project DB holds: tasks, trials, PASS/FAIL, events, …")
+    add_db(p)
+    p.add_argument("--json", action="store_true", help="one JSON object instead of lines")
+    p.set_defaults(func=_cmd_info)
+
+
+def add_export(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="export trials, checklists, judgments, scores or annotations",
+                       description="Export one table of a project DB as JSONL or CSV.")
+    add_db(p)
+    p.add_argument("--what", required=True, choices=["trials", "checklists", "judgments", "scores", "annotations"])
+    p.add_argument("--format", default="jsonl", choices=["jsonl", "csv"])
+    p.add_argument("--out", type=Path, help="output file (default: standard output)")
+    p.set_defaults(func=_cmd_export)
+
+
+def add_demo(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="write the embedded demo corpus or a ready demo project DB",
+                       description="The demo corpus is simulated data written by GCPC itself, "
+                       "labelled DEMO everywhere. --out writes Harbor tasks/ and trials/; --db builds a project DB.")
+    p.add_argument("--out", type=Path, help="folder to write tasks/ and trials/ into")
+    add_db(p, "project DB to build from the demo corpus", required=False)
+    p.add_argument("--seed", type=int, default=7, help="seed of the simulated variation (default %(default)s)")
+    p.set_defaults(func=_cmd_demo)
