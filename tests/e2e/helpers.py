@@ -1,0 +1,290 @@
+"""End-to-end helpers: Streamlit servers as subprocesses, Debian's Chromium, and a small driver for
+Streamlit pages in a real browser (waits on the app's own run state and on visible text, never sleeps).
+
+Chromium is never downloaded: the suite drives `/usr/bin/chromium` (the Debian `chromium` package,
+installed by `.ci/run`), or `$GCPC_CHROMIUM`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode
+
+from playwright.sync_api import Locator, Page, expect
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = Path(os.environ.get("GCPC_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SERVER_START_TIMEOUT = 90.0
+"""Seconds a Streamlit server may take to answer /_stcore/health (a cold import of the app's stack)."""
+RUN_TIMEOUT = 45_000
+"""Milliseconds one script run may take before a wait fails (first runs compile caches)."""
+
+expect.set_options(timeout=RUN_TIMEOUT)
+
+
+# ---------------------------------------------------------------- servers
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    """One `streamlit run app.py` subprocess on a loopback port."""
+
+    name: str
+    db: Path
+    log: Path
+    env: dict[str, str]
+    port: int = 0
+    proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def link(self, path: str = "", **query: str) -> str:
+        return f"{self.url}/{path.lstrip('/')}" + (f"?{urlencode(query)}" if query else "")
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            lines = self.log.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return "(no server log)"
+        return "\n".join(lines[-n:])
+
+    def start(self) -> Server:
+        """Start on a free port and wait for /_stcore/health; a port lost to a race is retried."""
+        for _ in range(3):
+            self.port = free_port()
+            cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                   "--server.port", str(self.port), "--server.address", "127.0.0.1",
+                   "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+                   "--server.runOnSave", "false"]
+            with open(self.log, "ab") as out:
+                self.proc = subprocess.Popen(cmd, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, start_new_session=True)
+            if self._wait_healthy():
+                return self
+            if "already in use" not in self.log_tail():
+                break
+        raise RuntimeError(f"Streamlit server {self.name!r} did not become healthy on {self.url} within "
+                           f"{SERVER_START_TIMEOUT:.0f} s (exit code {self.proc.poll() if self.proc else None}); "
+                           f"log {self.log}:\n{self.log_tail()}")
+
+    def _wait_healthy(self) -> bool:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                return False
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        return True
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.2)
+        self.stop()
+        return False
+
+    def stop(self) -> None:
+        """Terminate this server's process group (it was started in its own session), then kill it."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        except ProcessLookupError:
+            pass
+
+
+def server_env(db: Path, home: Path, **extra: str) -> dict[str, str]:
+    """The server's environment: the project DB, no LLM endpoint, no admin token unless given."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GCPC_MODEL", "GCPC_ADMIN_TOKEN", "GCPC_REVIEWER")}
+    env.update(GCPC_DB=str(db), GCPC_HOME=str(home), PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+@contextmanager
+def running(server: Server) -> Iterator[Server]:
+    """Start `server`; always stop it."""
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+# ---------------------------------------------------------------- what the browser saw
+
+
+@dataclass
+class Watch:
+    """What one page did beyond its DOM: dialogs (alert/confirm/prompt), console output, page errors,
+    requests. Dialogs are dismissed and recorded: an executed `alert(1)` shows up here."""
+
+    dialogs: list[str] = field(default_factory=list)
+    console: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+    def attach(self, page: Page) -> None:
+        def on_dialog(dialog) -> None:  # noqa: ANN001 - playwright's Dialog
+            self.dialogs.append(f"{dialog.type}: {dialog.message}")
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("request", lambda r: self.requests.append(r.url))
+
+
+# ---------------------------------------------------------------- driving Streamlit
+
+
+_SETTLED_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.dataset.testConnectionState !== 'CONNECTED' || app.dataset.testScriptState === 'running'
+      || app.dataset.testScriptState === 'rerunRequested') return false;
+  if (document.querySelector('[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]')) return false;
+  return !document.querySelector('[data-testid="stMain"] [data-stale="true"]');
+}"""
+
+_RUN_COUNTER_JS = """
+(() => {
+  window.__gcpcRuns = 0;
+  const seen = new WeakMap();
+  const observer = new MutationObserver((records) => {
+    for (const r of records) {
+      const el = r.target;
+      if (el.dataset && el.dataset.testScriptState === 'running' && seen.get(el) !== 'running') window.__gcpcRuns++;
+      if (el.dataset) seen.set(el, el.dataset.testScriptState);
+    }
+  });
+  const start = () => observer.observe(document.documentElement,
+    {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
+  if (document.documentElement) start(); else document.addEventListener('DOMContentLoaded', start);
+})();
+"""
+
+
+class App:
+    """A Streamlit page in the browser. Actions that rerun the script wait for the run to finish."""
+
+    def __init__(self, page: Page, server: Server, watch: Watch) -> None:
+        self.page, self.server, self.watch = page, server, watch
+
+    # -- navigation and waiting
+
+    def open(self, path: str = "", **query: str) -> App:
+        self.page.goto(self.server.link(path, **query))
+        self.settled()
+        return self
+
+    def settled(self, timeout: float = RUN_TIMEOUT) -> None:
+        """Connected, no script run in progress, no stale element left from the previous run."""
+        self.page.wait_for_function(_SETTLED_JS, timeout=timeout, polling=100)
+        # a run may be about to start (e.g. a page switch right after the first run): settle twice
+        self.page.wait_for_timeout(150)
+        self.page.wait_for_function(_SETTLED_JS, timeout=timeout, polling=100)
+
+    def runs(self) -> int:
+        return int(self.page.evaluate("() => window.__gcpcRuns || 0"))
+
+    def rerun(self, action: Callable[[], object], *, start_timeout: float = 5_000) -> None:
+        """Do `action`, wait until it has started a script run (if it does), then until all runs end."""
+        before = self.runs()
+        action()
+        try:
+            self.page.wait_for_function(f"() => (window.__gcpcRuns || 0) > {before}", timeout=start_timeout,
+                                        polling=50)
+        except Exception:  # noqa: BLE001 - the action may not rerun (same value); settle anyway
+            pass
+        self.settled()
+
+    # -- locators
+
+    @property
+    def main(self) -> Locator:
+        return self.page.locator('[data-testid="stMain"]')
+
+    @property
+    def sidebar(self) -> Locator:
+        return self.page.locator('[data-testid="stSidebar"]')
+
+    def title(self) -> Locator:
+        return self.main.locator("h1")
+
+    def text(self, value: str | re.Pattern, *, exact: bool = False) -> Locator:
+        """Visible elements of the main area holding `value`."""
+        return self.main.get_by_text(value, exact=exact).locator("visible=true")
+
+    def button(self, name: str | re.Pattern, *, scope: Locator | None = None) -> Locator:
+        return (scope or self.main).get_by_role("button", name=name).locator("visible=true").first
+
+    def combobox(self, label: str, *, scope: Locator | None = None) -> Locator:
+        return (scope or self.page).get_by_role("combobox", name=label).first
+
+    # -- widgets
+
+    def select(self, label: str, option: str | re.Pattern, *, scope: Locator | None = None,
+               filter_text: str | None = None) -> None:
+        """Pick `option` in the selectbox labelled `label` (typing `filter_text` narrows long lists)."""
+        box = self.combobox(label, scope=scope)
+        box.click()
+        if filter_text:
+            box.fill(filter_text)
+        choice = self.page.get_by_role("option", name=option).first
+        self.rerun(choice.click)
+
+    def selected(self, label: str, *, scope: Locator | None = None) -> str:
+        return self.combobox(label, scope=scope).input_value()
+
+    def press(self, key: str) -> None:
+        """A keyboard shortcut, typed with nothing focused (shortcuts are ignored inside inputs)."""
+        self.page.evaluate("() => document.activeElement && document.activeElement.blur && document.activeElement.blur()")
+        self.rerun(lambda: self.page.keyboard.press(key))
+
+    def click(self, locator: Locator) -> None:
+        self.rerun(locator.click)
+
+    def tab(self, name: str) -> None:
+        self.main.get_by_role("tab", name=name).first.click()
+
+    def grid_cells(self, scope: Locator | None = None, *, containing: str | None = None,
+                   timeout: float = RUN_TIMEOUT) -> list[str]:
+        """The text of every cell of the st.dataframe grids in `scope`, read from their accessible
+        table (the grid itself is drawn on a canvas, and only once it has been scrolled into view);
+        with `containing`, waits until some cell holds that text."""
+        frames = (scope or self.main).locator('[data-testid="stDataFrame"]')
+        deadline = time.monotonic() + timeout / 1000
+        while True:
+            frames.evaluate_all("els => els.forEach(e => e.scrollIntoView({block: 'center'}))")
+            cells = frames.locator('[role="gridcell"]').all_text_contents()
+            if containing is None or any(containing in c for c in cells) or time.monotonic() > deadline:
+                return cells
+            self.page.wait_for_timeout(200)
+
+    def toast(self, text: str | re.Pattern) -> Locator:
+        return self.page.locator('[data-testid="stToast"]').filter(has_text=text)
