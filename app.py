@@ -39,12 +39,28 @@ st.session_state["store"] = store
 # no sidebar, no other page. Everyone else needs admin rights: with $GCPC_ADMIN_TOKEN set, `?admin=`
 # or the sign-in form must present it; with it unset the app runs locally for its owner, who is admin.
 if st.query_params.get("token"):
-    st.navigation([st.Page("pages/rate.py", title="Rate", url_path="rate", default=True)], position="hidden").run()
+    # Streamlit serves the default page at the root URL only: the link's `/rate` needs a page of its own (else
+    # the rater lands on a "page not found" dialog); a bare `/?token=` runs the same script.
+    st.navigation([st.Page("pages/rate.py", title="Rate", url_path="rate-start", default=True),
+                   st.Page("pages/rate.py", title="Rate", url_path="rate")], position="hidden").run()
     st.stop()
 if st.query_params.get("admin"):
     st.session_state["admin_token"] = st.query_params.get("admin")
+ADMIN_PAGES = {  # URL path → (script, title); "" is the default page, served at the root URL
+    "": ("pages/overview.py", "Overview"),
+    "audit": ("pages/audit.py", "Item audit"),
+    "checklists": ("pages/checklists.py", "Checklists"),
+    "pairs": ("pages/pairs.py", "Skill pairs"),
+    "agreement": ("pages/agreement.py", "Agreement"),
+    "runs": ("pages/runs.py", "Runs"),
+    "study_admin": ("pages/study_admin.py", "Study admin"),
+}
 if not is_admin(st.session_state.get("admin_token"), os.environ.get(ADMIN_TOKEN_ENV)):
-    st.navigation([st.Page("pages/sign_in.py", title="Sign in", default=True)], position="hidden").run()
+    # Every admin URL shows the sign-in form (not a "page not found" dialog) and keeps its path, so signing in
+    # lands on the page that was asked for.
+    st.navigation([st.Page("pages/sign_in.py", title="Sign in", default=True),
+                   *(st.Page("pages/sign_in.py", title="Sign in", url_path=path) for path in ADMIN_PAGES if path)],
+                  position="hidden").run()
     st.stop()
 
 with st.sidebar:
@@ -59,15 +75,8 @@ with st.sidebar:
     st.caption("LLM endpoint")
     st.text(("ready: " if llm_ok else "") + llm_reason + ("" if llm_ok else " — LLM actions are disabled."))
 
-page = st.navigation([
-    st.Page("pages/overview.py", title="Overview", default=True),
-    st.Page("pages/audit.py", title="Item audit", url_path="audit"),
-    st.Page("pages/checklists.py", title="Checklists", url_path="checklists"),
-    st.Page("pages/pairs.py", title="Skill pairs", url_path="pairs"),
-    st.Page("pages/agreement.py", title="Agreement", url_path="agreement"),
-    st.Page("pages/runs.py", title="Runs", url_path="runs"),
-    st.Page("pages/study_admin.py", title="Study admin", url_path="study_admin"),
-])
+page = st.navigation([st.Page(script, title=title, **({"url_path": path} if path else {"default": True}))
+                      for path, (script, title) in ADMIN_PAGES.items()])
 resume = st.session_state.pop(RESUME_PAGE_KEY, None)  # a page asked for before this script had run
 if resume:
     st.switch_page(resume, query_params=dict(st.query_params))

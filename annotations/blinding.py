@@ -65,7 +65,9 @@ STEP_TITLES = {
 }
 
 _SKILL_REF = re.compile(r"(?i)skill\.md|activated?_skill|[/\\]skills?(?:[/\\]|\b)|\bskills?\b")
-_SKILL_PATH = re.compile(r"(?i)[^\s'\"`()<>]*[/\\]skills?(?:[/\\][^\s'\"`()<>]*|(?=[\s'\"`()<>]|$))")
+# A path token holding a skills folder. The lookbehind starts matches at token starts only: without it every
+# position of a long token is a start and the scan is quadratic (a 1 MB log line took hours).
+_SKILL_PATH = re.compile(r"(?i)(?<![^\s'\"`()<>])[^\s'\"`()<>]*[/\\]skills?(?:[/\\][^\s'\"`()<>]*|(?=[\s'\"`()<>]|$))")
 _INJECTION = re.compile(r"(?i)<activated_skill|base directory for this skill|^launching skill:")
 _SENTENCE_END = re.compile(r"(?<=[.!?])(\s+)")
 

@@ -36,6 +36,7 @@ from gcpc_core.review.ui import (
     cached_item_views,
     cached_judge_stats,
     cached_trajectory_frame,
+    pin_choice,
     render_event,
     render_excerpt,
     render_log,
@@ -87,12 +88,12 @@ if listing.empty:
     st.info("No trajectory matches these filters.")
     st.stop()
 ids = list(listing["trajectory_id"])
-if st.session_state.get("audit:trajectory") not in ids:
+if pin_choice("audit:trajectory", ids) is None:  # labels carry audit counts: see pin_choice
     st.session_state["audit:trajectory"] = ids[0]
 
 
 def step_trajectory(step: int) -> None:
-    st.session_state["audit:trajectory"] = neighbour(ids, st.session_state.get("audit:trajectory"), step)
+    st.session_state["audit:trajectory"] = neighbour(ids, pin_choice("audit:trajectory", ids), step)
     st.session_state.pop("audit:item", None)
 
 
@@ -251,11 +252,11 @@ with items_tab:
         item_ids = [v.item_id for v in shown]
         st.text(f"{len(shown)} of {len(views)} items")
         if shown:
-            if st.session_state.get("audit:item") not in item_ids:
+            if pin_choice("audit:item", item_ids) is None:  # labels carry audit flags: see pin_choice
                 st.session_state["audit:item"] = item_ids[0]
 
             def step_item(step: int) -> None:
-                st.session_state["audit:item"] = neighbour(item_ids, st.session_state.get("audit:item"), step)
+                st.session_state["audit:item"] = neighbour(item_ids, pin_choice("audit:item", item_ids), step)
 
             inav = st.columns([1, 6, 1])
             inav[0].button("Previous item", key="audit:prev_item", shortcut="k", on_click=step_item, args=(-1,),
@@ -273,7 +274,8 @@ with instruction_tab:
     if task is None:
         st.text("(the task of this trajectory is not imported)")
     else:
-        st.code(task.instruction, language="markdown", wrap_lines=True)
+        # plain: highlighting a megabyte-long line as Markdown hangs the browser tab
+        st.code(task.instruction, language=None, wrap_lines=True)
 
 # ---- the URL names what is shown, so it can be shared (and is not applied again as a link) -----------
 shown_query = {"trajectory": traj_id, "judge": judge, "item": current}

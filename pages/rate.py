@@ -13,7 +13,7 @@ import streamlit as st
 
 from annotations.blinding import BlindTrajectory, preview
 from annotations.study import RaterSession, open_rater_session
-from gcpc_core.review.ui import require_store
+from gcpc_core.review.ui import render_plain, require_store
 
 store = require_store(admin=False)  # raters are not admins; their token scopes the session below
 session: RaterSession | None = open_rater_session(store, st.query_params.get("token"))
@@ -137,7 +137,7 @@ st.subheader(f"{index + 1} of {len(queue)} · {KIND_NAME[item.kind]} · {item.ta
 if item.kind == "progress_rating":
     view = session.unit_view(item.target)
     with st.expander("Task instruction", expanded=True):
-        st.text(view.instruction)
+        render_plain(view.instruction)
     st.caption("What the agent did")
     render_steps(view, draft_key)
     st.divider()
@@ -153,7 +153,7 @@ if item.kind == "progress_rating":
 else:
     left, right = session.pair_view(item.target)
     with st.expander("Task instruction (the same for A and B)", expanded=True):
-        st.text(left.instruction)
+        render_plain(left.instruction)
     cols = st.columns(2)
     for col, side, view in ((cols[0], "A", left), (cols[1], "B", right)):
         with col:

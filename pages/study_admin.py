@@ -30,7 +30,7 @@ from annotations import (
     unit_progress,
 )
 from annotations.tokens import DEFAULT_BASE_URL
-from gcpc_core.review.ui import require_store
+from gcpc_core.review.ui import pin_choice, require_store
 
 # app.py only shows this page to admins; require_store checks again, so the page never relies on how it was reached
 store = require_store()
@@ -86,8 +86,11 @@ if not studies:
 labels = {s["id"]: f"{s['name']} · {s['id']} · {s['status']}" + (" · SIMULATED raters" if s["is_simulated"] else "")
           for s in studies}
 ids = list(labels)
-chosen = st.session_state.get("study_admin_study")
-study_id = st.selectbox("Study", ids, index=ids.index(chosen) if chosen in ids else 0, format_func=labels.get)
+chosen = st.session_state.pop("study_admin_study", None)  # a study just created
+if chosen in ids:
+    st.session_state["study_admin_pick"] = chosen
+pin_choice("study_admin_pick", ids)  # labels carry the status: closing a study must not switch to another
+study_id = st.selectbox("Study", ids, key="study_admin_pick", format_func=labels.get)
 study = load_study(store, study_id)
 if study.is_simulated:
     st.warning("SIMULATED raters: the answers of raters marked simulated were produced by GCPC's rater "

@@ -44,9 +44,11 @@ __all__ = [
     "cached_task_table",
     "cached_trajectory_frame",
     "highlight_rows",
+    "pin_choice",
     "render_event",
     "render_excerpt",
     "render_log",
+    "render_plain",
     "require_store",
     "reviewer",
 ]
@@ -79,6 +81,26 @@ def require_store(*, admin: bool = True) -> Store:
         st.error("This page needs admin rights.")
         st.stop()
     return st.session_state["store"]
+
+
+def pin_choice(key: str, options: Sequence[str]) -> str | None:
+    """The option chosen in `st.selectbox(..., key=key)` over `options` whose labels change between runs
+    (an audit count, a flag in them); call it before the selectbox, and in callbacks that read the key.
+
+    The browser's selectbox sends back the *label* it shows. Once that label has changed on the server
+    (an audit was recorded, say), the old label matches no option and Streamlit hands the page the label
+    itself, so the selection silently jumped to the first option. A label is mapped back to the option it
+    starts with (`<option> · …`), and the value is set again on every run, which sends the current label
+    to the browser.
+    """
+    value = st.session_state.get(key)
+    if isinstance(value, str) and value not in options:
+        head = value.split(" · ", 1)[0]
+        value = head if head in options else value
+    if value in options:
+        st.session_state[key] = value
+        return value
+    return None
 
 
 def reviewer() -> str:
@@ -159,6 +181,20 @@ def highlight_rows(frame: pd.DataFrame, column: str, color: str = "rgba(255, 196
     """`frame` styled for st.dataframe: rows where boolean `column` is true get a background colour
     (cells still show their values as plain text)."""
     return frame.style.apply(lambda row: [f"background-color: {color}" if row[column] else ""] * len(row), axis=1)
+
+
+PLAIN_TEXT_MAX_LINE = 2_000
+"""Longest line `render_plain` shows as proportional text: the browser lays out one long unbroken line of
+`st.text` in time that grows with its length (about 10 s per 100,000 characters in Chromium)."""
+
+
+def render_plain(text: str) -> None:
+    """Untrusted prose (a task instruction): `st.text`, or, when a line is too long to lay out quickly,
+    a wrapped plain code block (which shows a megabyte-long line at once)."""
+    if max(map(len, text.split("\n")), default=0) > PLAIN_TEXT_MAX_LINE:
+        st.code(text, language=None, wrap_lines=True)
+    else:
+        st.text(text)
 
 
 def render_excerpt(ex: Excerpt) -> None:

@@ -26,6 +26,9 @@ from .helpers import CHROMIUM, CHROMIUM_ARGS, App, Server, Watch, _RUN_COUNTER_J
 ADMIN_TOKEN = "e2e-admin-7Hq2-secret"
 """$GCPC_ADMIN_TOKEN of the protected (hostile) server."""
 REVIEWER = "e2e-reviewer"
+E2E_TIMEOUT = 240
+"""Seconds one e2e test may take (setup included) before pytest-timeout fails it: a hung browser tab fails
+the test instead of stalling the run."""
 ARTIFACTS = Path(os.environ.get("GCPC_E2E_ARTIFACTS") or Path(tempfile.gettempdir()) / "gcpc-e2e-artifacts")
 """Where screenshots of failed e2e tests go (named in the failure message)."""
 
@@ -35,14 +38,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT))
 
 
 # ---------------------------------------------------------------- browser
 
 
+@pytest.fixture(scope="package", autouse=True)
+def projects_before_browser(request: pytest.FixtureRequest) -> None:
+    """Build the session's demo and real-corpus projects before the browser starts: building judges with
+    asyncio.run(), which refuses to run inside Playwright's running event loop. (The real corpus may be
+    absent: its tests then skip with the reason.)"""
+    request.getfixturevalue("demo_master")
+    try:
+        request.getfixturevalue("real_master")
+    except pytest.skip.Exception:
+        pass
+
+
 @pytest.fixture(scope="package")
-def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """One Chromium (Debian's, never downloaded) with a fresh user-data dir, for this package."""
+def chromium() -> Iterator[object]:
+    """Debian's Chromium (never downloaded) under Playwright, for this package; Playwright gives it a
+    fresh temporary user-data dir. Relaunched if it dies, so one crashed tab cannot fail every later test."""
     if not CHROMIUM.exists():
         pytest.fail(f"e2e: Chromium not found at {CHROMIUM}. Install Debian's package "
                     f"(`apt-get install -y chromium`, as .ci/run does) or set GCPC_CHROMIUM; "
@@ -50,20 +67,23 @@ def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object
     from playwright.sync_api import sync_playwright
 
     pw = sync_playwright().start()
+    holder = {"browser": None}
+
+    def browser():  # noqa: ANN202 - playwright's Browser
+        if holder["browser"] is None or not holder["browser"].is_connected():
+            try:
+                holder["browser"] = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                                       headless=True)
+            except Exception as exc:  # noqa: BLE001 - say why the browser did not start, loudly
+                pytest.fail(f"e2e: cannot start Chromium at {CHROMIUM}: {exc}", pytrace=False)
+        return holder["browser"]
+
+    browser()  # fail here, once, when the browser cannot start at all
     try:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
-            headless=True, viewport={"width": 1400, "height": 1000}, accept_downloads=True,
-        )
-    except Exception as exc:  # noqa: BLE001 - say why the browser did not start, loudly
-        pw.stop()
-        pytest.fail(f"e2e: cannot start Chromium at {CHROMIUM}: {exc}", pytrace=False)
-    context.set_default_timeout(30_000)
-    context.add_init_script(_RUN_COUNTER_JS)
-    try:
-        yield context
+        yield browser
     finally:
-        context.close()
+        if holder["browser"] is not None:
+            holder["browser"].close()
         pw.stop()
 
 
@@ -73,14 +93,21 @@ def watch() -> Watch:
 
 
 @pytest.fixture
-def page(browser_context, watch: Watch) -> Iterator[object]:  # noqa: ANN001 - playwright's BrowserContext
-    """A fresh tab (a fresh Streamlit session), its dialogs, console and requests recorded."""
-    tab = browser_context.new_page()
+def page(chromium, watch: Watch) -> Iterator[object]:  # noqa: ANN001 - the `chromium` fixture's launcher
+    """A tab in a fresh browser context (no shared cookies or storage; a fresh Streamlit session), its
+    dialogs, console, page errors and requests recorded."""
+    context = chromium().new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    context.set_default_timeout(30_000)
+    context.add_init_script(_RUN_COUNTER_JS)
+    tab = context.new_page()
     watch.attach(tab)
     try:
         yield tab
     finally:
-        tab.close()
+        try:
+            context.close()
+        except Exception:  # noqa: BLE001 - a dead browser is relaunched by the next test
+            pass
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -183,11 +210,40 @@ def protected_server(hostile_project: tuple[Path, str], tmp_path_factory: pytest
         yield server
 
 
+REAL_RATER = "r-real"
+
+
 @pytest.fixture(scope="package")
-def real_server(real_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The app on a private copy of the real SkillsBench project (skipped when the corpus is absent)."""
+def real_project(real_master: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A private copy of the real SkillsBench project (skipped when the corpus is absent) with a small
+    one-rater study over real logs. Returns the DB and that rater's token."""
+    from annotations import DesignParams, create_study
+
     root = tmp_path_factory.mktemp("e2e-real")
     db = copy_db(real_master, root / "real.db")
+
+    def build() -> str:
+        store = Store(db)
+        created = create_study(store, DesignParams(tasks=2, per_task=2, raters_per_unit=1, seed=0, raters=(REAL_RATER,),
+                                                   pairs_per_task=1), study_id="real-study", name="Real study",
+                               created_by="e2e")
+        store.close()
+        return created.tokens[REAL_RATER]
+
+    with ThreadPoolExecutor(1) as pool:  # off Playwright's running event loop, like hostile_project
+        return db, pool.submit(build).result()
+
+
+@pytest.fixture(scope="package")
+def real_study_token(real_project: tuple[Path, str]) -> str:
+    return real_project[1]
+
+
+@pytest.fixture(scope="package")
+def real_server(real_project: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The app on the real-corpus project."""
+    db, _ = real_project
+    root = db.parent
     env = server_env(db, root / "home", GCPC_REVIEWER=REVIEWER)
     with running(Server("real", db, root / "server.log", env)) as server:
         yield server

@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("GCPC_CHROMIUM", "/usr/bin/chromium"))
@@ -80,7 +81,7 @@ class Server:
                    "--server.runOnSave", "false"]
             with open(self.log, "ab") as out:
                 self.proc = subprocess.Popen(cmd, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, start_new_session=True)
+                                             stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
             if self._wait_healthy():
                 return self
             if "already in use" not in self.log_tail():
@@ -105,18 +106,27 @@ class Server:
         return False
 
     def stop(self) -> None:
-        """Terminate this server's process group (it was started in its own session), then kill it."""
+        """Terminate this server (by its pid), then kill it if it lingers."""
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
+        proc.terminate()
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            proc.kill()
             proc.wait(timeout=10)
-        except ProcessLookupError:
-            pass
+
+
+def _die_with_parent() -> None:
+    """In the server's child process: be sent SIGTERM when the test process dies (killed by a timeout, say),
+    so that no server outlives the run even when fixture teardown never runs (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def server_env(db: Path, home: Path, **extra: str) -> dict[str, str]:
@@ -173,15 +183,10 @@ _SETTLED_JS = """() => {
 
 _RUN_COUNTER_JS = """
 (() => {
+  // Counts changes of the app's script-run state (each run changes it at least twice), so that an action
+  // can wait for the run it started even when that run is over before anyone looks.
   window.__gcpcRuns = 0;
-  const seen = new WeakMap();
-  const observer = new MutationObserver((records) => {
-    for (const r of records) {
-      const el = r.target;
-      if (el.dataset && el.dataset.testScriptState === 'running' && seen.get(el) !== 'running') window.__gcpcRuns++;
-      if (el.dataset) seen.set(el, el.dataset.testScriptState);
-    }
-  });
+  const observer = new MutationObserver((records) => { window.__gcpcRuns += records.length; });
   const start = () => observer.observe(document.documentElement,
     {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
   if (document.documentElement) start(); else document.addEventListener('DOMContentLoaded', start);
@@ -219,7 +224,7 @@ class App:
         try:
             self.page.wait_for_function(f"() => (window.__gcpcRuns || 0) > {before}", timeout=start_timeout,
                                         polling=50)
-        except Exception:  # noqa: BLE001 - the action may not rerun (same value); settle anyway
+        except PlaywrightTimeoutError:  # the action did not rerun (the same value again, say): settle anyway
             pass
         self.settled()
 

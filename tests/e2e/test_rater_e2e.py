@@ -135,3 +135,15 @@ def test_pairwise_preference_with_keyboard_shortcuts_and_guidelines(demo: App) -
     expect(heading).not_to_have_text(re.compile(rf"^{start} of"))
     moved = int(re.match(r"(\d+) of", heading.inner_text()).group(1))
     assert moved == (2 if start == 1 else start - 1)
+
+
+def test_a_reissued_link_replaces_the_old_one(demo: App) -> None:
+    old = issue_link(demo)
+    new = issue_link(demo)  # the organiser issues a new link: the old one stops working
+    demo.page.goto(old)
+    demo.settled()
+    expect(demo.main.get_by_text("This link is not valid. Please ask the study organisers for a new one.")
+           ).to_be_visible()
+    assert demo.main.locator("h1").count() == 0 and demo.page.locator('[data-testid="stSidebar"]').count() == 0
+    open_link(demo, new)
+    rater_only(demo)
