@@ -31,7 +31,9 @@ import functools
 import hashlib
 import json
 import os
+import ssl
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -118,6 +120,17 @@ BATCH_PRICE_FACTOR = 0.5
 # ---- configuration -----------------------------------------------------------
 
 
+_SSL_BUILDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gcpc-ssl-context")
+
+
+@functools.cache
+def _ssl_context() -> Future[ssl.SSLContext]:
+    """The client's default SSL context (httpx2's: CA bundle, SSL_CERT_FILE honoured), built once per
+    process in a background thread. Reading the CA bundle takes ~0.1 s with the GIL released, so
+    starting it when an LLM is made overlaps run planning instead of delaying the first request."""
+    return _SSL_BUILDER.submit(httpx2.create_ssl_context)
+
+
 def _http_client() -> DefaultAioHttpClient | None:
     """The aiohttp transport (`openai[aiohttp]`), which openai recommends for high concurrency;
     None falls back to the client's default httpx2 transport. GCPC_HTTP_BACKEND=httpx forces it."""
@@ -127,7 +140,7 @@ def _http_client() -> DefaultAioHttpClient | None:
         import aiohttp  # noqa: F401  (only probing that the extra is installed)
     except ImportError:
         return None
-    return DefaultAioHttpClient()
+    return DefaultAioHttpClient(verify=_ssl_context().result())
 
 
 @dataclass(frozen=True)
@@ -604,6 +617,7 @@ class LLM:
         self.price = price_for(self.model, self.prices)
         self.totals = RunTotals()
         self._state: _LoopState | None = None
+        _ssl_context()  # start building it now (see _ssl_context)
 
     @classmethod
     def from_env(cls, model: str | None = None, *, store: Store | None = None, **overrides: Any) -> LLM:
