@@ -29,7 +29,12 @@ def demo_db_path() -> str:
 
 db_path = os.environ.get("GCPC_DB") or demo_db_path()
 if not Path(db_path).is_file():
-    st.error(f"Project DB not found: {db_path}")
+    def project_missing() -> None:
+        st.error(f"Project DB not found: {db_path}. Create it with `python -m gcpc_core import --db FILE "
+                 "--tasks … --trials …` (or `python -m gcpc_core demo --db FILE`), then set GCPC_DB to it.")
+
+    # a navigation of this page alone: otherwise Streamlit lists the files of pages/ in a sidebar
+    st.navigation([st.Page(project_missing, title="GCPC", default=True)], position="hidden").run()
     st.stop()
 store = open_store(db_path)
 st.session_state["db_path"] = db_path

@@ -13,7 +13,8 @@ import streamlit as st
 
 from gcpc_core.judge import JUDGES
 from gcpc_core.llm import llm_status
-from gcpc_core.review.runs import JOBS, job_run, needs_llm, run_progress, runs_frame
+from gcpc_core.ingest.archive import ARCHIVE_SUFFIXES
+from gcpc_core.review.runs import ARCHIVE_HOLDS, JOBS, job_run, needs_llm, run_progress, runs_frame, start_archive_import
 from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import require_store
 
@@ -32,12 +33,31 @@ def start(kind: str, params: dict) -> None:
         st.session_state["runs:started"] = f"Started {kind} job {job.id}."
 
 
+def start_upload() -> None:
+    upload = st.session_state.get("runs:archive")
+    if upload is None:
+        return
+    try:
+        job = start_archive_import(store.path, upload.name, upload.getvalue(),
+                                   holds=st.session_state.get("runs:archive_holds", "trials"))
+    except (ValueError, OSError) as exc:  # ArchiveError is a ValueError: it names the refused member
+        st.session_state["runs:error"] = f"{upload.name}: archive refused: {exc}"
+    else:
+        st.session_state["runs:started"] = f"Unpacked {upload.name}; started import job {job.id}."
+
+
 import_tab, judge_tab, score_tab, synth_tab = st.tabs(["Import", "Judge", "Score", "Synthesize checklists"])
 with import_tab:
     tasks_dir = st.text_input("Tasks folder (Harbor task layout)", key="runs:tasks_dir")
     trials_dir = st.text_input("Trials folder (Harbor trial folders)", key="runs:trials_dir")
     st.button("Start import", key="runs:import", disabled=not (tasks_dir or trials_dir), on_click=start,
               args=("import", {"tasks_dir": tasks_dir.strip(), "trials_dir": trials_dir.strip()}))
+    st.divider()
+    upload = st.file_uploader("Or upload a zip or tar archive of them (unpacked beside the project DB; one unsafe "
+                              "member — an absolute path, '..', a link — refuses it whole)",
+                              type=sorted({suffix.rsplit(".", 1)[1] for suffix in ARCHIVE_SUFFIXES}), key="runs:archive")
+    st.radio("The archive holds", list(ARCHIVE_HOLDS), horizontal=True, key="runs:archive_holds")
+    st.button("Unpack and import", key="runs:import_archive", disabled=upload is None, on_click=start_upload)
 with judge_tab:
     cols = st.columns(4)
     judge = cols[0].selectbox("Judge", JUDGES, index=JUDGES.index("probe"), key="runs:judge")

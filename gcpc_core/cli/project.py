@@ -12,6 +12,7 @@ from typing import TextIO
 
 from .. import demo, export
 from ..ingest import import_project, load_condition_map
+from ..ingest.archive import ArchiveError, unpack_for_import
 from ..ingest.trials import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, TrialError
 from ..store import Store
 from .common import add_db, add_quiet, fail, open_db, reported
@@ -22,15 +23,24 @@ __all__ = ["add_demo", "add_export", "add_import", "add_info"]
 def _cmd_import(args: argparse.Namespace) -> int:
     if args.tasks is None and args.trials is None:
         fail("import", "give --tasks and/or --trials")
-    for flag, folder in (("--tasks", args.tasks), ("--trials", args.trials)):
-        if folder is not None and not Path(folder).is_dir():
-            fail("import", f"{flag} {folder}: not a folder")
+    folders = {}
+    for flag, given in (("--tasks", args.tasks), ("--trials", args.trials)):
+        if given is not None and Path(given).is_file():
+            try:
+                folders[flag] = unpack_for_import(given, args.db)
+            except (ArchiveError, OSError) as exc:
+                fail("import", f"{flag} {given}: archive refused: {exc}")
+            print(f"{flag} {given}: unpacked to {folders[flag]}")
+        elif given is not None and not Path(given).is_dir():
+            fail("import", f"{flag} {given}: not a folder or an archive file")
+        else:
+            folders[flag] = given
     with reported("import", TrialError, OSError):
         mapping = load_condition_map(args.conditions) if args.conditions else None
     report = import_project(
         Store(args.db),
-        tasks_dir=args.tasks,
-        trials_dir=args.trials,
+        tasks_dir=folders["--tasks"],
+        trials_dir=folders["--trials"],
         condition_map=mapping,
         pass_threshold=args.pass_threshold,
         max_log_bytes=int(args.max_log_mb * 2**20),
@@ -107,9 +117,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def add_import(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("import", help="import Harbor task and trial folders into a project DB",
                        description="Recursively import Harbor task folders and trial folders. "
-                       "Idempotent; bad trials are reported with path and reason and skipped.")
-    p.add_argument("--tasks", type=Path, help="folder holding task folders (instruction.md, tests/)")
-    p.add_argument("--trials", type=Path, help="folder holding trial folders (result.json, agent/)")
+                       "Idempotent; bad trials are reported with path and reason and skipped. "
+                       "A zip or tar archive may stand for either folder: it is checked member by member "
+                       "(no absolute paths, '..', links or bombs: one bad member refuses it whole) and "
+                       "unpacked beside the DB, in <db>.uploads/.")
+    p.add_argument("--tasks", type=Path,
+                   help="folder (or zip/tar archive) holding task folders (instruction.md, tests/)")
+    p.add_argument("--trials", type=Path,
+                   help="folder (or zip/tar archive) holding trial folders (result.json, agent/)")
     add_db(p, "project DB file (created if missing)")
     p.add_argument("--conditions", type=Path, help="CSV/TSV/JSON mapping trial name → with-skills/without-skills")
     p.add_argument("--pass-threshold", type=float, default=DEFAULT_PASS_THRESHOLD,

@@ -1,6 +1,7 @@
 """Unpacking an uploaded archive of tasks or trials (zip or tar) without letting it escape its folder.
 
-For the Runs page (an admin uploads an archive, then imports the folder it unpacks to). Every member
+For `import --trials/--tasks ARCHIVE` and the Runs page's upload: `unpack_for_import` unpacks beside the
+project DB, content-addressed, and the folder it returns is imported like any other. Every member
 is checked before anything is written, and one bad member refuses the whole archive: member names
 must be relative paths that stay inside the destination (no absolute paths, drive letters, `..`
 parts, backslashes or NUL bytes), members must be regular files or folders (no symbolic or hard
@@ -12,6 +13,7 @@ not taken from the archive.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
@@ -25,12 +27,24 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_MEMBERS", "ArchiveError", "safe_extract"]
+__all__ = [
+    "ARCHIVE_SUFFIXES",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_MEMBERS",
+    "ArchiveError",
+    "is_archive_name",
+    "safe_extract",
+    "unpack_for_import",
+    "uploads_dir",
+]
 
 DEFAULT_MAX_BYTES = 2 * 2**30
 DEFAULT_MAX_MEMBERS = 50_000
 _CHUNK = 1 << 20
 _DRIVE = re.compile(r"^[A-Za-z]:")
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+"""File names `unpack_for_import` is offered (the content decides: zip or tar, any compression)."""
 
 
 class ArchiveError(ValueError):
@@ -137,7 +151,11 @@ def _extract(source: str | BinaryIO, staging: Path, max_bytes: int, max_members:
     if zipfile.is_zipfile(source):
         if not isinstance(source, str):
             source.seek(0)
-        with zipfile.ZipFile(source) as zf:
+        try:
+            zf = zipfile.ZipFile(source)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise ArchiveError(f"not a readable zip archive ({exc})") from None
+        with zf:
             members = list(_zip_members(zf))
             _check(members, max_bytes, max_members)
             return _write(members, root, lambda m: zf.open(m.handle))  # type: ignore[arg-type]
@@ -172,3 +190,44 @@ def _write(members: list[_Member], root: Path, open_member) -> list[Path]:
         os.chmod(target, 0o644)
         written.append(target)
     return written
+
+
+def is_archive_name(name: str) -> bool:
+    """Whether a file name ends like a zip or tar archive."""
+    return name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def uploads_dir(db_path: str | Path) -> Path:
+    """Where archives imported into a project are unpacked: beside its DB (`<db>.uploads/`), since
+    imported trials keep pointing at their folders."""
+    db_path = Path(db_path)
+    return db_path.parent / f"{db_path.name}.uploads"
+
+
+def unpack_for_import(archive: str | Path | bytes, db_path: str | Path, *, name: str | None = None,
+                      max_bytes: int = DEFAULT_MAX_BYTES, max_members: int = DEFAULT_MAX_MEMBERS) -> Path:
+    """Unpack an archive of task or trial folders for importing into the project at `db_path`; returns
+    the folder to import. Raises ArchiveError (nothing written) when the archive is refused.
+
+    The folder is named by the archive's name and content hash: the same archive unpacks once, so
+    importing it again finds its trials unchanged instead of as duplicates in a second folder.
+    """
+    digest = hashlib.sha256()
+    if isinstance(archive, bytes):
+        digest.update(archive)
+    else:
+        with open(archive, "rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+    label = name or (Path(archive).name if not isinstance(archive, bytes) else "upload")
+    stem = label
+    for suffix in sorted(ARCHIVE_SUFFIXES, key=len, reverse=True):
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    stem = _UNSAFE_NAME.sub("_", stem).strip("._")[:60] or "archive"
+    dest = uploads_dir(db_path) / f"{stem}-{digest.hexdigest()[:12]}"
+    if dest.is_dir() and any(dest.iterdir()):
+        return dest  # unpacked before: safe_extract only ever moves a complete folder into place
+    safe_extract(archive, dest, max_bytes=max_bytes, max_members=max_members)
+    return dest

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..checklist import load_rules
 from ..ingest import find_trial_dirs, import_project
+from ..ingest.archive import unpack_for_import
 from ..judge import JUDGES, judge_project, score_project
 from ..judge.runner import offline_run
 from ..judge.units import LLM_JUDGES
@@ -27,9 +28,22 @@ from ..llm import llm_status
 from ..store import Store, utcnow
 from ..synthesis import synthesize_project
 
-__all__ = ["JOBS", "JOB_KINDS", "Job", "JobRunner", "job_run", "needs_llm", "run_progress", "runs_frame"]
+__all__ = [
+    "ARCHIVE_HOLDS",
+    "JOBS",
+    "JOB_KINDS",
+    "Job",
+    "JobRunner",
+    "job_run",
+    "needs_llm",
+    "run_progress",
+    "runs_frame",
+    "start_archive_import",
+]
 
 JOB_KINDS = ("import", "judge", "score", "synthesize")
+ARCHIVE_HOLDS = {"trials": ("trials_dir",), "tasks": ("tasks_dir",), "tasks and trials": ("tasks_dir", "trials_dir")}
+"""What an uploaded archive holds → the import folders its unpacked root stands for."""
 
 
 def needs_llm(kind: str, params: dict[str, Any]) -> bool:
@@ -158,6 +172,15 @@ class JobRunner:
 
 JOBS = JobRunner()
 """The server's one job runner (module state lives as long as the Streamlit process)."""
+
+
+def start_archive_import(db_path: str | Path, name: str, data: bytes, *, holds: str = "trials") -> Job:
+    """Unpack an uploaded archive beside the project DB and start importing it. Raises ArchiveError
+    (a ValueError naming the refused member; nothing is unpacked) before any job starts."""
+    if holds not in ARCHIVE_HOLDS:
+        raise ValueError(f"unknown archive content {holds!r}; one of {', '.join(ARCHIVE_HOLDS)}")
+    folder = str(unpack_for_import(data, db_path, name=name))
+    return JOBS.start(db_path, "import", {**{key: folder for key in ARCHIVE_HOLDS[holds]}, "archive": name})
 
 
 def run_progress(store: Store, run: dict) -> tuple[int | None, int | None]:

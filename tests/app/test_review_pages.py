@@ -417,3 +417,14 @@ def test_review_pages_need_the_admin_token_when_one_is_set(demo_db: Path, monkey
     assert app().title[0].value == "GCPC"
     at = open_page("audit", admin="s3cret")
     assert at.title[0].value == "Item audit"
+
+
+def test_a_missing_project_db_is_named_and_no_page_is_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without st.navigation Streamlit would list every file of pages/ in a sidebar."""
+    missing = tmp_path / "nowhere.db"
+    monkeypatch.setenv("GCPC_DB", str(missing))
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60).run()
+    assert not at.exception
+    assert f"Project DB not found: {missing}" in at.error[0].value and "python -m gcpc_core import" in at.error[0].value
+    assert len(at.sidebar.children) == 0 and not missing.exists()
+    assert [p["page_name"] for p in at._registered_pages.values()] == ["GCPC"]  # the message alone

@@ -15,7 +15,8 @@ import pytest
 
 from gcpc_core.export import EXPORTERS
 from gcpc_core.ingest import import_project
-from gcpc_core.ingest.archive import ArchiveError, safe_extract
+from gcpc_core.cli import main
+from gcpc_core.ingest.archive import ArchiveError, safe_extract, uploads_dir
 from gcpc_core.store import Store
 
 from .hostile import HOSTILE, TASK_ID, TRIAL_ID, HostileCorpus, write_hostile_corpus
@@ -87,7 +88,7 @@ def test_links_staying_inside_and_dotdot_in_the_given_path_are_fine(tmp_path: Pa
     assert store.get_trajectory(TRIAL_ID).source_path == str(trial.resolve())
 
 
-# ---- archives (for the Runs page: upload an archive of trials, unpack, import) ----
+# ---- archives (`import --trials ARCHIVE`, the Runs page's upload: unpack safely, then import) ----
 
 def _zip(members: dict[str, bytes], *, symlink: str | None = None) -> bytes:
     buf = io.BytesIO()
@@ -154,25 +155,53 @@ def test_archive_bombs_are_bounded(tmp_path: Path) -> None:
     assert (tmp_path / "c" / "keep").read_text() == "mine"
 
 
-@pytest.mark.parametrize("kind", ["zip", "tar"])
-def test_uploaded_trial_archive_unpacks_and_imports(tmp_path: Path, corpus: HostileCorpus, kind: str) -> None:
+def _corpus_archive(corpus: HostileCorpus, kind: str) -> bytes:
+    """The corpus (tasks/ and trials/) as a zip or a tar.gz, with a setuid mode on every tar member."""
     files = {p.relative_to(corpus.tasks_dir.parent).as_posix(): p.read_bytes()
              for p in corpus.tasks_dir.parent.rglob("*") if p.is_file()}
     if kind == "zip":
-        archive = _zip(files)
-    else:
-        def add(tf: tarfile.TarFile) -> None:
-            for name, data in files.items():
-                info = tarfile.TarInfo(name)
-                info.size, info.mode = len(data), 0o4777  # a setuid bit is not carried over
-                tf.addfile(info, io.BytesIO(data))
-        archive = _tar(add)
-    written = safe_extract(archive, tmp_path / "upload")
-    assert len(written) == len(files) and all(os.stat(p).st_mode & 0o7777 == 0o644 for p in written)
-    store = Store(tmp_path / "p.db")
-    report = import_project(store, tasks_dir=tmp_path / "upload" / "tasks", trials_dir=tmp_path / "upload" / "trials",
-                            progress=False)
-    assert report.trials_imported == 1 and report.skipped == []
+        return _zip(files)
+
+    def add(tf: tarfile.TarFile) -> None:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o4777  # a setuid bit is not carried over
+            tf.addfile(info, io.BytesIO(data))
+    return _tar(add)
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_import_from_an_archive_unpacks_beside_the_db_and_reimports_as_unchanged(
+        tmp_path: Path, corpus: HostileCorpus, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    archive = tmp_path / f"job.{'zip' if kind == 'zip' else 'tar.gz'}"
+    archive.write_bytes(_corpus_archive(corpus, kind))
+    db = tmp_path / "p.db"
+    argv = ["import", "--tasks", str(archive), "--trials", str(archive), "--db", str(db), "--quiet"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    [folder] = list(uploads_dir(db).iterdir())
+    assert folder.name.startswith("job-") and f"unpacked to {folder}" in out
+    written = [p for p in folder.rglob("*") if p.is_file()]
+    assert written and all(os.stat(p).st_mode & 0o7777 == 0o644 for p in written)
+    store = Store(db)
+    assert [t.id for t in store.trajectories()] == [TRIAL_ID] and store.get_task(TASK_ID) is not None
+    assert Path(store.get_trajectory(TRIAL_ID).source_path).is_relative_to(folder)
+
+    assert main(argv) == 0  # the same archive again: the same folder, the trial found unchanged
+    assert list(uploads_dir(db).iterdir()) == [folder]
+    assert [t.id for t in Store(db).trajectories()] == [TRIAL_ID]
+
+
+def test_import_refuses_a_hostile_archive_and_changes_nothing(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "p.db"
+    archive = tmp_path / "evil.zip"
+    archive.write_bytes(_zip({"trials/ok/result.json": b"{}", "trials/../../evil.txt": b"x"}))
+    assert main(["import", "--trials", str(archive), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert str(archive) in err and "'trials/../../evil.txt'" in err and "climb out" in err
+    assert not (tmp_path / "evil.txt").exists() and not db.exists()
+    assert not uploads_dir(db).exists() or list(uploads_dir(db).iterdir()) == []
 
 
 # ---- hostile text is stored byte for byte ----

@@ -81,7 +81,8 @@ class Server:
                    "--server.runOnSave", "false"]
             with open(self.log, "ab") as out:
                 self.proc = subprocess.Popen(cmd, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+                                             stdin=subprocess.DEVNULL, start_new_session=True,
+                                             preexec_fn=_die_with_parent)
             if self._wait_healthy():
                 return self
             if "already in use" not in self.log_tail():
@@ -106,16 +107,19 @@ class Server:
         return False
 
     def stop(self) -> None:
-        """Terminate this server (by its pid), then kill it if it lingers."""
+        """Terminate the server's process group (the server and any import workers it forked), then
+        kill it if it lingers. Its own session keeps signals sent to its group away from the tests."""
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
         try:
+            os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+        except ProcessLookupError:
+            pass
 
 
 def _die_with_parent() -> None:
@@ -246,6 +250,10 @@ class App:
         return self.main.get_by_text(value, exact=exact).locator("visible=true")
 
     def button(self, name: str | re.Pattern, *, scope: Locator | None = None) -> Locator:
+        """The visible button labelled `name`: the whole label (a plain substring match would take
+        "Disagree" for "Agree"), followed by the shortcut hint Streamlit adds to the accessible name."""
+        if isinstance(name, str):
+            name = re.compile(rf"^{re.escape(name)}(?: Shortcut .+)?$")
         return (scope or self.main).get_by_role("button", name=name).locator("visible=true").first
 
     def combobox(self, label: str, *, scope: Locator | None = None) -> Locator:

@@ -5,16 +5,24 @@ pages stay responsive. Rater tokens and admin rights are enforced by what the br
 
 from __future__ import annotations
 
+import io
 import re
+import tarfile
 import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from drills.hostile import HOSTILE, TRIAL_ID
+from gcpc_core.demo import write_demo_corpus
+from gcpc_core.ingest.archive import uploads_dir
+from gcpc_core.store import Store
 
-from .conftest import ADMIN_TOKEN, HOSTILE_RATER
-from .helpers import App
+from .conftest import ADMIN_TOKEN, HOSTILE_RATER, REVIEWER
+from .helpers import App, Server, Watch, running, server_env
 
 RENDER_BOUND_S = 30.0
 """A page holding the 1 MB line must finish rendering (script run done, DOM settled) within this."""
@@ -189,3 +197,51 @@ def test_a_wrong_rater_token_sees_only_an_error(protected: App, token: str) -> N
                if t.strip()]
     assert visible == ["This link is not valid. Please ask the study organisers for a new one."], visible
     assert HOSTILE_RATER not in protected.page.content()
+
+
+# ---------------------------------------------------------------- uploaded archives
+
+
+@pytest.fixture
+def empty(page, watch: Watch, tmp_path: Path) -> Iterator[App]:  # noqa: ANN001 - playwright's Page
+    """The app on a new, empty project of its own (uploads add trials: no shared project is touched)."""
+    db = tmp_path / "empty.db"
+    Store(db).close()  # a new project: the schema, no task, no trial
+    env = server_env(db, tmp_path / "home", GCPC_REVIEWER=REVIEWER)
+    with running(Server("upload", db, tmp_path / "server.log", env)) as server:
+        yield App(page, server, watch)
+
+
+def upload(app: App, name: str, data: bytes, holds: str) -> None:
+    app.main.locator('input[type="file"]').set_input_files(
+        files=[{"name": name, "mimeType": "application/octet-stream", "buffer": data}])
+    expect(app.main.get_by_text(name, exact=True)).to_be_visible()
+    app.click(app.main.get_by_role("radiogroup", name="The archive holds").get_by_text(holds, exact=True))
+    app.click(app.button("Unpack and import"))
+
+
+def test_an_uploaded_archive_climbing_out_is_refused_and_a_good_one_imports(empty: App, tmp_path: Path) -> None:
+    empty.open("runs")
+    expect(empty.title()).to_have_text("Runs")
+    evil = io.BytesIO()
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("trials/t1/result.json", "{}")
+        zf.writestr("trials/../../../escaped.txt", "<script>alert(1)</script>")
+    upload(empty, "evil.zip", evil.getvalue(), "trials")
+    expect(empty.text(re.compile(r"^Not started: evil\.zip: archive refused: member 'trials/\.\./\.\./\.\./escaped\.txt'"
+                                 r": '\.\.' would climb out"))).to_be_visible()
+    uploads = uploads_dir(empty.server.db)
+    assert not list(tmp_path.parents[1].rglob("escaped.txt"))  # nowhere near the upload folder either
+    assert not uploads.exists() or not any(uploads.iterdir())
+
+    tasks, trials = write_demo_corpus(tmp_path / "corpus", seed=3)
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tf:
+        tf.add(tasks, arcname="tasks")
+        tf.add(trials, arcname="trials")
+    upload(empty, "job.tar.gz", packed.getvalue(), "tasks and trials")
+    expect(empty.text(re.compile(r"^Unpacked job\.tar\.gz; started import job \w+\.$"))).to_be_visible()
+    expect(empty.main.locator('[data-testid="stCode"]').filter(has_text="trials: 36 imported")).to_be_visible(
+        timeout=120_000)
+    assert len(Store(empty.server.db).trajectories()) == 36
+    assert_inert(empty, "runs, uploads")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +17,8 @@ from gcpc_core.demo import write_demo_corpus
 from gcpc_core.review.agreement import SECTIONS, audit_agreement, auc_ci_figure, dashboard, table_bytes
 from gcpc_core.review.audit import AuditFilters, judge_stats, trajectory_frame
 from gcpc_core.review.overview import judges_frame, overview_trajectories, studies_frame
-from gcpc_core.review.runs import JobRunner, job_run, needs_llm, run_progress, runs_frame
+from gcpc_core.ingest.archive import ArchiveError, uploads_dir
+from gcpc_core.review.runs import JOBS, JobRunner, job_run, needs_llm, run_progress, runs_frame, start_archive_import
 from gcpc_core.store import Store
 
 NO_LLM = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GCPC_MODEL")
@@ -79,6 +83,30 @@ def test_import_job_reports_progress_and_failures(tmp_path: Path, no_llm: None) 
     assert run["kind"] == "import" and run["params"]["trials"] == 36 and run_progress(store, run) == (36, 36)
     missing = runner.wait(runner.start(store.path, "import", {"trials_dir": str(tmp_path / "nowhere")}).id, 60)
     assert missing.status == "failed" and "not a folder" in missing.error
+
+
+def test_an_uploaded_archive_is_unpacked_and_imported_or_refused_whole(tmp_path: Path, no_llm: None) -> None:
+    tasks, trials = write_demo_corpus(tmp_path / "corpus", seed=3)
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tf:
+        tf.add(tasks, arcname="tasks")
+        tf.add(trials, arcname="trials")
+    db = tmp_path / "p.db"
+    job = JOBS.wait(start_archive_import(db, "job.tar.gz", packed.getvalue(), holds="tasks and trials").id, 120)
+    assert job.status == "done" and any(line.startswith("trials: 36 imported") for line in job.lines), job.lines
+    assert job.params["tasks_dir"] == job.params["trials_dir"]
+    assert Path(job.params["trials_dir"]).parent == uploads_dir(db) and job.params["archive"] == "job.tar.gz"
+
+    evil = io.BytesIO()
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("trials/../../escaped.txt", "x")
+    with pytest.raises(ArchiveError, match="climb out"):
+        start_archive_import(db, "evil.zip", evil.getvalue())
+    with pytest.raises(ValueError, match="unknown archive content"):
+        start_archive_import(db, "job.tar.gz", packed.getvalue(), holds="everything")
+    assert [j.id for j in JOBS.jobs(db)] == [job.id]  # no job started for a refused archive
+    assert [p.name for p in uploads_dir(db).iterdir()] == [Path(job.params["trials_dir"]).name]
+    assert not (tmp_path / "escaped.txt").exists()
 
 
 def test_llm_jobs_need_an_endpoint(demo: Store, no_llm: None) -> None:
