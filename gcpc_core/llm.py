@@ -33,16 +33,16 @@ import json
 import os
 import ssl
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
+import httpx2
 import openai
 import yaml
-import httpx2
 from openai import AsyncOpenAI, DefaultAioHttpClient
 from openai.lib._parsing._completions import type_to_response_format_param
 from pydantic import BaseModel, ValidationError
