@@ -76,7 +76,11 @@ def test_resume_after_ctrl_c_repeats_nothing(fake_openai, project, make_llm) -> 
     def interrupt_after_ten(result) -> None:
         seen.append(result.trajectory_id)
         if len(seen) == 10:
-            raise KeyboardInterrupt
+            # Ctrl-C as the terminal sends it: asyncio.run cancels the run and raises KeyboardInterrupt at
+            # the end. (A KeyboardInterrupt raised inside a task instead leaves that task's exception
+            # unretrieved; logging it at garbage collection formats a traceback with `ast`, which on
+            # CPython 3.11 broke an `ast.parse` running at that moment in a later test.)
+            signal.raise_signal(signal.SIGINT)
 
     with pytest.raises(KeyboardInterrupt):
         judge_project(project, judge="gcpc", llm=make_llm(concurrency=2), progress=False, on_result=interrupt_after_ten)
