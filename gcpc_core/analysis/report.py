@@ -25,13 +25,14 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..judge.results import ITEM_JUDGES
 from .ablations import perfect_agreement, score_variants
 from .agreement import alpha_table, pairwise_agreement, preference_votes, spearman_table
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table, roc_data
 from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure, sensitivity_figure
 from .frames import is_available, ordered_judges, require_columns, trajectory_outcomes
 from .item_accuracy import assertion_truth, confusion_table, ctrf_pass_fraction, item_accuracy_table
-from .sensitivity import ITEM_JUDGES, sensitivity_table
+from .sensitivity import sensitivity_table
 from .skills import item_changes, matched_pairs, transition_table
 
 __all__ = ["FRAME_NAMES", "ReportResult", "build_report"]

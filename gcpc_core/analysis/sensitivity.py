@@ -38,6 +38,7 @@ from tqdm import tqdm
 
 from ..checklist import Rules, load_rules
 from ..evidence import EVIDENCE_KINDS, build_evidence_view, quote_occurs
+from ..judge.results import ITEM_JUDGES
 from ..judge.runner import PREPARE_FACTOR, offline_run
 from ..judge.units import LLM_JUDGES, judge_unit, prompt_version_of, unit_for
 from ..llm import LLM, LLMConfig, RunTotals
@@ -60,8 +61,6 @@ __all__ = [
 
 Scope = Literal["cited", "log"]
 SCOPES: tuple[str, ...] = ("cited", "log")
-ITEM_JUDGES = ("gcpc", "fixed", "probe")
-"""Judges with item verdicts; the holistic judge cites evidence for a score, not for items."""
 FRAME_COLUMNS = (
     "trajectory_id", "task", "judge", "item_id", "route", "model", "prompt_version", "seed", "scope", "status",
     "kind", "original_verdict", "verdict", "reason", "span_remaining", "recipe", "run_id",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..judge import ITEM_JUDGES, JUDGES
 from .common import (
     ENDPOINT_FROM,
     add_concurrency,
@@ -136,7 +137,7 @@ def add_judge(sub: argparse._SubParsersAction) -> None:
                        f"progress rating; probe: offline regex probes (no LLM). {ENDPOINT_FROM} Exit 0 ok, 1 some "
                        "trajectories failed (endpoint errors; rerun), 2 unusable setup.")
     add_db(p)
-    p.add_argument("--judge", required=True, choices=["gcpc", "holistic", "fixed", "probe"], help="which judge")
+    p.add_argument("--judge", required=True, choices=JUDGES, help="which judge")
     add_model(p)
     add_concurrency(p, 8)
     p.add_argument("--limit", type=int, help="judge at most this many trajectories now")
@@ -154,7 +155,7 @@ def add_score(sub: argparse._SubParsersAction) -> None:
                        "Yes, official FAIL adds an endpoint item judged No (raw verdicts are kept), then partial "
                        "credit, evidence coverage, Perfect and counts are written. Idempotent.")
     add_db(p)
-    p.add_argument("--judge", choices=["gcpc", "holistic", "fixed", "probe"], help="only this judge")
+    p.add_argument("--judge", choices=JUDGES, help="only this judge")
     p.set_defaults(func=_cmd_score)
 
 
@@ -188,7 +189,7 @@ def add_perturb(sub: argparse._SubParsersAction) -> None:
                        f"offline. {ENDPOINT_FROM} Exit 0 ok, 1 some items failed (endpoint errors; rerun), "
                        "2 unusable setup.")
     add_db(p)
-    p.add_argument("--judge", required=True, choices=["gcpc", "fixed", "probe"], help="which judge's Yes items")
+    p.add_argument("--judge", required=True, choices=ITEM_JUDGES, help="which judge's Yes items")
     add_model(p, "model name (default: $GCPC_MODEL); must be the model the items were judged with")
     p.add_argument("--limit", type=int, help="perturb at most this many items now (a seeded sample across tasks)")
     p.add_argument("--seed", type=int, default=0, help="perturbation seed (default %(default)s)")

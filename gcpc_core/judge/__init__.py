@@ -20,7 +20,7 @@ from .item_judge import judge_items
 from .probe import probe_item, probe_judge
 from .prompts import HOLISTIC_PROMPT_VERSION, ITEMS_PROMPT_VERSION, PER_ITEM_PROMPT_VERSION, PROBE_VERSION
 from .replies import HolisticReply, ItemJudgeReply, ItemVerdictReply, SingleItemReply
-from .results import JUDGES, ReplyRecord, TrajectoryJudgment
+from .results import ITEM_JUDGES, JUDGES, ReplyRecord, TrajectoryJudgment
 from .runner import JudgeReport, judge_project
 from .scoring import ScoreReport, score_project
 from .units import Unit, judge_unit, plan_units, store_judgment
@@ -28,6 +28,7 @@ from .units import Unit, judge_unit, plan_units, store_judgment
 __all__ = [
     "HOLISTIC_PROMPT_VERSION",
     "ITEMS_PROMPT_VERSION",
+    "ITEM_JUDGES",
     "JUDGES",
     "PER_ITEM_PROMPT_VERSION",
     "PROBE_VERSION",

@@ -8,10 +8,12 @@ from pydantic import BaseModel, Field
 
 from ..models import Citation, ItemJudgment
 
-__all__ = ["JUDGES", "Judge", "ReplyRecord", "TrajectoryJudgment"]
+__all__ = ["ITEM_JUDGES", "JUDGES", "Judge", "ReplyRecord", "TrajectoryJudgment"]
 
 Judge = Literal["gcpc", "holistic", "fixed", "probe"]
 JUDGES: tuple[str, ...] = Judge.__args__  # type: ignore[attr-defined]
+ITEM_JUDGES: tuple[str, ...] = ("gcpc", "fixed", "probe")
+"""Judges with item verdicts; the holistic judge cites evidence for a score, not for items."""
 
 
 class ReplyRecord(BaseModel):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import copy_db
 
 from gcpc_core.store import Store
 
@@ -150,14 +150,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 
 
 # ---------------------------------------------------------------- servers
-
-
-def copy_db(source: Path, target: Path) -> Path:
-    """A private copy of a project DB (with its WAL file) for one server to write to."""
-    for suffix in ("", "-wal"):
-        if Path(f"{source}{suffix}").exists():
-            shutil.copy(f"{source}{suffix}", f"{target}{suffix}")
-    return target
 
 
 @pytest.fixture(scope="package")

@@ -263,13 +263,23 @@ class App:
 
     def select(self, label: str, option: str | re.Pattern, *, scope: Locator | None = None,
                filter_text: str | None = None) -> None:
-        """Pick `option` in the selectbox labelled `label` (typing `filter_text` narrows long lists)."""
+        """Pick `option` in the selectbox labelled `label` (typing `filter_text` narrows long lists).
+
+        The open list re-renders while the filter applies, and an option can be replaced just as it is
+        clicked ("element was detached"): the list is then closed and opened again, at most 3 times."""
         box = self.combobox(label, scope=scope)
-        box.click()
-        if filter_text:
-            box.fill(filter_text)
         choice = self.page.get_by_role("option", name=option).first
-        self.rerun(choice.click)
+        for attempt in range(3):
+            box.click()
+            if filter_text:
+                box.fill(filter_text)
+            try:
+                self.rerun(lambda: choice.click(timeout=10_000))
+                return
+            except PlaywrightTimeoutError:
+                if attempt == 2:
+                    raise
+                self.page.keyboard.press("Escape")
 
     def selected(self, label: str, *, scope: Locator | None = None) -> str:
         return self.combobox(label, scope=scope).input_value()
