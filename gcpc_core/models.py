@@ -23,6 +23,7 @@ __all__ = [
     "LogFormat",
     "Outcome",
     "Route",
+    "SCORED_OUTCOMES",
     "Task",
     "Trajectory",
     "Verdict",
@@ -37,9 +38,11 @@ EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
 Condition = Literal["with-skills", "without-skills", "unknown"]
 CONDITIONS: tuple[str, ...] = Condition.__args__  # type: ignore[attr-defined]
 
-Outcome = Literal["PASS", "FAIL"]
+Outcome = Literal["PASS", "FAIL", "unscored"]
+"""`unscored`: no reward was recorded (an unfinished job); imported and shown, left out of outcome statistics."""
+SCORED_OUTCOMES: tuple[str, ...] = ("PASS", "FAIL")
 
-LogFormat = Literal["claude-code", "atif", "terminus-2", "gcpc-jsonl"]
+LogFormat = Literal["claude-code", "atif", "terminus-2", "codex", "acp", "gcpc-jsonl"]
 
 Verdict = Literal["Yes", "No", "Abstain"]
 
@@ -132,7 +135,11 @@ class Trajectory(BaseModel):
     """0-based rank among trials sharing (task, agent, model, condition), ordered by start time;
     with task, agent and model it forms the matched-pair key."""
     outcome: Outcome
-    """Official outcome: PASS when reward ≥ the project's threshold (1.0 by default)."""
+    """Official outcome: PASS when reward ≥ the project's threshold (1.0 by default); `unscored`
+    when no reward was recorded."""
+    outcome_basis: str = ""
+    """The evidence for the outcome: the reward, its source and the threshold, or why it is unscored
+    (or that PASS/FAIL was derived from the CTRF report on request)."""
     reward: float | None = None
     """Official verifier reward, from `result.json` or `verifier/reward.txt`."""
     reward_source: str = ""

@@ -25,10 +25,14 @@ from sqlite_utils.migrations import Migrations
 
 from .models import CtrfTest, Event, Task, Trajectory, VerifierTest
 
-__all__ = ["SCHEMA_VERSION", "Store", "utcnow"]
+__all__ = ["SCHEMA_VERSION", "Store", "TrajectoryClash", "utcnow"]
 
 MIGRATIONS = Migrations("gcpc")
 BUSY_TIMEOUT_S = 60.0
+
+
+class TrajectoryClash(ValueError):
+    """A trial that cannot be stored under its name; the message says which row is in the way."""
 
 
 def utcnow() -> str:
@@ -476,6 +480,12 @@ def m601_run_owner(db: Database) -> None:
     db["runs"].add_column("host", str)
 
 
+@MIGRATIONS()
+def m1401_trial_outcome_basis(db: Database) -> None:
+    """Trials record the evidence for their official outcome (reward and threshold, or why unscored)."""
+    db["trajectories"].add_column("outcome_basis", str)
+
+
 _EVENT_COLUMNS = ("trajectory_id", "seq", "id", "kind", "tool_name", "call_id", "path", "is_error", "source", "text")
 _INSERT_EVENT = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(_EVENT_COLUMNS))})"
 
@@ -610,8 +620,15 @@ class Store:
             for r in self.db["trajectories"].rows_where(select="id, source_path, content_hash")
         }
 
-    def replace_trajectory(self, traj: Trajectory, events: Iterable[Event]) -> None:
-        """Store a trajectory with its events in one transaction, replacing an older copy."""
+    def replace_trajectory(self, traj: Trajectory, events: Iterable[Event]) -> str:
+        """Store a trajectory with its events in one transaction, replacing an older copy.
+
+        Returns `imported`, `updated` or `unchanged` (same name and content hash already stored).
+        The checks run inside the write transaction, so two imports racing cannot both claim a name:
+        a trial name already held by another folder raises `TrajectoryClash`, and so does renaming a
+        stored trial (its `trial_name` changed) while judgments, scores or studies refer to the old
+        name. A rename without such references updates the row in place.
+        """
         row = traj.model_dump()
         for key in _JSON_TRAJ:
             row[key] = _dumps(row[key])
@@ -622,11 +639,39 @@ class Store:
             for e in events
         ]
         with self.atomic() as db:
+            table = db["trajectories"]
+            owner = next(table.rows_where("id = ?", [traj.id], select="source_path, content_hash"), None)
+            if owner is not None and owner["source_path"] != traj.source_path:
+                raise TrajectoryClash(f"trial name {traj.id!r} is already imported from {owner['source_path']}")
+            if owner is not None and owner["content_hash"] == traj.content_hash:
+                return "unchanged"
+            old = next(table.rows_where("source_path = ? AND id != ?", [traj.source_path, traj.id], select="id"), None)
+            if old is not None:
+                refs = self._trajectory_references(db, old["id"])
+                if refs:
+                    raise TrajectoryClash(
+                        f"trial name changed from {old['id']!r} to {traj.id!r}, but {', '.join(refs)} refer to "
+                        f"{old['id']!r}: kept as it was (restore the name, or remove those rows to rename)")
+                db["events"].delete_where("trajectory_id = ?", [old["id"]])
+                table.update(old["id"], {"id": traj.id})
             db["events"].delete_where("trajectory_id = ?", [traj.id])
-            db["trajectories"].upsert(row, pk="id")
+            table.upsert(row, pk="id")
             # Events are the bulk of an import: one prepared statement, executemany, instead of
             # insert_all's per-value conversion, which cost ~60% of import time (bench/import_bench.py).
             db.conn.executemany(_INSERT_EVENT, event_rows)
+        return "updated" if owner is not None or old is not None else "imported"
+
+    @staticmethod
+    def _trajectory_references(db: Database, traj_id: str) -> list[str]:
+        """`table (n rows)` for every table other than events whose rows name this trajectory."""
+        found = []
+        for name in db.table_names():
+            if name in ("events", "trajectories") or "trajectory_id" not in db[name].columns_dict:
+                continue
+            n = db[name].count_where("trajectory_id = ?", [traj_id])
+            if n:
+                found.append(f"{name} ({n} rows)")
+        return found
 
     def set_trial_indexes(self, indexes: dict[str, int]) -> None:
         """Apply recomputed matched-pair indexes (trajectory id → index)."""
@@ -674,6 +719,7 @@ class Store:
             "trials": count("trajectories"),
             "pass": count("trajectories", "outcome = 'PASS'"),
             "fail": count("trajectories", "outcome = 'FAIL'"),
+            "unscored": count("trajectories", "outcome = 'unscored'"),
             "with_skills": count("trajectories", "condition = 'with-skills'"),
             "without_skills": count("trajectories", "condition = 'without-skills'"),
             "unknown_condition": count("trajectories", "condition = 'unknown'"),

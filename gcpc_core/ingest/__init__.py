@@ -4,7 +4,8 @@
 recursively, validates each trial whole before storing it, reports every
 skipped folder with its path and reason, and is idempotent. It reads only under
 the folders it is given: a symbolic link leading elsewhere is reported, never
-followed (`confine`).
+followed (`confine`), and only regular files within size limits are opened
+(`bounded`). No task or trial, however broken, stops the import of the others.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..models import Condition, Event, Trajectory
-from ..store import Store
+from ..models import Condition, Event, Task, Trajectory
+from ..store import Store, TrajectoryClash
 from .confine import outside_links
 from .logs._io import lone_surrogate
 from .tasks import TaskError, find_task_dirs, load_task
@@ -88,19 +89,51 @@ def _assign_trial_indexes(store: Store) -> None:
 
 UNEXPECTED = "unexpected error while reading this trial"
 """Reason prefix of a skip caused by an importer bug rather than by the trial (the fuzz drill counts these)."""
+UNEXPECTED_TASK = "unexpected error while reading this task"
 
 
-def _settings(pass_threshold: float, is_demo: bool, condition_map: Mapping[str, Condition]) -> str:
+def _settings(pass_threshold: float, is_demo: bool, condition_map: Mapping[str, Condition],
+              max_log_bytes: int, derive_outcome: bool) -> str:
     """The import options that shape a stored trial; a change re-imports every trial."""
-    return json.dumps([pass_threshold, is_demo, sorted(condition_map.items())])
+    return json.dumps([pass_threshold, is_demo, sorted(condition_map.items()), max_log_bytes, derive_outcome])
 
 
-def _fingerprint_or_none(trial_dir: Path, settings: str, root: Path) -> str | None:
+def _fingerprint_or_none(trial_dir: Path, settings: str, root: Path, max_log_bytes: int) -> str | None:
     try:
         check_confined(trial_dir, root)
-        return trial_fingerprint(trial_dir, settings)
+        return trial_fingerprint(trial_dir, settings, max_log_bytes)
     except Exception:  # noqa: BLE001
         return None  # load_trial reports the problem
+
+
+def _task_or_reason(task_dir: Path, root: Path) -> Task | str:
+    """A loaded task, or the reason it cannot be imported (a bug in a reader costs one task, not the import)."""
+    try:
+        return load_task(task_dir, root=root)
+    except (TaskError, OSError) as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001
+        return f"{task_dir}: {UNEXPECTED_TASK} ({type(exc).__name__}: {exc})"
+
+
+def _import_tasks(store: Store, tasks_dir: Path, report: ImportReport) -> None:
+    root = Path(tasks_dir).resolve()
+    report.skipped += outside_links(root)
+    used: dict[str, str] = {}
+    for task_dir in find_task_dirs(Path(tasks_dir)):
+        task = _task_or_reason(task_dir, root)
+        if isinstance(task, str):
+            report.skipped.append((str(task_dir), task))
+            continue
+        if task.id in used:  # two folders, one name: the first (in path order) is the task
+            report.skipped.append((task.source_path, f"task name {task.id!r} is also the name of {used[task.id]}, "
+                                                     f"which was imported; this folder was not"))
+            continue
+        used[task.id] = task.source_path
+        if store.upsert_task(task):
+            report.tasks_imported += 1
+        else:
+            report.tasks_unchanged += 1
 
 
 def _load_or_reason(trial_dir: Path, **options) -> tuple[Trajectory, list[Event]] | str:
@@ -132,36 +165,29 @@ def import_project(
     pass_threshold: float = DEFAULT_PASS_THRESHOLD,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
     is_demo: bool = False,
+    derive_outcome: bool = False,
     progress: bool = True,
     workers: int | None = None,
 ) -> ImportReport:
-    """Import tasks, then trials, into `store`; never raises for a bad folder, reports it."""
+    """Import tasks, then trials, into `store`; never raises for a bad folder, reports it.
+
+    `derive_outcome`: a trial with no recorded reward gets PASS/FAIL from its CTRF report (the
+    basis says so) instead of `unscored`.
+    """
     report = ImportReport()
     if tasks_dir is not None:
-        root = Path(tasks_dir).resolve()
-        report.skipped += outside_links(root)
-        for task_dir in find_task_dirs(Path(tasks_dir)):
-            try:
-                task = load_task(task_dir, root=root)
-            except TaskError as exc:
-                report.skipped.append((str(task_dir), str(exc)))
-                continue
-            if store.upsert_task(task):
-                report.tasks_imported += 1
-            else:
-                report.tasks_unchanged += 1
+        _import_tasks(store, Path(tasks_dir), report)
     if trials_dir is not None:
         known_tasks = store.task_ids()
         stored = store.trajectory_hashes()
-        taken_ids = {traj_id: path for path, (traj_id, _) in stored.items()}
         mapping = dict(condition_map or {})
-        settings = _settings(pass_threshold, is_demo, mapping)
+        settings = _settings(pass_threshold, is_demo, mapping, max_log_bytes, derive_outcome)
         root = Path(trials_dir).resolve()
         report.skipped += outside_links(root)
         trial_dirs = []
         for trial_dir in find_trial_dirs(Path(trials_dir)):
             previous = stored.get(str(trial_dir.resolve()))
-            if previous is not None and previous[1] == _fingerprint_or_none(trial_dir, settings, root):
+            if previous is not None and previous[1] == _fingerprint_or_none(trial_dir, settings, root, max_log_bytes):
                 report.trials_unchanged += 1
                 continue
             trial_dirs.append(trial_dir)
@@ -173,6 +199,7 @@ def import_project(
             pass_threshold=pass_threshold,
             max_log_bytes=max_log_bytes,
             is_demo=is_demo,
+            derive_outcome=derive_outcome,
             settings=settings,
             root=root,
         )
@@ -183,22 +210,17 @@ def import_project(
                 continue
             traj, events = outcome
             report.bytes_read += traj.log_bytes
-            owner = taken_ids.get(traj.id)
-            if owner is not None and owner != traj.source_path:
-                report.skipped.append(
-                    (traj.source_path, f"trial name {traj.id!r} is already imported from {owner}")
-                )
+            try:
+                done = store.replace_trajectory(traj, events)
+            except TrajectoryClash as exc:
+                report.skipped.append((traj.source_path, str(exc)))
                 continue
-            previous = stored.get(traj.source_path)
-            if previous is not None and previous == (traj.id, traj.content_hash):
+            if done == "unchanged":
                 report.trials_unchanged += 1
-                continue
-            store.replace_trajectory(traj, events)
-            taken_ids[traj.id] = traj.source_path
-            if previous is None:
-                report.trials_imported += 1
-            else:
+            elif done == "updated":
                 report.trials_updated += 1
+            else:
+                report.trials_imported += 1
         _assign_trial_indexes(store)
     # a folder name that is not UTF-8 reaches Python as lone surrogates: print and store it readably
     report.skipped = [(_printable(p), _printable(r)) for p, r in report.skipped]

@@ -17,8 +17,19 @@ from pathlib import Path
 __all__ = ["first_escape", "outside_links", "refusal"]
 
 
+def _target(path: Path) -> Path | None:
+    """Where `path` leads, or None for a symbolic link loop (which leads nowhere)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError("Symlink loop ...")
+        return None
+
+
 def _escapes(path: Path, root: Path) -> bool:
-    return (path.is_symlink() or path.exists()) and not path.resolve().is_relative_to(root)
+    if not (path.is_symlink() or path.exists()):
+        return False
+    target = _target(path)
+    return target is None or not target.is_relative_to(root)
 
 
 def first_escape(paths: Iterable[Path], root: Path) -> Path | None:
@@ -27,8 +38,11 @@ def first_escape(paths: Iterable[Path], root: Path) -> Path | None:
 
 
 def refusal(path: Path, root: Path) -> str:
-    """The reason reported for a path that leads outside `root`."""
-    return f"{path}: leads outside {root} (to {path.resolve()}): not followed, import reads only under the given folder"
+    """The reason reported for a path that leads outside `root`, or nowhere (a link loop)."""
+    target = _target(path)
+    if target is None:
+        return f"{path}: symbolic link loop: not followed"
+    return f"{path}: leads outside {root} (to {target}): not followed, import reads only under the given folder"
 
 
 def outside_links(root: Path) -> list[tuple[str, str]]:
@@ -38,6 +52,6 @@ def outside_links(root: Path) -> list[tuple[str, str]]:
     for dirpath, dirnames, filenames in os.walk(root):  # links to folders are listed, never entered
         for name in dirnames + filenames:
             path = Path(dirpath, name)
-            if path.is_symlink() and path.is_dir() and _escapes(path, root):
+            if path.is_symlink() and (path.is_dir() or _target(path) is None) and _escapes(path, root):
                 found.append((str(path), refusal(path, root)))
     return found

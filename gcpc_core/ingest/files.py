@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .bounded import FileRefused, read_regular
 from .logs._io import lone_surrogate
 
 __all__ = ["read_utf8", "resolved_folder"]
@@ -22,16 +23,19 @@ def resolved_folder(folder: Path, error: type[ValueError]) -> Path:
 
 
 def read_utf8(path: Path, *, max_bytes: int, error: type[ValueError], what: str, newline: str | None = None) -> str:
-    """The text of a file, refused when larger than `max_bytes` (not hand-written) or not UTF-8.
+    """The text of a regular file, refused when larger than `max_bytes` (not hand-written) or not UTF-8.
 
     `newline` as for `open`: None folds line endings to `\\n`; "" keeps them (JSON, whose error
     positions then count the file's own lines).
     """
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise error(f"{path}: {size / 2**20:.1f} MB is too large for {what}")
     try:
-        with open(path, encoding="utf-8", newline=newline) as fh:
-            return fh.read()
+        data = read_regular(path, max_bytes, what=what)
+    except FileRefused as exc:
+        raise error(str(exc)) from None
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 (byte {exc.start})") from exc
+        raise error(f"{path}: not UTF-8 (byte {exc.start})") from None
+    if newline is None and "\r" in text:  # as open() would: universal newlines
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text

@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 from ..models import Task, VerifierTest
+from .bounded import is_regular
 from .confine import first_escape, refusal
 from .files import read_utf8, resolved_folder
 from .logs._io import lone_surrogate
@@ -29,7 +30,7 @@ class TaskError(ValueError):
 def find_task_dirs(root: Path) -> list[Path]:
     """Every folder under `root` (itself included) that holds an `instruction.md`."""
     root = Path(root)
-    return sorted(p.parent for p in root.rglob("instruction.md") if p.is_file())
+    return sorted(p.parent for p in root.rglob("instruction.md") if is_regular(p))
 
 
 def _is_parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -69,7 +70,8 @@ def _class_tests(file: str, node: ast.ClassDef, prefix: str | None = None) -> li
 
 
 def parse_verifier_source(file: str, source: str) -> list[VerifierTest]:
-    """Test nodes of one verifier file, in source order; raises SyntaxError on invalid Python."""
+    """Test nodes of one verifier file, in source order; raises SyntaxError on invalid Python,
+    RecursionError or MemoryError on source nested too deeply to parse."""
     tree = ast.parse(source, filename=file)
     found: list[VerifierTest] = []
     for stmt in tree.body:
@@ -113,11 +115,13 @@ def load_task(task_dir: Path, *, root: Path | None = None) -> Task:
     instruction = _read_text(instruction_path)
     metadata: dict = {}
     toml_path = task_dir / "task.toml"
-    if toml_path.is_file():
+    if toml_path.exists():
         try:
             metadata = tomllib.loads(_read_text(toml_path))
         except tomllib.TOMLDecodeError as exc:
             raise TaskError(f"{toml_path}: invalid TOML ({exc})") from exc
+        except RecursionError:
+            raise TaskError(f"{toml_path}: TOML nested too deeply to read") from None
     tests_dir = task_dir / "tests"
     verifier_files: dict[str, str] = {}
     tests: list[VerifierTest] = []
@@ -128,6 +132,9 @@ def load_task(task_dir: Path, *, root: Path | None = None) -> Task:
             if lone_surrogate(rel):
                 parse_errors.append(f"{path!r}: file name is not valid UTF-8, skipped")
                 continue
+            if not is_regular(path):  # a folder, pipe or device named like a verifier: never opened
+                kind = "a folder" if path.is_dir() else "not a regular file"
+                raise TaskError(f"{path}: {kind} where a verifier file is expected")
             try:
                 source = _read_text(path)
             except TaskError as exc:
@@ -140,12 +147,14 @@ def load_task(task_dir: Path, *, root: Path | None = None) -> Task:
                 tests.extend(parse_verifier_source(rel, source))
             except SyntaxError as exc:
                 parse_errors.append(f"{path}: line {exc.lineno}: {exc.msg}")
+            except (RecursionError, MemoryError):  # valid Python, but beyond a static parse
+                raise TaskError(f"{path}: verifier nested too deeply to parse its tests statically") from None
     test_sh = tests_dir / "test.sh"
     return Task(
         id=task_dir.name,
         instruction=instruction,
         verifier_files=verifier_files,
-        test_script=_read_text(test_sh) if test_sh.is_file() else None,
+        test_script=_read_text(test_sh) if test_sh.exists() else None,
         tests=tests,
         parse_errors=parse_errors,
         metadata=metadata,

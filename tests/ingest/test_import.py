@@ -114,11 +114,13 @@ def test_bad_log_is_reported_with_path_and_skipped(case: str, corpus: Path, stor
     assert store.import_issues()[0]["reason"] == reason
 
 
-def test_missing_result_json(corpus: Path, store: Store) -> None:
+def test_no_result_json_and_no_verifier_report_is_skipped(corpus: Path, store: Store) -> None:
     bad = make_trial(corpus, "demo-task__nores")
     (bad / "result.json").unlink()
+    shutil.rmtree(bad / "verifier")
     report = import_project(store, tasks_dir=corpus / "tasks", trials_dir=corpus / "trials", progress=False)
-    assert report.skipped == [(str(bad.resolve()), f"{bad.resolve()}: no result.json (not a finished Harbor trial)")]
+    assert report.skipped == [(str(bad.resolve()), f"{bad.resolve()}: no result.json and no verifier report "
+                               "(verifier/ctrf.json or verifier/reward.txt): the trial did not reach its verifier")]
 
 
 def test_unknown_task(corpus: Path, store: Store) -> None:

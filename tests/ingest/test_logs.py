@@ -480,7 +480,9 @@ def test_find_log_jsonl_and_errors(tmp_path: Path) -> None:
     with pytest.raises(LogError) as err:
         find_log(empty)
     assert str(err.value) == (f"{empty}: no agent log found (looked for agent/claude-code.txt, "
-                              "agent/trajectory.json, agent/*.jsonl)")
+                              "agent/trajectory.json, agent/codex.txt, trajectory/acp_trajectory.jsonl, "
+                              "trajectory/trajectory.json, agent/*.jsonl, trajectory/*.jsonl, agent/*.txt, "
+                              "trajectory/*.json)")
     odd = tmp_path / "odd"
     write(odd, "agent/trajectory.json", json.dumps({"foo": [1]}))
     with pytest.raises(LogError, match=r"trajectory\.json: unknown log format \(a JSON object with keys \['foo'\]\)"):

@@ -20,9 +20,11 @@ from .base import ParsedLog
 __all__ = ["READ_TOOLS", "SHELL_TOOLS", "EventBuilder"]
 
 SHELL_TOOLS = frozenset(
-    {"Bash", "bash", "shell", "run_shell_command", "execute_bash", "execute_command", "run_command", "terminal"}
+    {"Bash", "bash", "shell", "run_shell_command", "execute_bash", "execute_command", "run_command", "terminal",
+     "bash_command"}
 )
-"""Tools whose call text is just the command."""
+"""Tools whose call text is just the command (`command`, or terminus-2's `keystrokes`)."""
+_COMMAND_KEYS = ("command", "keystrokes")
 READ_TOOLS = frozenset({"Read", "read_file", "NotebookRead"})
 """Tools whose (non-error) results are file contents rather than tool output."""
 _PATH_KEYS = ("file_path", "absolute_path", "notebook_path", "path")
@@ -38,6 +40,7 @@ _SKILL_TOOLS = {
     "Skill": ("skill", "command"),
     "activate_skill": ("name", "skill"),
     "load_skill": ("load_skill", "name", "skill"),
+    "skill": ("name", "skill"),
 }
 """Skill-activating tools -> argument keys that may hold the skill name, in preference order."""
 _SKILL_MD = re.compile(r"/skills?/([^/\s'\"`]+)/SKILL\.md")
@@ -119,8 +122,9 @@ class EventBuilder:
         if any(k in argd for k in _PATH_KEYS):  # path first: reads like "which file, then what"
             args = argd = {**{k: argd[k] for k in _PATH_KEYS if k in argd}, **argd}
         write = _WRITES.get(name)
-        if name in SHELL_TOOLS and isinstance(argd.get("command"), str):
-            text = argd["command"]
+        command = next((argd[k] for k in _COMMAND_KEYS if isinstance(argd.get(k), str)), None)
+        if name in SHELL_TOOLS and command is not None:
+            text = command
         elif write and write[1] and isinstance(argd.get(write[0]), str):
             text = render_args({k: v for k, v in argd.items() if k != write[0]})
         else:
@@ -139,19 +143,21 @@ class EventBuilder:
         self.note_skills(name, argd, text)
         return eid
 
-    def tool_result(self, key: Any, text: str, source: str, *, is_error: bool = False) -> str:
+    def tool_result(self, key: Any, text: str, source: str, *, is_error: bool = False, as_file: bool = False,
+                    path: str | None = None) -> str:
         """Emit the output of the call registered under `key` (a harness id or an event id).
 
-        Successful reads become `file_content` with the read path; an unknown key still
+        Successful reads (or any output with `as_file`, e.g. a diff's new text) become
+        `file_content` with the read path (`path`, else the call's); an unknown key still
         yields a `tool_output` (unlinked) plus a warning rather than losing the output.
         """
         call = self._calls.get(key) if isinstance(key, str) else None
         if call is None:
             self.warn(f"{source}: output for unknown tool call {key!r}, kept unlinked")
             return self.emit("tool_output", text, source, is_error=is_error)
-        if call.tool_name in READ_TOOLS and not is_error:
+        if (as_file or call.tool_name in READ_TOOLS) and not is_error:
             return self.emit("file_content", text, source, tool_name=call.tool_name,
-                             call_id=call.event_id, path=call.path)
+                             call_id=call.event_id, path=path or call.path)
         return self.emit("tool_output", text, source, tool_name=call.tool_name,
                          call_id=call.event_id, is_error=is_error)
 

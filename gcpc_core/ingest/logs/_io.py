@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..bounded import FileRefused, read_regular
 from .base import LogError
 
 __all__ = ["has_surrogate_escape", "iter_json_lines", "load_json_doc", "lone_surrogate", "read_head", "read_text",
@@ -63,29 +64,12 @@ def _check_bytes(path: Path, data: bytes, *, empty_ok: bool = False) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def _open_checked(path: Path, max_bytes: int | None) -> int:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise LogError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise LogError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not path.is_file():
-        raise LogError(f"{path}: not a regular file")
-    if max_bytes is not None and st.st_size > max_bytes:
-        raise LogError(f"{path}: file is {_size(st.st_size)}, over the {_size(max_bytes)} limit")
-    return st.st_size
-
-
 def read_text(path: Path, max_bytes: int) -> str:
-    """The whole file as text, after the size, emptiness, NUL-byte and UTF-8 checks."""
-    _open_checked(path, max_bytes)
+    """The whole file as text, after the regular-file, size, emptiness, NUL-byte and UTF-8 checks."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LogError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > max_bytes:  # grew between stat and read
-        raise LogError(f"{path}: file is {_size(len(data))}, over the {_size(max_bytes)} limit")
+        data = read_regular(path, max_bytes, what="an agent log")
+    except FileRefused as exc:
+        raise LogError(str(exc)) from None
     return _check_bytes(path, data)
 
 
@@ -94,12 +78,10 @@ def read_head(path: Path, n: int = 1 << 16) -> tuple[str, bool]:
 
     Used for cheap format sniffing, so a 20 MB log is not read twice just to pick a parser.
     """
-    _open_checked(path, None)
     try:
-        with path.open("rb") as fh:
-            data = fh.read(n + 1)
-    except OSError as exc:
-        raise LogError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        data = read_regular(path, None, head=n + 1)
+    except FileRefused as exc:
+        raise LogError(str(exc)) from None
     complete = len(data) <= n
     if complete:
         return _check_bytes(path, data), True

@@ -13,24 +13,36 @@ from pathlib import Path
 from typing import Any
 
 from ...models import LogFormat
-from . import atif, claude_code, gcpc_jsonl, terminus2
+from . import acp, atif, claude_code, codex, gcpc_jsonl, terminus2
 from ._io import has_surrogate_escape, load_json_doc, lone_surrogate, read_head, read_text, type_name
+from ..bounded import is_regular
 from .base import LogError, ParsedLog
 
-__all__ = ["DEFAULT_MAX_BYTES", "PARSERS", "classify", "find_log", "parse_log", "sniff_format"]
+__all__ = ["DEFAULT_MAX_BYTES", "LOG_PLACES", "PARSERS", "classify", "find_log", "log_files", "parse_log",
+           "sniff_format"]
 
 DEFAULT_MAX_BYTES = 25 * 2**20
 PARSERS: dict[LogFormat, Callable[[Path, str, Any], ParsedLog]] = {
     "claude-code": claude_code.parse,
     "atif": atif.parse,
     "terminus-2": terminus2.parse,
+    "codex": codex.parse,
+    "acp": acp.parse,
     "gcpc-jsonl": gcpc_jsonl.parse,
 }
 """Format -> parser(path, text, already-decoded JSON document or None)."""
 _ATIF_HINT = re.compile(r'"schema_version"\s*:\s*"ATIF|"steps"\s*:\s*\[')
 _TERMINUS_HINT = re.compile(r'\[\s*\{\s*"(?:episode|prompt|response)"\s*:')
 _NOTHING = object()
-_NO_LOG = "no agent log found (looked for agent/claude-code.txt, agent/trajectory.json, agent/*.jsonl)"
+LOG_PLACES = ("agent/claude-code.txt", "agent/trajectory.json", "agent/codex.txt", "trajectory/acp_trajectory.jsonl",
+              "trajectory/trajectory.json")
+"""Where harnesses write their logs, in order of preference: Claude Code's stream-json wins over the
+lossy ATIF conversion Harbor writes beside it."""
+_LOG_GLOBS = ("agent/*.jsonl", "trajectory/*.jsonl", "agent/*.txt", "trajectory/*.json")
+"""Then the first file of these (sorted by name, in this order) whose content is a known format."""
+_NO_LOG = f"no agent log found (looked for {', '.join(LOG_PLACES)}, {', '.join(_LOG_GLOBS)})"
+_SNIFF_LINES = 50
+"""How many leading lines may be harness output before a Codex log's first JSON event."""
 
 
 def _first_line(text: str) -> tuple[str, bool]:
@@ -65,7 +77,19 @@ def _line_format(first: Any) -> LogFormat | None:
         return "gcpc-jsonl"
     if claude_code.is_record(first):
         return "claude-code"
+    if codex.is_record(first):
+        return "codex"
+    if acp.is_record(first):
+        return "acp"
     return None
+
+
+def _codex_after_noise(text: str) -> bool:
+    """Whether a Codex event follows a few non-JSON lines (Harbor tees the CLI's stderr into its log)."""
+    for line in text.split("\n")[:_SNIFF_LINES]:
+        if line.lstrip().startswith("{"):
+            return codex.is_record(_loads(line))
+    return False
 
 
 def _doc_format(doc: Any) -> LogFormat | None:
@@ -87,6 +111,8 @@ def classify(path: Path, text: str) -> tuple[LogFormat, Any]:
     fmt = _line_format(first)
     if fmt is not None:
         return fmt, None
+    if first is _NOTHING and _codex_after_noise(text):
+        return "codex", None
     if first is not _NOTHING and line.strip() != text.strip():
         raise LogError(f"{path}: unknown log format (JSON lines whose first line is {_describe(first)})")
     doc = first if first is not _NOTHING else load_json_doc(path, text)
@@ -106,6 +132,8 @@ def sniff_format(path: Path) -> LogFormat:
         fmt = _line_format(_loads(line))
         if fmt is not None:
             return fmt
+        if _loads(line) is _NOTHING and _codex_after_noise(head):
+            return "codex"
     start = head.lstrip()[:1]
     if start == "{" and _ATIF_HINT.search(head):
         return "atif"
@@ -115,30 +143,39 @@ def sniff_format(path: Path) -> LogFormat:
 
 
 def find_log(trial_dir: Path) -> tuple[Path, LogFormat]:
-    """The agent log of a Harbor trial folder and its format.
+    """The agent log of a trial folder and its format.
 
-    Order: `agent/claude-code.txt` (preferred: the ATIF file beside it is a lossy
-    conversion), then `agent/trajectory.json`, then the first `agent/*.jsonl` (sorted by name)
-    whose content is a known format.
+    Order: the files of `LOG_PLACES` (Claude Code's `agent/claude-code.txt` first: the ATIF file
+    beside it is a lossy conversion), then the first file of `_LOG_GLOBS` whose content is a known
+    format. Only regular files are considered; a log that exists but cannot be read is reported.
     """
     trial_dir = Path(trial_dir)
     if not trial_dir.is_dir():
         raise LogError(f"{trial_dir}: not a directory")
-    agent = trial_dir / "agent"
-    for name in ("claude-code.txt", "trajectory.json"):
-        if (agent / name).is_file():
-            return agent / name, sniff_format(agent / name)
-    problems: list[str] = []
-    for path in sorted(agent.glob("*.jsonl")) if agent.is_dir() else []:
-        if not path.is_file():
-            continue
-        try:
+    for name in LOG_PLACES:
+        path = trial_dir / name
+        if path.is_symlink() or path.exists():
             return path, sniff_format(path)
-        except LogError as exc:
-            problems.append(str(exc))
+    problems: list[str] = []
+    tried = {trial_dir / name for name in LOG_PLACES}
+    for pattern in _LOG_GLOBS:
+        folder = trial_dir / pattern.split("/")[0]
+        for path in sorted(folder.glob(pattern.split("/")[1])) if folder.is_dir() else []:
+            if path in tried or not is_regular(path):
+                continue
+            try:
+                return path, sniff_format(path)
+            except LogError as exc:
+                if pattern.endswith(".jsonl"):  # a .txt or .json beside the log may be anything
+                    problems.append(str(exc))
     if problems:
         raise LogError(f"{trial_dir}: no readable agent log; " + "; ".join(problems))
     raise LogError(f"{trial_dir}: {_NO_LOG}")
+
+
+def log_files(path: Path, fmt: LogFormat) -> list[Path]:
+    """The files one log comprises: itself, plus an ATIF run's continuation files."""
+    return atif.run_files(Path(path)) if fmt == "atif" else [Path(path)]
 
 
 def parse_log(path: Path, fmt: LogFormat | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedLog:
@@ -155,13 +192,13 @@ def parse_log(path: Path, fmt: LogFormat | None = None, *, max_bytes: int = DEFA
     if fmt is None:
         fmt, doc = classify(path, text)
     try:
-        log = PARSERS[fmt](path, text, doc)
+        log = atif.parse(path, text, doc, max_bytes) if fmt == "atif" else PARSERS[fmt](path, text, doc)
     except LogError:
         raise
     except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
         raise LogError(f"{path}: malformed {fmt} log ({type(exc).__name__}: {exc})") from exc
-    if has_surrogate_escape(text):  # rare: only such an escape can leave a lone surrogate in the events
-        _refuse_lone_surrogates(path, log)
+    if has_surrogate_escape(text) or log.metadata.get("continuations"):
+        _refuse_lone_surrogates(path, log)  # rare: only such an escape can leave a lone surrogate in the events
     return log
 
 
