@@ -75,7 +75,7 @@ with st.expander("Filters", expanded=True):
                            help="Whose item verdicts you audit")
     filters = AuditFilters(
         tasks=tuple(f[1].multiselect("Task", sorted(trajectories["task"].unique()), key="audit:tasks")),
-        outcomes=tuple(f[2].multiselect("Outcome", ["PASS", "FAIL"], key="audit:outcomes")),
+        outcomes=tuple(f[2].multiselect("Outcome", ["PASS", "FAIL", "unscored"], key="audit:outcomes")),
         conditions=tuple(f[3].multiselect("Condition", sorted(trajectories["condition"].unique()),
                                           key="audit:conditions")),
         show=f[4].selectbox("Show", TRAJECTORY_SHOW, key="audit:show",

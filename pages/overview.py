@@ -15,8 +15,8 @@ if store.get_meta("is_demo") == "1":
     st.info("This is the embedded DEMO project: every task and trial in it is simulated data written by GCPC.")
 
 counts = store.counts()
-cols = st.columns(6)
-for col, key in zip(cols, ("tasks", "trials", "pass", "fail", "events", "judgments")):
+cols = st.columns(7)
+for col, key in zip(cols, ("tasks", "trials", "pass", "fail", "unscored", "events", "judgments")):
     col.metric(key.capitalize(), counts[key])
 
 trajectories = cached_trajectory_frame(store)
@@ -51,7 +51,7 @@ st.subheader("Trajectories")
 f = st.columns(3)
 filters = AuditFilters(
     tasks=tuple(f[0].multiselect("Task", sorted(trajectories["task"].unique()), key="overview_task")),
-    outcomes=tuple(f[1].multiselect("Outcome", ["PASS", "FAIL"], key="overview_outcome")),
+    outcomes=tuple(f[1].multiselect("Outcome", ["PASS", "FAIL", "unscored"], key="overview_outcome")),
     conditions=tuple(f[2].multiselect("Condition", sorted(trajectories["condition"].unique()), key="overview_condition")),
 )
 view = overview_trajectories(trajectories, stats, filters)

@@ -4,7 +4,9 @@ Scores and item verdicts come through the exporters (`export --what scores|judgm
 analysis sees exactly the rows a user can export; CTRF results come from the trajectories; human
 progress ratings and preferences from `annotations.frames` (current answers only, simulated ones
 flagged); evidence-sensitivity results from `sensitivity.perturbation_frame`. A frame with no
-rows is returned empty with its columns: data not yet available.
+rows is returned empty with its columns: data not yet available. Unscored trajectories (no
+recorded reward) have no official outcome, so their rows are left out of `scores` and `items`;
+`scores.attrs["unscored_trials"]` says how many trials of the project that leaves out.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..judge.export import export_judgments, export_scores
+from ..models import SCORED_OUTCOMES
 from ..store import Store
 from .sensitivity import perturbation_frame
 
@@ -40,6 +43,9 @@ def frames_from_store(store: Store, *, include_simulated: bool = True) -> dict[s
     for column in ("partial_credit", "evidence_coverage", "reward"):
         scores[column] = pd.to_numeric(scores[column], errors="coerce").astype(float)
     items = _frame(list(export_judgments(store)), ITEM_COLUMNS)
+    scores = scores[scores["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True)
+    items = items[items["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True)
+    scores.attrs["unscored_trials"] = store.counts()["unscored"]
     ctrf = pd.DataFrame([(t.id, c.name, c.status) for t in store.trajectories() for c in t.ctrf],
                         columns=list(CTRF_COLUMNS))
     ratings, preferences = ratings_frame(store), preferences_frame(store)

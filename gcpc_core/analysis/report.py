@@ -214,6 +214,9 @@ def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame
              "status": "used" if n in frames else "absent or empty",
              "columns": ", ".join(map(str, given[n].columns)) if given.get(n) is not None else ""} for n in FRAME_NAMES]
     blocks: list[Block] = [_Heading("Inputs"), _Table("inputs", pd.DataFrame(rows), "Input frames")]
+    unscored = given["scores"].attrs.get("unscored_trials", 0) if given.get("scores") is not None else 0
+    if unscored:
+        blocks.append(_Text(f"{unscored} unscored trial(s) (no recorded reward) are left out of every outcome statistic."))
     if "scores" in frames:
         s = frames["scores"]
         require_columns(s, ("trajectory_id", "task", "judge", "partial_credit"), "scores")

@@ -44,6 +44,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         condition_map=mapping,
         pass_threshold=args.pass_threshold,
         max_log_bytes=int(args.max_log_mb * 2**20),
+        derive_outcome=args.derive_outcome,
         progress=not args.quiet,
     )
     for line in report.summary_lines():
@@ -131,13 +132,18 @@ def add_import(sub: argparse._SubParsersAction) -> None:
                    help="reward at or above which a trial is PASS (default %(default)s)")
     p.add_argument("--max-log-mb", type=float, default=DEFAULT_MAX_LOG_BYTES / 2**20,
                    help="skip agent logs larger than this (default %(default)s MB)")
+    p.add_argument("--derive-outcome", action="store_true",
+                   help="a trial with no recorded reward (an unfinished job) gets PASS when its verifier's CTRF "
+                   "report has no failed test, else FAIL, with that basis recorded; without this flag it is "
+                   "imported as 'unscored' and left out of outcome statistics")
     add_quiet(p)
     p.set_defaults(func=_cmd_import)
 
 
 def add_info(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("info", help="counts of what a project DB holds",
-                       description="Print what a project DB holds: tasks, trials, PASS/FAIL, events, …")
+                       description="Print what a project DB holds: tasks, trials, PASS/FAIL, unscored "
+                       "(no recorded reward: left out of outcome statistics), events, …")
     add_db(p)
     p.add_argument("--json", action="store_true", help="one JSON object instead of lines")
     p.set_defaults(func=_cmd_info)

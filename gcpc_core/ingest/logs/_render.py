@@ -50,6 +50,13 @@ def render_args(args: Any) -> str:
     return "\n".join(out)
 
 
+def _image(part: dict[str, Any]) -> str:
+    """A placeholder for an image part, naming its file when the log stores one (ATIF v1.6+ `source.path`)."""
+    source = part.get("source")
+    path = source.get("path") if isinstance(source, dict) else None
+    return f"[image {path} omitted]" if isinstance(path, str) and path else "[image omitted]"
+
+
 def join_parts(content: Any) -> str:
     """Message or tool-result content as text: a string, or a list of parts whose text parts are
     joined with newlines; images and other non-text parts become a visible placeholder."""
@@ -71,7 +78,7 @@ def join_parts(content: Any) -> str:
             if (kind == "text" or kind is None) and isinstance(text, str):
                 pieces.append(text)
             elif kind in _IMAGE_PARTS:
-                pieces.append("[image omitted]")
+                pieces.append(_image(part))
             else:
                 pieces.append(f"[{kind or 'non-text'} part omitted]")
         else:
