@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
 import subprocess
@@ -108,3 +109,24 @@ def test_cli_import_and_info_json(skillsbench: Path, tmp_path: Path) -> None:
         assert key in data
     assert (data["tasks"], data["trials"], data["pass"], data["fail"]) == (87, 12, 6, 6)
     assert data["events"] > 100
+
+
+# Taken from an import of ../shared/skillsbench before Codex, ACP, ATIF continuations and unscored trials were
+# added: those changes must leave every event (id, kind, text, tool, link, path, error flag, source), outcome and
+# condition of the real corpus exactly as it was.
+EVENTS_DIGEST = "3bad9a22a29e10c76b0c9b47b134cc40744edd29edda23bbe6cf3300f15e576c"
+OUTCOMES_DIGEST = "05dbc3254337a754c8496e1eaffe64e77ae51884c39c8d5821c5dc5880889a7d"
+
+
+def test_the_real_corpus_imports_exactly_as_before(real) -> None:
+    store, _ = real
+    trajectories = sorted(store.trajectories(), key=lambda t: t.id)
+    rows = [[t.id, e.id, e.kind, e.text, e.tool_name, e.call_id, e.path, e.is_error, e.source]
+            for t in trajectories for e in store.events(t.id)]
+    kinds = {k: sum(r[2] == k for r in rows) for k in {r[2] for r in rows}}
+    assert kinds == {"agent_message": 104, "agent_thinking": 65, "file_content": 40, "system": 8, "tool_call": 135,
+                     "tool_output": 101, "user": 9}
+    assert hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest() == EVENTS_DIGEST
+    outcomes = sorted((t.id, (t.outcome, t.condition, t.condition_basis)) for t in trajectories)
+    assert hashlib.sha256(json.dumps(outcomes).encode()).hexdigest() == OUTCOMES_DIGEST
+    assert store.counts()["unscored"] == 0
