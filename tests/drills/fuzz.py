@@ -7,11 +7,18 @@ a project DB that already holds the real tasks. A case passes when no exception 
 importer; the mutated trial is either imported or reported with its path and a reason (also kept in
 `import_issues`); nothing of a reported trial is stored (no trajectory row, no events); and the good
 trial is imported whole. Seeded and bounded: the same seed gives the same cases.
+
+`run_hostile_drill` adds the folders a red-team pass built (`HOSTILE`): named pipes, 1 GB sparse
+files and link loops where the importer reads, a verifier that is a folder, a task.toml nested
+100,000 deep, a 300,000-term verifier expression. Each must be reported with its path and reason
+(never as an unexpected error), never hang, leave the good trials imported whole, and a second
+import must change nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import time
@@ -22,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gcpc_core.ingest import UNEXPECTED, import_project
+from gcpc_core.ingest import UNEXPECTED, UNEXPECTED_TASK, import_project
 from gcpc_core.store import Store
 
-__all__ = ["MUTATIONS", "FuzzFigures", "mutate", "run_fuzz_drill"]
+__all__ = ["HOSTILE", "MUTATIONS", "FuzzFigures", "mutate", "run_fuzz_drill", "run_hostile_drill"]
 
 CONTENT_KEYS = frozenset({
     "content", "text", "message", "input", "output", "result", "thinking", "tool_use_id", "steps", "observation",
@@ -329,3 +336,125 @@ def run_fuzz_drill(skillsbench: Path, work: Path, *, cases: int = 300, seed: int
         shutil.rmtree(case_dir)
     figures.wall_s = time.monotonic() - start
     return figures
+
+
+# ---- hostile folders: what a red-team pass put beside real tasks and trials ----
+
+def _fifo(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+
+
+def _sparse(path: Path) -> None:
+    with open(path, "wb") as fh:
+        fh.truncate(2**30)
+
+
+def _loop(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    path.symlink_to(path.name)
+
+
+def _verifier_folder(path: Path) -> None:
+    path.mkdir()
+
+
+def _nested_toml(path: Path) -> None:
+    path.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+
+
+def _huge_expression(path: Path) -> None:
+    path.write_text("def test_x():\n    assert " + "1 + " * 300_000 + "1\n")
+
+
+HOSTILE: dict[str, tuple[str, Callable[[Path], None]]] = {
+    "fifo_verifier": ("task:tests/test_fifo.py", _fifo),
+    "verifier_is_a_folder": ("task:tests/test_x.py", _verifier_folder),
+    "nested_task_toml": ("task:task.toml", _nested_toml),
+    "huge_verifier_expression": ("task:tests/test_outputs.py", _huge_expression),
+    "fifo_reward": ("trial:verifier/reward.txt", _fifo),
+    "fifo_log": ("trial:LOG", _fifo),
+    "fifo_result": ("trial:result.json", _fifo),
+    "sparse_1gb_reward": ("trial:verifier/reward.txt", _sparse),
+    "sparse_1gb_log": ("trial:LOG", _sparse),
+    "sparse_1gb_ctrf": ("trial:verifier/ctrf.json", _sparse),
+    "looping_log_link": ("trial:LOG", _loop),
+    "looping_result_link": ("trial:result.json", _loop),
+}
+"""Case → (`task:` or `trial:` file to replace, relative to the folder; LOG is the trial's agent log; how)."""
+
+
+def _hostile_case(skillsbench: Path, case_dir: Path, target: str, make: Callable[[Path], None],
+                  rng: random.Random) -> tuple[Path, list[Path]]:
+    """Copy a real task (with one of its trials) and another real task with its trials; break one file.
+
+    Returns the folder expected to be reported and the good trial folders expected to import.
+    """
+    by_task: dict[str, list[Path]] = {}
+    for trial in _trial_dirs(skillsbench / "trials"):
+        task = json.loads((trial / "result.json").read_bytes())["task_name"]
+        by_task.setdefault(task, []).append(trial)
+    bad_task, good_task = rng.sample(sorted(by_task), 2)
+    for task in (bad_task, good_task):
+        shutil.copytree(skillsbench / "tasks" / task, case_dir / "tasks" / task)
+    good = [shutil.copytree(t, case_dir / "trials" / t.name) for t in by_task[good_task]]
+    bad_trial = shutil.copytree(rng.choice(by_task[bad_task]), case_dir / "trials" / "hostile-trial")
+    for p in [case_dir, *case_dir.rglob("*")]:  # the shared corpus is read-only; its copies need not be
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    kind, rel = target.split(":", 1)
+    if kind == "task":
+        folder = case_dir / "tasks" / bad_task
+        shutil.rmtree(bad_trial)  # its task is left out: the trial would be reported as of an unknown task
+    else:
+        folder = bad_trial
+        if rel == "LOG":
+            rel = next(p.relative_to(folder).as_posix() for p in sorted((folder / "agent").iterdir()))
+        if rel == "verifier/reward.txt":  # read only when result.json holds no reward
+            result = json.loads((folder / "result.json").read_bytes())
+            (folder / "result.json").write_text(json.dumps({**result, "verifier_result": None}))
+    make(folder / rel)
+    return folder, good
+
+
+def run_hostile_drill(skillsbench: Path, work: Path, *, seed: int = 14) -> FuzzFigures:
+    """Each `HOSTILE` case beside real tasks and trials: reported (never an unexpected error), the good
+    trials imported whole, memory bounded, and a second import changing nothing."""
+    start = time.monotonic()
+    rng = random.Random(seed)
+    figures = FuzzFigures()
+    for case, (target, make) in sorted(HOSTILE.items()):
+        case_dir = work / f"hostile-{case}"
+        bad, good = _hostile_case(skillsbench, case_dir, target, make, rng)
+        figures.cases += 1
+        figures.by_mutation[case] += 1
+        figures.by_file[target.split(":", 1)[1].split("/")[-1]] += 1
+        store = Store(case_dir / "project.db")
+        try:
+            reports = [import_project(store, tasks_dir=case_dir / "tasks", trials_dir=case_dir / "trials",
+                                      progress=False, workers=1) for _ in range(2)]
+        except Exception:  # noqa: BLE001 — the drill counts what escapes
+            figures.crashes.append(f"{case}: {traceback.format_exc(limit=4)}")
+        else:
+            _check_hostile(store, reports, bad, good, figures, case)
+        finally:
+            store.close()
+        shutil.rmtree(case_dir)
+    figures.wall_s = time.monotonic() - start
+    return figures
+
+
+def _check_hostile(store: Store, reports: list[Any], bad: Path, good: list[Path], figures: FuzzFigures,
+                   case: str) -> None:
+    first, second = reports
+    mine = [r for p, r in first.skipped if p == str(bad.resolve()) or p.startswith(f"{bad.resolve()}/")]
+    if not mine or any(UNEXPECTED in r or UNEXPECTED_TASK in r for _, r in first.skipped):
+        figures.violations.append(f"{case}: not reported as it should be: {first.skipped}")
+    else:
+        figures.reported += 1
+        figures.reasons[" ".join(mine[0].split(": ", 1)[-1].split()[:3])] += 1
+    stored = {t.source_path for t in store.trajectories()}
+    if stored != {str(g.resolve()) for g in good}:
+        figures.violations.append(f"{case}: stored trials {sorted(stored)} are not the good ones")
+    if (second.tasks_imported, second.trials_imported, second.trials_updated) != (0, 0, 0) or \
+            sorted(second.skipped) != sorted(first.skipped):
+        figures.violations.append(f"{case}: a second import changed something: {second.summary_lines()}")

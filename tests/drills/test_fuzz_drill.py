@@ -13,7 +13,7 @@ from gcpc_core.ingest import import_project, load_trial
 from gcpc_core.ingest.trials import TrialError
 from gcpc_core.store import Store
 
-from .fuzz import MUTATIONS, run_fuzz_drill
+from .fuzz import HOSTILE, MUTATIONS, run_fuzz_drill, run_hostile_drill
 
 pytestmark = pytest.mark.drill
 
@@ -111,3 +111,14 @@ def test_folder_names_that_are_not_utf8_are_reported(skillsbench: Path, tmp_path
     assert report.tasks_imported == 1 and report.trials_imported == 1 and len(report.skipped) == 2
     assert all("bad-\ufffd" in path and "not valid UTF-8" in reason for path, reason in report.skipped)
     assert len(store.import_issues()) == 2
+
+
+@pytest.mark.skillsbench
+@pytest.mark.timeout(300)
+def test_hostile_folders_are_reported_and_never_hang(skillsbench: Path, tmp_path: Path) -> None:
+    figures = run_hostile_drill(skillsbench, tmp_path)
+    print("\n".join(figures.lines()))
+    assert figures.crashes == [], figures.crashes[:3]
+    assert figures.violations == [], figures.violations[:5]
+    assert figures.cases == len(HOSTILE) == figures.reported
+    assert not any(p.name.startswith("hostile-") for p in tmp_path.iterdir())
