@@ -488,6 +488,13 @@ def m1401_trial_outcome_basis(db: Database) -> None:
 
 _EVENT_COLUMNS = ("trajectory_id", "seq", "id", "kind", "tool_name", "call_id", "path", "is_error", "source", "text")
 _INSERT_EVENT = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(_EVENT_COLUMNS))})"
+_TRAJ_COLUMNS = (*Trajectory.model_fields, "imported_at")
+_UPSERT_TRAJ = (
+    f"INSERT INTO trajectories ({', '.join(_TRAJ_COLUMNS)}) VALUES ({', '.join('?' * len(_TRAJ_COLUMNS))}) "
+    f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _TRAJ_COLUMNS if c != 'id')}"
+)
+"""Import writes one trajectory per transaction: fixed statements, so sqlite-utils' per-call schema
+lookups (a third of the write time in bench/import_bench.py) are not paid per trial."""
 
 _LLM_CALL_COLUMNS = (
     "run_id", "created_at", "key", "model", "prompt_version", "tag", "cache_hit", "status", "prompt_tokens",
@@ -639,26 +646,27 @@ class Store:
             for e in events
         ]
         with self.atomic() as db:
-            table = db["trajectories"]
-            owner = next(table.rows_where("id = ?", [traj.id], select="source_path, content_hash"), None)
-            if owner is not None and owner["source_path"] != traj.source_path:
-                raise TrajectoryClash(f"trial name {traj.id!r} is already imported from {owner['source_path']}")
-            if owner is not None and owner["content_hash"] == traj.content_hash:
+            conn = db.conn
+            owner = conn.execute("SELECT source_path, content_hash FROM trajectories WHERE id = ?", [traj.id]).fetchone()
+            if owner is not None and owner[0] != traj.source_path:
+                raise TrajectoryClash(f"trial name {traj.id!r} is already imported from {owner[0]}")
+            if owner is not None and owner[1] == traj.content_hash:
                 return "unchanged"
-            old = next(table.rows_where("source_path = ? AND id != ?", [traj.source_path, traj.id], select="id"), None)
+            old = conn.execute("SELECT id FROM trajectories WHERE source_path = ? AND id != ?",
+                               [traj.source_path, traj.id]).fetchone()
             if old is not None:
-                refs = self._trajectory_references(db, old["id"])
+                refs = self._trajectory_references(db, old[0])
                 if refs:
                     raise TrajectoryClash(
-                        f"trial name changed from {old['id']!r} to {traj.id!r}, but {', '.join(refs)} refer to "
-                        f"{old['id']!r}: kept as it was (restore the name, or remove those rows to rename)")
-                db["events"].delete_where("trajectory_id = ?", [old["id"]])
-                table.update(old["id"], {"id": traj.id})
-            db["events"].delete_where("trajectory_id = ?", [traj.id])
-            table.upsert(row, pk="id")
+                        f"trial name changed from {old[0]!r} to {traj.id!r}, but {', '.join(refs)} refer to "
+                        f"{old[0]!r}: kept as it was (restore the name, or remove those rows to rename)")
+                conn.execute("DELETE FROM events WHERE trajectory_id = ?", [old[0]])
+                conn.execute("UPDATE trajectories SET id = ? WHERE id = ?", [traj.id, old[0]])
+            conn.execute("DELETE FROM events WHERE trajectory_id = ?", [traj.id])
+            conn.execute(_UPSERT_TRAJ, [row[c] for c in _TRAJ_COLUMNS])
             # Events are the bulk of an import: one prepared statement, executemany, instead of
             # insert_all's per-value conversion, which cost ~60% of import time (bench/import_bench.py).
-            db.conn.executemany(_INSERT_EVENT, event_rows)
+            conn.executemany(_INSERT_EVENT, event_rows)
         return "updated" if owner is not None or old is not None else "imported"
 
     @staticmethod

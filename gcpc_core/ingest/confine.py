@@ -33,8 +33,15 @@ def _escapes(path: Path, root: Path) -> bool:
 
 
 def first_escape(paths: Iterable[Path], root: Path) -> Path | None:
-    """The first of `paths` that resolves outside `root` (a resolved folder), or None."""
-    return next((p for p in paths if _escapes(p, root)), None)
+    """The first of `paths` that resolves outside `root` (a resolved folder), or None.
+
+    The first path is resolved whole; each later one must lie in a folder listed before it (or in
+    the first), so only a symbolic link among them can lead elsewhere: only links are resolved.
+    """
+    for i, p in enumerate(paths):
+        if (i == 0 or p.is_symlink()) and _escapes(p, root):
+            return p
+    return None
 
 
 def refusal(path: Path, root: Path) -> str:

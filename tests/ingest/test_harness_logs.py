@@ -14,6 +14,7 @@ import pytest
 
 from gcpc_core.ingest import import_project
 from gcpc_core.ingest.logs import LogError, find_log, parse_log
+from gcpc_core.ingest.logs._io import loads
 from gcpc_core.store import Store
 
 from .test_import import make_task
@@ -305,3 +306,13 @@ def test_a_changed_continuation_file_reimports_the_trial(tmp_path: Path) -> None
     assert second.trials_updated == 1
     assert "echo changed\n" in [e.text for e in store.events("demo-task__cont")]
     assert import_project(store, trials_dir=tmp_path / "trials", progress=False).trials_unchanged == 1
+
+
+@pytest.mark.parametrize("doc", [
+    '{"a": 123456789012345678901234567890, "b": -98765432109876543210, "c": 1e30}',  # beyond 64 bits
+    '[1.5, "x", {"y": [true, null, 18446744073709551615]}]', "NaN", '{"n": Infinity}', '"\\udc80"',
+    "[" * 300 + "]" * 300, '{"a": 1, "a": 2}', '"\u2028 raw separator"',
+])
+def test_fast_json_decoding_gives_what_the_standard_decoder_gives(doc: str) -> None:
+    assert json.dumps(loads(doc)) == json.dumps(json.loads(doc))
+    assert type(loads(doc)) is type(json.loads(doc))

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...models import LogFormat
 from . import acp, atif, claude_code, codex, gcpc_jsonl, terminus2
-from ._io import has_surrogate_escape, load_json_doc, lone_surrogate, read_head, read_text, type_name
+from ._io import has_surrogate_escape, load_json_doc, loads, lone_surrogate, read_head, read_text, type_name
 from ..bounded import is_regular
 from .base import LogError, ParsedLog
 
@@ -67,7 +67,7 @@ def _describe(value: Any) -> str:
 
 def _loads(line: str) -> Any:
     try:
-        return json.loads(line)
+        return loads(line)
     except (ValueError, RecursionError):
         return _NOTHING
 

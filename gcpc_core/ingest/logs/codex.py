@@ -16,13 +16,12 @@ event with a warning rather than failing the log.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._builder import EventBuilder
-from ._io import type_name
+from ._io import loads, type_name
 from ._render import join_parts, render_args, to_text
 from .base import LogError, ParsedLog
 
@@ -150,7 +149,7 @@ def _lines(path: Path, text: str) -> list[tuple[int, Any]]:
         if not line or line.isspace():
             continue
         try:
-            out.append((i, json.loads(line)))
+            out.append((i, loads(line)))
         except ValueError:
             out.append((i, line))
         except RecursionError:
