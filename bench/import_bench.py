@@ -1,9 +1,11 @@
-"""Import benchmark: throughput on the real corpus and on 2,000 synthetic ~170 KB trials,
-and the evidence view's size relative to the raw log per log format.
+"""Import benchmark: throughput on the real corpus, on 2,000 synthetic ~170 KB Claude Code trials,
+on a synthetic corpus of every supported log format (MB/s and trials/s per format), peak RSS with a
+1 GB sparse file in the corpus, and the evidence view's size relative to the raw log per log format.
 
-    python bench/import_bench.py [--synthetic 2000] [--log-kb 170] [--keep DIR]
+    python bench/import_bench.py [--synthetic 2000] [--log-kb 170] [--per-format 200] [--keep DIR]
+    python bench/import_bench.py --profile 200   # cProfile of a single-process import, top functions
 
-Each import runs in a child process so its peak RSS can be read cleanly.
+Each import runs in a child process so its peak RSS (its own and its workers') is its own.
 """
 
 from __future__ import annotations
@@ -112,12 +114,22 @@ def write_synthetic_corpus(root: Path, n_trials: int, log_kb: int, seed: int = 1
     return tasks, trials
 
 
+def _cpu() -> float:
+    return sum(getattr(u, f) for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+               for f in ("ru_utime", "ru_stime"))
+
+
 def _child_import(tasks: str, trials: str, db: str, queue: mp.Queue) -> None:
+    cpu0 = _cpu()
     t0 = time.perf_counter()
     report = import_project(Store(db), tasks_dir=Path(tasks), trials_dir=Path(trials), progress=False)
     elapsed = time.perf_counter() - t0
-    queue.put({"seconds": elapsed, "bytes": report.bytes_read, "trials": report.trials_imported,
-               "unchanged": report.trials_unchanged, "skipped": len(report.skipped)})
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    peak_kb = max(u.ru_maxrss for u in usage)
+    cpu = _cpu() - cpu0  # parse workers included; less sensitive than wall time to a shared machine
+    queue.put({"seconds": elapsed, "cpu_seconds": cpu, "bytes": report.bytes_read, "trials": report.trials_imported,
+               "unchanged": report.trials_unchanged, "skipped": len(report.skipped), "peak_rss_mb": peak_kb / 1024,
+               "reasons": [r for _, r in report.skipped][:5]})
 
 
 def timed_import(tasks: Path, trials: Path, db: Path) -> dict:
@@ -127,7 +139,6 @@ def timed_import(tasks: Path, trials: Path, db: Path) -> dict:
     proc.start()
     result = queue.get()
     proc.join()
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return result
 
 
@@ -136,7 +147,157 @@ def _fmt(label: str, r: dict, corpus_bytes: int | None = None) -> str:
     mb = (corpus_bytes or r["bytes"]) / 2**20
     return (f"{label}: {r['trials']} imported, {r['unchanged']} unchanged, {r['skipped']} skipped; "
             f"{mb:.1f} MB of logs in {r['seconds']:.2f} s = {mb / r['seconds']:.1f} MB/s, "
-            f"{(r['trials'] or r['unchanged']) / r['seconds']:.0f} trials/s; peak RSS (max over runs so far) {r['peak_rss_mb']:.0f} MB")
+            f"{(r['trials'] or r['unchanged']) / r['seconds']:.0f} trials/s; {r['cpu_seconds']:.2f} CPU s = "
+            f"{mb / r['cpu_seconds']:.1f} MB per CPU s; peak RSS {r['peak_rss_mb']:.0f} MB")
+
+
+# ---- one synthetic log per supported format, each about `target_bytes` ----
+
+def _codex_log(rng: random.Random, target_bytes: int) -> str:
+    lines = [json.dumps({"type": "thread.started", "thread_id": f"{rng.getrandbits(64):016x}"}),
+             json.dumps({"type": "turn.started"})]
+    n = 0
+    while sum(map(len, lines)) < target_bytes:
+        n += 1
+        cmd = {"id": f"item_{n}", "type": "command_execution", "command": f"bash -lc 'python3 step_{n}.py'",
+               "aggregated_output": "", "exit_code": None, "status": "in_progress"}
+        lines += [json.dumps({"type": "item.completed", "item": {"id": f"r{n}", "type": "reasoning",
+                                                                 "text": _text(rng, rng.randint(300, 1500))}}),
+                  json.dumps({"type": "item.started", "item": cmd}),
+                  json.dumps({"type": "item.completed", "item": {**cmd, "aggregated_output": _text(rng, 1500),
+                                                                 "exit_code": 0, "status": "completed"}}),
+                  json.dumps({"type": "item.completed", "item": {"id": f"m{n}", "type": "agent_message",
+                                                                 "text": _text(rng, 200)}})]
+    lines.append(json.dumps({"type": "turn.completed", "usage": {"input_tokens": 1, "cached_input_tokens": 0,
+                                                                 "output_tokens": 1}}))
+    return "\n".join(lines) + "\n"
+
+
+def _acp_log(rng: random.Random, target_bytes: int) -> str:
+    lines = [json.dumps({"type": "user_message", "text": _text(rng, 500)})]
+    n = 0
+    while sum(map(len, lines)) < target_bytes:
+        n += 1
+        text = {"type": "content", "content": {"type": "text", "text": _text(rng, 1500)}}
+        lines += [json.dumps({"type": "agent_thought", "text": _text(rng, rng.randint(300, 1500))}),
+                  json.dumps({"type": "tool_call", "tool_call_id": f"c{n}", "kind": "execute", "title": "bash",
+                              "status": "completed", "content": [text, text]}),
+                  json.dumps({"type": "tool_call", "tool_call_id": f"w{n}", "kind": "edit", "title": "write",
+                              "status": "completed", "content": [
+                                  {"type": "content", "content": {"type": "text", "text": "Wrote file successfully."}},
+                                  {"type": "diff", "path": f"/root/f{n}.py", "oldText": "",
+                                   "newText": _text(rng, 800)}]})]
+    lines.append(json.dumps({"type": "agent_message", "text": "done"}))
+    return "\n".join(lines) + "\n"
+
+
+def _atif_steps(rng: random.Random, target_bytes: int, first: int) -> list[dict]:
+    steps, size = [], 0
+    while size < target_bytes:
+        k = first + len(steps)
+        step = {"step_id": k, "source": "agent", "message": _text(rng, 200),
+                "reasoning_content": _text(rng, rng.randint(300, 1500)),
+                "tool_calls": [{"tool_call_id": f"call_{k}", "function_name": "bash_command",
+                                "arguments": {"keystrokes": f"python3 step_{k}.py\n", "duration": 1.0}}],
+                "observation": {"results": [{"source_call_id": f"call_{k}", "content": _text(rng, 1500)}]}}
+        steps.append(step)
+        size += len(json.dumps(step))
+    return steps
+
+
+def _atif_run(rng: random.Random, target_bytes: int) -> dict[str, str]:
+    """A terminus-2 style ATIF run split by summarization into trajectory.json and trajectory.cont-1.json."""
+    head = {"schema_version": "ATIF-v1.6", "session_id": "s", "agent": {"name": "terminus-2", "version": "2",
+                                                                          "model_name": "synthetic/model"}}
+    user = {"step_id": 1, "source": "user", "message": _text(rng, 500)}
+    first = {**head, "steps": [user, *_atif_steps(rng, target_bytes // 2, 2)],
+             "continued_trajectory_ref": "trajectory.cont-1.json"}
+    copied = [{**user, "is_copied_context": True}]
+    second = {**head, "session_id": "s-cont-1", "steps": [*copied, *_atif_steps(rng, target_bytes // 2, 2)]}
+    return {"agent/trajectory.json": json.dumps(first), "agent/trajectory.cont-1.json": json.dumps(second)}
+
+
+def _terminus_log(rng: random.Random, target_bytes: int) -> str:
+    episodes, size = [], 0
+    while size < target_bytes:
+        reply = {"analysis": _text(rng, 600), "plan": _text(rng, 200),
+                 "commands": [{"keystrokes": f"python3 step_{len(episodes)}.py\n", "duration": 1.0}],
+                 "task_complete": False}
+        episodes.append({"episode": len(episodes), "prompt": _text(rng, 1500), "response": json.dumps(reply)})
+        size += len(json.dumps(episodes[-1]))
+    return json.dumps(episodes)
+
+
+def _gcpc_log(rng: random.Random, target_bytes: int) -> str:
+    lines = [json.dumps({"gcpc_log": 1, "agent": "synthetic", "model": "synthetic/model"})]
+    n = 0
+    while sum(map(len, lines)) < target_bytes:
+        n += 1
+        lines += [json.dumps({"kind": "agent_thinking", "text": _text(rng, 800)}),
+                  json.dumps({"kind": "tool_call", "text": f"python3 step_{n}.py", "tool_name": "shell",
+                              "call": f"c{n}"}),
+                  json.dumps({"kind": "tool_output", "text": _text(rng, 1500), "call_ref": f"c{n}"})]
+    return "\n".join(lines) + "\n"
+
+
+FORMATS = {
+    "claude-code": lambda rng, n: {"agent/claude-code.txt": synthetic_log(rng, n)},
+    "atif (2 files)": _atif_run,
+    "terminus-2": lambda rng, n: {"agent/trajectory.json": _terminus_log(rng, n)},
+    "codex": lambda rng, n: {"agent/codex.txt": _codex_log(rng, n)},
+    "acp": lambda rng, n: {"trajectory/acp_trajectory.jsonl": _acp_log(rng, n)},
+    "gcpc-jsonl": lambda rng, n: {"agent/run.jsonl": _gcpc_log(rng, n)},
+}
+"""Format label -> writer of one trial's log files (relative path -> text) of about n bytes."""
+
+
+def write_mixed_corpus(root: Path, per_format: int, log_kb: int, seed: int = 2) -> dict[str, Path]:
+    """`per_format` synthetic trials of every format, one trials folder each, all under `root/tasks`."""
+    rng = random.Random(seed)
+    tasks, _ = write_synthetic_corpus(root, 0, log_kb)
+    folders = {}
+    for label, make in FORMATS.items():
+        folders[label] = root / "by-format" / label.split()[0]
+        for i in range(per_format):
+            task = f"synthetic-task-{i % 5}"
+            d = folders[label] / f"{task}__{label.split()[0]}-{i:05d}"
+            (d / "verifier").mkdir(parents=True)
+            (d / "result.json").write_text(json.dumps({
+                "task_name": task, "trial_name": d.name, "verifier_result": {"rewards": {"reward": float(i % 2)}},
+                "config": {"agent": {"model_name": "synthetic/model"}}, "started_at": f"2026-01-01T00:00:{i % 60:02d}Z"}))
+            for rel, text in make(rng, log_kb * 1024).items():
+                (d / rel).parent.mkdir(parents=True, exist_ok=True)
+                (d / rel).write_text(text)
+    return folders
+
+
+def add_sparse_trials(trials: Path) -> None:
+    """Two trials holding a 1 GB sparse file where import reads: the agent log, and reward.txt."""
+    for name, rel in (("synthetic-task-0__sparse-log", "agent/claude-code.txt"),
+                      ("synthetic-task-0__sparse-reward", "verifier/reward.txt")):
+        d = trials / name
+        (d / "agent").mkdir(parents=True)
+        (d / "verifier").mkdir()
+        (d / "result.json").write_text(json.dumps({"task_name": "synthetic-task-0", "trial_name": name}))
+        if rel != "agent/claude-code.txt":
+            (d / "agent" / "claude-code.txt").write_text(synthetic_log(random.Random(0), 4096))
+        with open(d / rel, "wb") as fh:
+            fh.truncate(2**30)
+
+
+def profile_import(n_trials: int, log_kb: int, work: Path) -> None:
+    """cProfile of one single-process import of the Claude Code synthetic corpus: where the time goes."""
+    import cProfile
+    import pstats
+
+    tasks, trials = write_synthetic_corpus(work / "profile", n_trials, log_kb)
+    store = Store(work / "profile.db")
+    import_project(store, tasks_dir=tasks, progress=False)
+    prof = cProfile.Profile()
+    prof.enable()
+    import_project(store, trials_dir=trials, progress=False, workers=1)
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(20)
 
 
 def raw_tool_io_chars(path: Path, fmt: str) -> int:
@@ -195,10 +356,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--synthetic", type=int, default=2000, help="synthetic trials (default %(default)s)")
     ap.add_argument("--log-kb", type=int, default=170, help="synthetic log size (default %(default)s KB)")
+    ap.add_argument("--per-format", type=int, default=200, help="mixed corpus: trials per format (default %(default)s)")
+    ap.add_argument("--profile", type=int, metavar="N", help="only profile a single-process import of N trials")
     ap.add_argument("--keep", type=Path, help="keep the synthetic corpus and DBs here")
     args = ap.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="gcpc-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.profile:
+        try:
+            profile_import(args.profile, args.log_kb, work)
+        finally:
+            if args.keep is None:
+                shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         if SKILLSBENCH.is_dir():
             real = timed_import(SKILLSBENCH / "tasks", SKILLSBENCH / "trials", work / "real.db")
@@ -213,6 +383,15 @@ def main() -> None:
         print(_fmt("synthetic import", first))
         again = timed_import(tasks, trials, work / "synthetic.db")
         print(_fmt("synthetic re-import (idempotent)", again, corpus_bytes=first["bytes"]))
+        add_sparse_trials(trials)
+        sparse = timed_import(tasks, trials, work / "synthetic-sparse.db")
+        print(_fmt("synthetic import with two 1 GB sparse files in the corpus (fresh DB)", sparse))
+        print(f"  skipped: {sparse['reasons']}")
+        folders = write_mixed_corpus(work / "mixed", args.per_format, args.log_kb)
+        print(f"mixed corpus: {args.per_format} trials of each of {len(folders)} formats, ~{args.log_kb} KB logs")
+        for label, folder in folders.items():
+            r = timed_import(work / "mixed" / "tasks", folder, work / f"mixed-{label.split()[0]}.db")
+            print(_fmt(f"  {label}", r))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

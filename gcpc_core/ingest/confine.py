@@ -4,8 +4,9 @@ A symbolic link under a tasks or trials folder that leads outside it (an absolut
 climbing out with `..`) is never followed: a linked folder is reported at discovery, and a task or
 trial whose files would be read through such a link is reported and skipped, so nothing from outside
 the given folder reaches the project DB (and so the app). Links that stay inside the folder are
-harmless and followed as usual. The given folder itself is the user's choice: it is resolved once
-(it may itself be a link) and everything is checked against its real path.
+harmless and followed as usual. A link that loops leads nowhere and is reported the same way. The
+given folder itself is the user's choice: it is resolved once (it may itself be a link) and
+everything is checked against its real path.
 """
 
 from __future__ import annotations
