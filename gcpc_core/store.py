@@ -630,8 +630,7 @@ class Store:
     def replace_trajectory(self, traj: Trajectory, events: Iterable[Event]) -> str:
         """Store a trajectory with its events in one transaction, replacing an older copy.
 
-        Returns `imported`, `updated` or `unchanged` (same name and content hash already stored).
-        The checks run inside the write transaction, so two imports racing cannot both claim a name:
+        Returns `imported` or `updated`. The checks run inside the write transaction, so two imports racing cannot both claim a name:
         a trial name already held by another folder raises `TrajectoryClash`, and so does renaming a
         stored trial (its `trial_name` changed) while judgments, scores or studies refer to the old
         name. A rename without such references updates the row in place.
@@ -647,11 +646,9 @@ class Store:
         ]
         with self.atomic() as db:
             conn = db.conn
-            owner = conn.execute("SELECT source_path, content_hash FROM trajectories WHERE id = ?", [traj.id]).fetchone()
+            owner = conn.execute("SELECT source_path FROM trajectories WHERE id = ?", [traj.id]).fetchone()
             if owner is not None and owner[0] != traj.source_path:
                 raise TrajectoryClash(f"trial name {traj.id!r} is already imported from {owner[0]}")
-            if owner is not None and owner[1] == traj.content_hash:
-                return "unchanged"
             old = conn.execute("SELECT id FROM trajectories WHERE source_path = ? AND id != ?",
                                [traj.source_path, traj.id]).fetchone()
             if old is not None:

@@ -210,14 +210,15 @@ def import_project(
                 continue
             traj, events = outcome
             report.bytes_read += traj.log_bytes
+            if stored.get(traj.source_path) == (traj.id, traj.content_hash):
+                report.trials_unchanged += 1
+                continue
             try:
                 done = store.replace_trajectory(traj, events)
             except TrajectoryClash as exc:
                 report.skipped.append((traj.source_path, str(exc)))
                 continue
-            if done == "unchanged":
-                report.trials_unchanged += 1
-            elif done == "updated":
+            if done == "updated":
                 report.trials_updated += 1
             else:
                 report.trials_imported += 1
