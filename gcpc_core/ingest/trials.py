@@ -429,7 +429,7 @@ def load_trial(
             source_path=str(trial_dir),
             log_path=log_path.relative_to(trial_dir).as_posix(),
             log_format=fmt,
-            log_bytes=sum(p.stat().st_size for p in logs),
+            log_bytes=sum(p.stat().st_size for p in logs if is_regular(p)),
             content_hash=trial_fingerprint(trial_dir, settings, max_log_bytes),
             is_demo=is_demo or bool(result.get("demo")),
         )
