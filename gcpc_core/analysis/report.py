@@ -8,7 +8,8 @@
   curves with bootstrap bands, Δ histograms per transition, agreement bars, item-change heatmaps.
   Every data-derived string is HTML-escaped;
 * one CSV per table, including the per-trajectory / per-vote / per-item inputs of each
-  statistic, so any number can be recomputed from its inputs.
+  statistic, so any number can be recomputed from its inputs; text cells are neutralised against
+  spreadsheet formula injection (`gcpc_core.csv_safe`).
 
 Both documents are rendered from one list of blocks, so they cannot drift apart.
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..csv_safe import frame_csv
 from ..judge.results import ITEM_JUDGES
 from .ablations import perfect_agreement, score_variants
 from .agreement import (
@@ -506,7 +508,7 @@ def build_report(
     csv = {}
     for name, frame in tables.items():
         csv[name] = out_dir / f"{name}.csv"
-        frame.to_csv(csv[name], index=False)
+        csv[name].write_text(frame_csv(frame), encoding="utf-8")
     md, page = out_dir / "report.md", out_dir / "report.html"
     md.write_text(_render_markdown(title, blocks), encoding="utf-8")
     page.write_text(_render_html(title, blocks), encoding="utf-8")
