@@ -11,7 +11,8 @@ Following OWASP's CSV-injection guidance, `csv_cell`:
   whitespace (``"  =1+1"``), the variants the guidance and its test payloads list;
 * and the writers quote every text field and double embedded quotes (``csv.QUOTE_NONNUMERIC``),
   so a payload such as ``=1+2";=1+2`` cannot close its field and start a new cell behind a
-  separator.
+  separator. Header cells are quoted the same way unless they are plain names
+  (``trajectory_id``), so readers that split a header on commas keep working.
 
 Only text is escaped: numbers are written as numbers, so a negative score stays a number.
 
@@ -23,6 +24,7 @@ back gives the original text. JSONL exports are never neutralised: they are exac
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TextIO
 
@@ -34,6 +36,7 @@ FORMULA_TRIGGERS = frozenset("=+-@\t\r\n\0＝＋－＠")
 """First characters that make a spreadsheet read a cell as a formula (or hide one behind them)."""
 _LEADING_BLANKS = " \t\r\n\0\x0b\x0c\u3000"
 QUOTE = "'"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.]+")
 
 
 def csv_cell(value: object) -> object:
@@ -51,14 +54,19 @@ def csv_value(text: str) -> str:
     return text[1:] if text.startswith(QUOTE) else text
 
 
+def _header(names: Sequence[object]) -> str:
+    """The header line: plain names as they are, any other name neutralised and quoted."""
+    cells = [str(csv_cell(str(n))) for n in names]
+    return ",".join(c if _PLAIN_NAME.fullmatch(c) else '"' + c.replace('"', '""') + '"' for c in cells) + "\n"
+
+
 def write_csv_rows(out: TextIO, rows: Iterable[Mapping[str, object]], fieldnames: Sequence[str]) -> int:
     """Write a header and `rows` as neutralised CSV to `out`; returns the number of rows written."""
-    writer = csv.DictWriter(out, fieldnames=[csv_cell(f) for f in fieldnames], quoting=csv.QUOTE_NONNUMERIC,
-                            lineterminator="\n")
-    writer.writeheader()
+    out.write(_header(fieldnames))
+    writer = csv.writer(out, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
     count = 0
     for row in rows:
-        writer.writerow({csv_cell(k): csv_cell(v) for k, v in row.items()})
+        writer.writerow([csv_cell(row.get(name)) for name in fieldnames])
         count += 1
     return count
 
@@ -69,5 +77,5 @@ def frame_csv(frame: pd.DataFrame) -> str:
     safe = frame.copy()
     for column in text_columns:
         safe[column] = safe[column].map(csv_cell)
-    safe.columns = [csv_cell(str(c)) for c in frame.columns]
-    return safe.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+    body = safe.to_csv(index=False, header=False, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+    return _header(list(frame.columns)) + body

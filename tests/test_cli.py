@@ -63,7 +63,7 @@ def test_demo_db_info_and_export(tmp_path: Path, capsys: pytest.CaptureFixture[s
     out = tmp_path / "trials.csv"
     assert main(["export", "--db", str(db), "--what", "trials", "--format", "csv", "--out", str(out)]) == 0
     lines = out.read_text().splitlines()
-    assert lines[0].startswith('"trajectory_id","task",') and len(lines) == info["trials"] + 1
+    assert lines[0].startswith("trajectory_id,task,") and len(lines) == info["trials"] + 1
     assert main(["export", "--db", str(db), "--what", "trials"]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert len(rows) == info["trials"] and all(r["is_demo"] for r in rows)

@@ -43,7 +43,7 @@ def test_plain_text_and_numbers_are_left_alone() -> None:
         assert csv_cell(value) == value
     assert csv_cell("'quoted") == "''quoted" and csv_value("''quoted") == "'quoted"  # a quote of its own survives
     text = frame_csv(pd.DataFrame({"x": [-0.25, 1.0], "name": ["-oops", "ok"], "=col": ["a", "b"]}))
-    assert text.splitlines() == ['"x","name","\'=col"', '-0.25,"\'-oops","a"', '1.0,"ok","b"']
+    assert text.splitlines() == ['x,name,"\'=col"', '-0.25,"\'-oops","a"', '1.0,"ok","b"']  # plain names bare
     back = pd.read_csv(io.StringIO(text))
     assert back["x"].tolist() == [-0.25, 1.0]  # numbers stay numbers
 

@@ -208,7 +208,7 @@ def test_audit_agreement_and_downloads(demo: Store) -> None:
         "judge": "probe", "route": "assertion", "audited_items": 2, "reviewers": 2, "agree": 1, "disagree": 1,
         "agreement": 0.5, "corrected_to_yes": 0, "corrected_to_no": 0, "corrected_to_abstain": 1}
     csv = table_bytes(table, "csv").decode()
-    assert csv.splitlines()[0].startswith('"judge","route","audited_items"')
+    assert csv.splitlines()[0].startswith("judge,route,audited_items")
     lines = table_bytes(table, "jsonl").decode().splitlines()
     assert json.loads(lines[0])["agreement"] == 0.5
     with pytest.raises(ValueError):
