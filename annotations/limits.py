@@ -16,7 +16,9 @@ FREE_TEXT_MAX_CHARS = 262_144
 
 
 def free_text(value: str | None, what: str = "note") -> str | None:
-    """`value` stripped (None when blank), or ValueError when it is longer than `FREE_TEXT_MAX_CHARS`."""
+    """`value` stripped (None when blank), or ValueError when it is not text or longer than `FREE_TEXT_MAX_CHARS`."""
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{what} must be text, not {type(value).__name__}")
     text = (value or "").strip()
     if len(text) > FREE_TEXT_MAX_CHARS:
         raise ValueError(f"{what} has {len(text):,} characters, over the free-text limit of {FREE_TEXT_MAX_CHARS:,}")

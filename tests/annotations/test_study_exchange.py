@@ -229,6 +229,8 @@ def test_free_text_up_to_the_limit_survives_csv_and_beyond_it_is_refused(store: 
     jsonl = json.dumps({"study_id": sid, "kind": "progress_rating", "unit_id": units[1], "rater": "ann", "rating": 4,
                         "note": long + "y"})
     assert "over the free-text limit" in import_responses(third, jsonl).rejected[0][1]
+    not_text = jsonl.replace(json.dumps(long + "y"), "5")
+    assert "note must be text, not int" in import_responses(third, not_text).rejected[0][1]
 
 
 def test_export_refuses_a_stored_note_over_the_limit_and_writes_nothing(store: Store, tmp_path: Path,
