@@ -8,16 +8,14 @@ the CLI and tests alike.
 from __future__ import annotations
 
 import math
-import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import krippendorff
-import numpy as np
-
+from gcpc_core.analysis.agreement import alpha_table, usable_preferences, usable_ratings
 from gcpc_core.store import Store
 
+from .frames import preferences_frame, ratings_frame
 from .study import CHOICES, load_study
 from .tokens import hash_token, new_token
 
@@ -28,8 +26,8 @@ __all__ = [
     "agreement",
     "answers_by_target",
     "disagreements",
+    "format_alpha",
     "issue_link",
-    "krippendorff_alpha",
     "rater_progress",
     "reassign",
     "status_lines",
@@ -44,7 +42,7 @@ def _code(row: dict) -> str:
 
 
 def _answer(row: dict) -> int | str:
-    return row["value"]["rating"] if row["kind"] == "progress_rating" else row["value"]["choice"]
+    return row["value"].get("rating") if row["kind"] == "progress_rating" else row["value"].get("choice")
 
 
 def answers_by_target(store: Store, study_id: str, kind: str) -> dict[str, dict[str, int | str]]:
@@ -106,7 +104,7 @@ def unit_progress(store: Store, study_id: str) -> list[dict]:
 
 @dataclass(frozen=True)
 class AlphaResult:
-    """Krippendorff's α over current answers of one kind."""
+    """Krippendorff's α over current answers of one kind (a humans row of `analysis.alpha_table`)."""
 
     kind: str
     level: str
@@ -118,42 +116,32 @@ class AlphaResult:
     note: str = ""
 
 
-def krippendorff_alpha(by_unit: dict[str, dict[str, float]], level: str, domain: Sequence[float]) -> tuple[float, str]:
-    """α over {unit: {rater: value}}, NaN with a reason when it is undefined."""
-    paired = {u: v for u, v in by_unit.items() if len(v) >= 2}
-    if not paired:
-        return math.nan, "no unit has two answers yet"
-    values = {x for v in paired.values() for x in v.values()}
-    if len(values) < 2:
-        return math.nan, "every answer is the same value: α is undefined"
-    raters = sorted({r for v in paired.values() for r in v})
-    units = sorted(paired)
-    matrix = np.full((len(raters), len(units)), np.nan)
-    for j, u in enumerate(units):
-        for r, x in paired[u].items():
-            matrix[raters.index(r), j] = x
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        alpha = float(krippendorff.alpha(reliability_data=matrix, value_domain=list(domain),
-                                         level_of_measurement=level))
-    return alpha, ""
+def format_alpha(alpha: float) -> str:
+    """α as `report.md` prints it (three decimals), "n/a" when undefined."""
+    return "n/a" if math.isnan(alpha) else f"{alpha:.3f}"
 
 
 def agreement(store: Store, study_id: str) -> list[AlphaResult]:
-    """Live α: ordinal over progress ratings, nominal over A/B/tie preferences."""
-    study = load_study(store, study_id)
+    """Live α among raters, computed by the analysis report's own `alpha_table` on the same frames the
+    report reads: ordinal over progress ratings on the study's scale, nominal over preferences with each
+    vote coded as the chosen trajectory or a tie. So `study status`, this page and `report` agree."""
+    load_study(store, study_id)
+    ratings, bad_ratings = usable_ratings(ratings_frame(store, study_id))
+    preferences, bad_preferences = usable_preferences(preferences_frame(store, study_id))
+    table = alpha_table(ratings, preferences)
+    rows = {r["data"]: r for r in table.to_dict("records")}
+    left_out = {"ratings": len(bad_ratings), "preferences": len(bad_preferences)}
     out = []
-    for kind, level, domain, encode in (
-        ("progress_rating", "ordinal", list(study.guidelines.scale_values), lambda x: float(x)),
-        ("preference", "nominal", list(range(len(CHOICES))), lambda x: float(CHOICES.index(x))),
-    ):
-        answers = answers_by_target(store, study_id, kind)
-        coded = {u: {r: encode(x) for r, x in v.items()} for u, v in answers.items()}
-        alpha, note = krippendorff_alpha(coded, level, domain)
-        out.append(AlphaResult(
-            kind=kind, level=level, alpha=alpha, units=sum(len(v) >= 2 for v in coded.values()),
-            raters=len({r for v in coded.values() for r in v}), answers=sum(map(len, coded.values())), note=note,
-        ))
+    for kind, data, level in (("progress_rating", "ratings", "ordinal"), ("preference", "preferences", "nominal")):
+        row = rows.get(data)
+        skipped = f"{left_out[data]} malformed answers left out" if left_out[data] else ""
+        if row is None:
+            out.append(AlphaResult(kind=kind, level=level, alpha=math.nan, units=0, raters=0, answers=0,
+                                   note="; ".join(n for n in ("no answers yet", skipped) if n)))
+        else:
+            out.append(AlphaResult(kind=kind, level=level, alpha=float(row["alpha"]), units=int(row["n_units"]),
+                                   raters=int(row["n_coders"]), answers=int(row["n_answers"]),
+                                   note="; ".join(n for n in (row["note"], skipped) if n)))
     return out
 
 
@@ -167,7 +155,7 @@ def disagreements(store: Store, study_id: str, *, min_spread: int = 2) -> list[d
     study = load_study(store, study_id)
     rows = []
     for code, got in answers_by_target(store, study_id, "progress_rating").items():
-        values = [int(x) for x in got.values()]
+        values = [x for x in got.values() if isinstance(x, int) and not isinstance(x, bool)]  # malformed: not spread
         if len(values) >= 2 and max(values) - min(values) >= min_spread:
             rows.append({"kind": "progress_rating", "target": code, "task": study.units[code]["task"],
                          "trajectories": study.units[code]["trajectory_id"], "spread": float(max(values) - min(values)),
@@ -244,8 +232,7 @@ def status_lines(store: Store, study_id: str) -> list[str]:
         lines.append(f"  {p['rater']}{tag}: {p['done']}/{p['total']} answered "
                      f"({p['ratings_done']}/{p['ratings_assigned']} ratings, {p['pairs_done']}/{p['pairs_assigned']} pairs)")
     for a in agreement(store, study_id):
-        value = "n/a" if math.isnan(a.alpha) else f"{a.alpha:.3f}"
-        lines.append(f"  α {a.kind} ({a.level}): {value} over {a.units} units, {a.raters} raters"
-                     + (f" — {a.note}" if a.note else ""))
+        lines.append(f"  α {a.kind} ({a.level}): {format_alpha(a.alpha)} over {a.units} units with ≥2 answers, "
+                     f"{a.raters} raters, {a.answers} answers" + (f" — {a.note}" if a.note else ""))
     lines.append(f"  {len(disagreements(store, study_id))} units or pairs with high disagreement")
     return lines

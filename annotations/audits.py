@@ -10,6 +10,8 @@ from __future__ import annotations
 from gcpc_core.models import Verdict
 from gcpc_core.store import Store
 
+from .limits import free_text
+
 __all__ = ["VERDICTS", "audit_value", "item_audit_history", "item_audits", "record_item_audit"]
 
 VERDICTS: tuple[str, ...] = Verdict.__args__  # type: ignore[attr-defined]
@@ -37,7 +39,7 @@ def record_item_audit(
         task = traj.task
     return store.add_annotation(
         kind="item_audit", rater=reviewer, value=audit_value(agree, corrected_verdict), task=task,
-        trajectory_id=trajectory_id, item_id=item_id, judge=judge, note=(note or "").strip() or None,
+        trajectory_id=trajectory_id, item_id=item_id, judge=judge, note=free_text(note),
         client_token=client_token,
     )
 

@@ -11,6 +11,12 @@ with their line and reason and skipped. Idempotent: a row keeps its `client_toke
 hashed from its content), so importing the same file twice adds nothing. A JSONL export imported
 into a project without the study first recreates the study from its design record (raters get no
 link until an admin issues one), so export → import reproduces the study.
+
+CSV cells are neutralised against spreadsheet formula injection (`gcpc_core.csv_safe`) and the
+import reverses it, so a comment such as ``=HYPERLINK(…)`` is text in a spreadsheet and comes back
+exactly; JSONL is written as stored. Free text is held to `limits.FREE_TEXT_MAX_CHARS` both ways:
+an export refuses an answer over it (naming the annotation), an import rejects the row (naming
+its line), and any field up to it is read, although that is beyond Python's default CSV field limit.
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from gcpc_core.csv_safe import csv_value, write_csv_rows
 from gcpc_core.store import Store
 
 from .design import StudyDesign
+from .limits import FREE_TEXT_MAX_CHARS, free_text
 from .study import StudyInfo, load_study, preference_value, rating_value
 
 __all__ = ["RESPONSE_COLUMNS", "ImportReport", "export_csv", "export_jsonl", "import_responses", "response_rows"]
@@ -43,6 +51,10 @@ def response_rows(store: Store, study_id: str, *, history: bool = True) -> Itera
     study = load_study(store, study_id)
     current = {r["id"] for r in store.annotations(study_id=study_id)}
     for r in store.annotations(study_id=study_id, current=not history):
+        try:
+            free_text(r["note"])
+        except ValueError as exc:
+            raise ValueError(f"annotation {r['id']} of rater {r['rater']}: {exc}; shorten it before exporting") from None
         row = dict.fromkeys(RESPONSE_COLUMNS)
         row.update(study_id=study_id, annotation_id=r["id"], kind=r["kind"], task=r["task"], rater=r["rater"],
                    confidence=r["confidence"], note=r["note"], created_at=r["created_at"], supersedes=r["supersedes"],
@@ -85,9 +97,7 @@ def export_jsonl(store: Store, study_id: str, *, history: bool = True) -> str:
 def export_csv(store: Store, study_id: str, *, history: bool = True) -> str:
     """Responses with their design columns, one row per answer version."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(RESPONSE_COLUMNS), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(response_rows(store, study_id, history=history))
+    write_csv_rows(out, response_rows(store, study_id, history=history), RESPONSE_COLUMNS)
     return out.getvalue()
 
 
@@ -98,6 +108,8 @@ class ImportReport:
     rejected: list[tuple[int, str]] = field(default_factory=list)
     """(line number, reason) of every row not imported."""
     created_studies: list[str] = field(default_factory=list)
+    source: str | None = None
+    """The file the responses came from, named in every rejection."""
 
     @property
     def ok(self) -> bool:
@@ -106,7 +118,8 @@ class ImportReport:
     def lines(self) -> list[str]:
         out = [f"created study {s} from its design record" for s in self.created_studies]
         out.append(f"responses: {self.added} added, {self.duplicates} already present, {len(self.rejected)} rejected")
-        out += [f"  line {n}: {reason}" for n, reason in self.rejected]
+        where = f"{self.source}: " if self.source else ""
+        out += [f"  {where}line {n}: {reason}" for n, reason in self.rejected]
         return out
 
 
@@ -140,8 +153,21 @@ def _records(text: str) -> Iterator[tuple[int, dict]]:
                 except json.JSONDecodeError as exc:
                     yield n, {"record": "invalid", "error": f"not JSON: {exc.msg}"}
     else:
-        for n, row in enumerate(csv.DictReader(io.StringIO(text)), 2):
-            yield n, {k: v for k, v in row.items() if v not in ("", None)}
+        # every field fits, however long (the text is in memory already); the free-text limit is checked
+        # per field below. The limit is process-wide, so it is only ever raised, never lowered.
+        csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
+        reader = csv.DictReader(io.StringIO(text))
+        start = 2
+        for row in reader:
+            n, start = start, reader.line_num + 1  # a record's first line, though a quoted field may span several
+            # + 1: the export may have prefixed a quote that neutralises a formula (`csv_safe`)
+            long = [(k, len(v)) for k, v in row.items() if isinstance(v, str) and len(v) > FREE_TEXT_MAX_CHARS + 1]
+            if long:
+                name, size = long[0]
+                yield n, {"record": "invalid", "error": f"field {name!r} has {size:,} characters, over the free-text "
+                                                        f"limit of {FREE_TEXT_MAX_CHARS:,}"}
+                continue
+            yield n, {k: csv_value(v) for k, v in row.items() if isinstance(k, str) and v not in ("", None)}
 
 
 def _int(value: object, name: str) -> int | None:
@@ -195,7 +221,7 @@ def _validate(row: dict, study: StudyInfo, raters: set[str], assigned: set[tuple
     created_at = row.get("created_at")
     if created_at:
         datetime.fromisoformat(str(created_at))  # ValueError on a malformed time
-    note = (row.get("note") or "").strip() or None
+    note = free_text(row.get("note"))
     content = [study.id, kind, target, rater, value, confidence, note, created_at]
     token = row.get("client_token") or "import:" + hashlib.sha256(
         json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:32]
@@ -205,10 +231,11 @@ def _validate(row: dict, study: StudyInfo, raters: set[str], assigned: set[tuple
 
 
 def import_responses(
-    store: Store, text: str, *, study_id: str | None = None, allow_unassigned: bool = False
+    store: Store, text: str, *, study_id: str | None = None, allow_unassigned: bool = False,
+    source: str | None = None,
 ) -> ImportReport:
-    """Validate and add responses from CSV or JSONL text; see the module docstring."""
-    report = ImportReport()
+    """Validate and add responses from CSV or JSONL text (read from file `source`); see the module docstring."""
+    report = ImportReport(source=source)
     valid: list[tuple[str, int, int, dict]] = []
     studies: dict[str, tuple[StudyInfo, set[str], set[tuple[str, str, str]]]] = {}
 

@@ -19,6 +19,7 @@ from gcpc_core.store import Store
 from .blinding import BlindingTerms, BlindTrajectory, blind_trajectory, collect_terms
 from .design import KIND_ORDER, Candidate, DesignParams, StudyDesign, make_design
 from .guidelines import Guidelines, load_guidelines
+from .limits import free_text
 from .tokens import hash_token, invite_link, new_token
 
 __all__ = [
@@ -276,7 +277,7 @@ class RaterSession:
                 client_token: str | None) -> SubmitResult:
         if not self.is_open:
             raise PermissionError("this study is closed: answers can no longer be changed")
-        note = (note or "").strip() or None
+        note = free_text(note)
         row, created = self._store.add_annotation(
             kind=kind, rater=self.rater, value=value, study_id=self._study.id, task=self._study.task_of(kind, target),
             note=note, confidence=confidence, client_token=client_token, assignment=(kind, target),

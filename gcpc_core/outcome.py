@@ -3,6 +3,11 @@
 Pure functions, applied after judging and never inside it, so raw and
 postprocessed verdicts can both be stored and every score variant can be
 recomputed from the raw verdicts (the analysis ablations depend on that).
+
+Partial credit and Perfect read the postprocessed verdicts; evidence coverage reads the raw
+ones: an assertion item that the official PASS set to Yes has no execution-log evidence of its
+own, so it must not count as covered. Every score variant (PASS propagation on or off) therefore
+has the same coverage.
 """
 
 from __future__ import annotations
@@ -50,12 +55,13 @@ def postprocess(
 
 
 class Score(BaseModel):
-    """Scores of one trajectory under one judge, from postprocessed verdicts."""
+    """Scores of one trajectory under one judge (see the module docstring for which verdicts each reads)."""
 
     partial_credit: float | None
     """Yes / (Yes + No) over all items, endpoint included; None when nothing was decided."""
     evidence_coverage: float | None
-    """(Yes + No) / items, endpoint excluded; None for an empty checklist."""
+    """(Yes + No) of the raw verdicts (before postprocessing) / items, endpoint excluded; None for an
+    empty checklist. Raw, because a verdict filled in by the official PASS is not log evidence."""
     perfect: int
     """1 when no real item is No (endpoint excluded)."""
     perfect_with_endpoint: int
@@ -71,15 +77,15 @@ class Score(BaseModel):
 
 
 def score_items(items: Sequence[ItemJudgment]) -> Score:
-    """Partial credit, evidence coverage and Perfect from postprocessed verdicts."""
+    """Partial credit and Perfect from postprocessed verdicts, evidence coverage from the raw ones."""
     real = [i for i in items if i.item_id != ENDPOINT_ITEM_ID]
     n_yes = sum(i.verdict == "Yes" for i in items)
     n_no = sum(i.verdict == "No" for i in items)
     n_abstain = sum(i.verdict == "Abstain" for i in items)
-    decided_real = sum(i.verdict != "Abstain" for i in real)
+    decided_raw = sum(i.verdict_raw != "Abstain" for i in real)
     return Score(
         partial_credit=n_yes / (n_yes + n_no) if n_yes + n_no else None,
-        evidence_coverage=decided_real / len(real) if real else None,
+        evidence_coverage=decided_raw / len(real) if real else None,
         perfect=int(not any(i.verdict == "No" for i in real)),
         perfect_with_endpoint=int(n_no == 0),
         n_items=len(real),

@@ -12,6 +12,7 @@ import uuid
 import streamlit as st
 
 from annotations.blinding import BlindTrajectory, preview
+from annotations.limits import FREE_TEXT_MAX_CHARS
 from annotations.study import RaterSession, open_rater_session
 from gcpc_core.review.ui import render_plain, require_store
 
@@ -178,7 +179,8 @@ else:
         col.caption(anchor.description)
     ready = draft["choice"] is not None and draft["confidence"] is not None
 
-st.text_area("Comment (optional)", key=f"{draft_key}:note", placeholder="Anything the organisers should know")
+st.text_area("Comment (optional)", key=f"{draft_key}:note", placeholder="Anything the organisers should know",
+             max_chars=FREE_TEXT_MAX_CHARS)
 if not session.is_open:
     st.info("This study is closed: answers can no longer be changed.")
 st.button("Save and next", type="primary", shortcut="Ctrl+Enter", on_click=save, disabled=not ready or not session.is_open)

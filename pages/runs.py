@@ -72,7 +72,8 @@ with judge_tab:
         st.text(f"The {judge} judge calls an LLM: {reason}")
     st.button("Start judging", key="runs:start_judge", disabled=blocked, on_click=start, args=("judge", params))
 with score_tab:
-    st.text("Postprocess every judged trajectory (official outcome) and write its scores.")
+    st.text("Postprocess every judged trajectory (official outcome) and write its scores; evidence coverage "
+            "counts the judge's raw verdicts, before the official outcome fills any in.")
     st.button("Start scoring", key="runs:score", on_click=start, args=("score", {}))
 with synth_tab:
     tasks = ["all tasks without a frozen checklist", *sorted(store.task_ids())]

@@ -74,3 +74,13 @@ def test_all_abstain_has_undefined_partial_credit_not_zero() -> None:
     assert s.partial_credit is None
     assert s.evidence_coverage == 0.0
     assert s.perfect == 1
+
+
+def test_evidence_coverage_reads_raw_verdicts_not_the_official_pass() -> None:
+    # two assertion items the judge left Abstain, one judge item Yes: PASS sets both assertions to Yes,
+    # but only the judge item has log evidence of its own
+    raw = [item("A1", "assertion", "Abstain"), item("A2", "assertion", "Abstain"), item("J1", "judge", "Yes")]
+    s = score_items(postprocess(raw, "PASS"))
+    assert s.partial_credit == 1.0 and s.n_abstain == 0
+    assert s.evidence_coverage == pytest.approx(1 / 3)
+    assert score_items(postprocess(raw, "PASS", propagate_pass=False)).evidence_coverage == pytest.approx(1 / 3)

@@ -10,18 +10,23 @@ DB; `synthetic` builds a consistent synthetic project as frames (benchmark, test
 
 from .ablations import VARIANTS, perfect_agreement, score_variants
 from .agreement import (
-    PREFERENCE_CODES,
+    CHOICES,
+    REJECTED_COLUMNS,
+    TIE,
     alpha_table,
-    canonical_preferences,
     human_rating_matrix,
-    judge_choice,
+    judge_chosen,
     krippendorff_alpha,
     mean_ratings,
     pairwise_agreement,
+    preference_choices,
     preference_votes,
+    rating_scale,
     spearman_table,
+    usable_preferences,
+    usable_ratings,
 )
-from .bootstrap import cluster_counts, draw_clusters, draw_members, percentile_ci
+from .bootstrap import MIN_CLUSTERS, cluster_counts, clustered_ci, draw_clusters, draw_members, percentile_ci
 from .discrimination import (
     AucBootstrap,
     auc_draws,
@@ -64,11 +69,14 @@ from .sensitivity import (
 from .skills import PAIR_KEY, TRANSITIONS, item_changes, matched_pairs, transition_table
 
 __all__ = [
+    "CHOICES",
     "FRAME_NAMES",
     "JUDGE_ORDER",
+    "MIN_CLUSTERS",
     "PAIR_KEY",
-    "PREFERENCE_CODES",
+    "REJECTED_COLUMNS",
     "SCOPES",
+    "TIE",
     "TRANSITIONS",
     "VARIANTS",
     "VERDICTS",
@@ -84,8 +92,8 @@ __all__ = [
     "auc_table",
     "bootstrap_auc",
     "build_report",
-    "canonical_preferences",
     "cluster_counts",
+    "clustered_ci",
     "common_subset",
     "confusion_table",
     "ctrf_node_status",
@@ -99,7 +107,7 @@ __all__ = [
     "item_accuracy_table",
     "item_change_heatmap",
     "item_changes",
-    "judge_choice",
+    "judge_chosen",
     "krippendorff_alpha",
     "mann_whitney_kernel",
     "matched_pairs",
@@ -112,7 +120,9 @@ __all__ = [
     "perturb_events",
     "perturb_span",
     "perturbation_frame",
+    "preference_choices",
     "preference_votes",
+    "rating_scale",
     "require_columns",
     "roc_figure",
     "roc_data",
@@ -123,4 +133,6 @@ __all__ = [
     "spearman_table",
     "trajectory_outcomes",
     "transition_table",
+    "usable_preferences",
+    "usable_ratings",
 ]

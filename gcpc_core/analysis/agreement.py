@@ -1,28 +1,35 @@
 """RQ2 — agreement with human judgments of progress.
 
 Reads **scores** (judge scores, ``partial_credit`` by default), **ratings** (``trajectory_id`` or
-``unit_id``, ``task, rater, rating``) and **preferences** (``pair_id, task, left_id, right_id,
-rater, choice``); see `frames` for the contracts. Judges are compared on their common subset
-(trajectories every listed judge scored), like the AUC.
+``unit_id``, ``task, rater, rating``, optionally the declared scale ``scale_min, scale_max``) and
+**preferences** (``pair_id, task, left_id, right_id, rater, choice``); see `frames` for the
+contracts. Judges are compared on their common subset (trajectories every listed judge scored),
+like the AUC.
+
+A preference vote is read as *which trajectory* the rater chose (``chosen``: the left or right
+trajectory id, or ``tie``), never as a side. Left and right are only how a pair was shown, and
+raters may have seen it either way round, so nothing below depends on that orientation: swapping
+the sides of any vote leaves every statistic unchanged.
 
 * Pairwise agreement, MT-Bench convention: each human vote on a pair is compared with the judge's
-  ordering of the two trajectories (higher score preferred; scores within `tie_tol` are a tie).
-  *With ties* a tie is a third class; *without ties* votes where either side is a tie are
+  choice on the same two trajectories (the one with the higher score; scores within `tie_tol` are
+  a tie). *With ties* a tie is a third class; *without ties* votes where either side is a tie are
   dropped. A human–human row (every two raters on the same pair) gives the ceiling.
 * Spearman ρ between a trajectory's mean human rating and each judge's score (`scipy.stats`),
   task-clustered bootstrap CI computed for all draws at once: draws of equal sample size are
   stacked and passed to `scipy.stats.spearmanrho(axis=-1)`.
-* Krippendorff's α (`krippendorff.alpha`): ordinal over progress ratings, nominal over A/B/tie
-  preferences; first among humans, then with each judge added as one more coder. A judge's
-  0–1 score joins the rating scale as ``lo + floor(score·(hi − lo) + ½)``; its preference is its
-  ordering of the pair.
-
-Preferences are put in one canonical orientation per pair (sorted trajectory ids, choice flipped
-when a rater saw them swapped), so raters who saw different left/right orders stay comparable.
+* Krippendorff's α (`krippendorff.alpha`), first among humans, then with each judge added as one
+  more coder: ordinal over progress ratings on the study's declared scale ``lo…hi`` (a judge's
+  0–1 score joins it as ``lo + floor(score·(hi − lo) + ½)``); nominal over preferences, each pair
+  one unit and each vote coded as the chosen trajectory or a tie. `alpha_table` is the only α
+  implementation: the report, the Agreement page, `study status` and the Study admin page call it.
 
 Degenerate cases give NaN with a note: no unit with two or more coders, a single observed value
-(α and ρ undefined), fewer than three units for ρ, a judge lacking a score for a pair's side
-(vote dropped and counted), constant draws in the bootstrap (dropped from the percentiles).
+(α and ρ undefined), fewer than three units for ρ, fewer than two tasks for a clustered interval,
+a judge lacking a score for a pair's side (vote dropped and counted), constant draws in the
+bootstrap (dropped from the percentiles). Rows that break the contract make the strict functions
+raise `FrameContractError`; `usable_ratings` / `usable_preferences` instead set them aside with
+the reason, so a report can go on without them.
 """
 
 from __future__ import annotations
@@ -35,63 +42,187 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .bootstrap import cluster_counts, draw_clusters, draw_members, percentile_ci
+from .bootstrap import FEW_CLUSTERS_NOTE, MIN_CLUSTERS, cluster_counts, clustered_ci, draw_clusters, draw_members
 from .frames import FrameContractError, common_subset, require_columns
 
 __all__ = [
-    "PREFERENCE_CODES",
+    "CHOICES",
+    "REJECTED_COLUMNS",
+    "TIE",
     "alpha_table",
-    "canonical_preferences",
     "human_rating_matrix",
-    "judge_choice",
+    "judge_chosen",
     "krippendorff_alpha",
     "mean_ratings",
     "pairwise_agreement",
+    "preference_choices",
     "preference_votes",
+    "rating_scale",
     "spearman_table",
+    "usable_preferences",
+    "usable_ratings",
 ]
 
-PREFERENCE_CODES = {"A": 0, "B": 1, "tie": 2}
-"""Nominal codes of preference choices for Krippendorff's α."""
+TIE = "tie"
+CHOICES = ("A", "B", TIE)
+"""Preference answers as recorded: A = the pair's left trajectory, B = its right one, or a tie."""
 HUMAN = "human-human"
+RATING_COLUMNS = ("trajectory_id", "task", "rater", "rating")
+PREFERENCE_COLUMNS = ("pair_id", "task", "left_id", "right_id", "rater", "choice")
+SCALE_COLUMNS = ("scale_min", "scale_max")
+REJECTED_COLUMNS = ["frame", "row", "target", "rater", "value", "reason"]
+"""Rows `usable_ratings` / `usable_preferences` set aside: frame name, row position, what was rated, why."""
+
+
+def _with_trajectory_id(ratings: pd.DataFrame) -> pd.DataFrame:
+    if "trajectory_id" not in ratings.columns and "unit_id" in ratings.columns:
+        return ratings.rename(columns={"unit_id": "trajectory_id"})
+    return ratings
+
+
+def _declared_scales(ratings: pd.DataFrame) -> pd.DataFrame | None:
+    """Per row ``(scale_min, scale_max)`` as numbers, or None when the frame declares no scale."""
+    if not set(SCALE_COLUMNS) <= set(ratings.columns):
+        return None
+    scales = ratings[list(SCALE_COLUMNS)].apply(pd.to_numeric, errors="coerce")
+    return None if scales.isna().all().all() else scales
+
+
+def rating_scale(ratings: pd.DataFrame, scale: tuple[int, int] | None = None) -> tuple[tuple[int, int], str]:
+    """The rating scale ``(lo, hi)`` and a note: `scale` if given, else the one the frame declares.
+
+    A frame without a declared scale falls back to the observed range, and the note says so: a
+    judge's score would then map onto whatever range the raters happened to use.
+    """
+    if scale is not None:
+        return (int(scale[0]), int(scale[1])), ""
+    declared = _declared_scales(ratings)
+    if declared is not None:
+        found = declared.dropna().drop_duplicates()
+        if len(found) != 1:
+            shown = ", ".join(f"{lo:g}–{hi:g}" for lo, hi in found.itertuples(index=False)) or "none"
+            raise FrameContractError(f"ratings frame mixes rating scales ({shown}); analyse one scale at a time")
+        lo, hi = found.iloc[0]
+        return (int(lo), int(hi)), ""
+    values = pd.to_numeric(ratings["rating"], errors="coerce").dropna()
+    if values.empty:
+        raise FrameContractError("ratings frame has no numeric rating and declares no scale")
+    lo, hi = int(values.min()), int(values.max())
+    return (lo, hi), f"no declared rating scale: the observed range {lo}–{hi} is used"
+
+
+def _rating_problems(ratings: pd.DataFrame, scale: tuple[int, int] | None) -> pd.Series:
+    """Per row: why its rating is unusable ("" when it is fine)."""
+    value = pd.to_numeric(ratings["rating"], errors="coerce")
+    declared = _declared_scales(ratings)
+    if scale is not None:
+        lo = pd.Series(float(scale[0]), index=ratings.index)
+        hi = pd.Series(float(scale[1]), index=ratings.index)
+    elif declared is not None:
+        lo, hi = declared["scale_min"], declared["scale_max"]
+    else:
+        lo = hi = pd.Series(np.nan, index=ratings.index)
+    reasons = []
+    for raw, v, a, b in zip(ratings["rating"], value, lo, hi):
+        if raw is None or raw is pd.NA or (isinstance(raw, float) and np.isnan(raw)):
+            reasons.append("rating is missing")
+        elif isinstance(raw, bool) or np.isnan(v) or v != np.floor(v):
+            reasons.append(f"rating {_shown(raw)} is not a whole number")
+        elif not (np.isnan(a) or a <= v <= b):
+            reasons.append(f"rating {_shown(raw)} is outside the declared scale {a:g}–{b:g}")
+        else:
+            reasons.append("")
+    return pd.Series(reasons, index=ratings.index, dtype=object)
+
+
+def _shown(value: object) -> str:
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _rejected(frame: str, rows: pd.DataFrame, target: str, value: str, reasons: pd.Series) -> pd.DataFrame:
+    bad = reasons != ""
+    positions = np.flatnonzero(bad.to_numpy())
+    return pd.DataFrame({"frame": frame, "row": positions, "target": rows.loc[bad, target].astype(str).to_numpy(),
+                         "rater": rows.loc[bad, "rater"].astype(str).to_numpy(),
+                         "value": rows.loc[bad, value].map(_shown).to_numpy(), "reason": reasons[bad].to_numpy()},
+                        columns=REJECTED_COLUMNS)
+
+
+def usable_ratings(
+    ratings: pd.DataFrame, scale: tuple[int, int] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(usable, rejected)``: ratings split into rows the statistics can use and `REJECTED_COLUMNS` rows.
+
+    A rating is unusable when it is missing, not a whole number, or off the scale (`scale`, else
+    the row's declared ``scale_min…scale_max``). ``row`` is the 0-based position in `ratings`.
+    """
+    ratings = _with_trajectory_id(ratings)
+    require_columns(ratings, RATING_COLUMNS, "ratings")
+    reasons = _rating_problems(ratings, scale)
+    usable = ratings[reasons == ""]
+    usable = usable.assign(rating=pd.to_numeric(usable["rating"]).astype(int))
+    return usable.reset_index(drop=True), _rejected("ratings", ratings, "trajectory_id", "rating", reasons)
+
+
+def usable_preferences(preferences: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(usable, rejected)`` like `usable_ratings`: a choice other than A/B/tie, or a missing side, is unusable."""
+    require_columns(preferences, PREFERENCE_COLUMNS, "preferences")
+    choice_ok = preferences["choice"].isin(CHOICES)
+    sides_ok = preferences["left_id"].notna() & preferences["right_id"].notna()
+    reasons = pd.Series(np.where(~choice_ok, "choice must be A, B or tie",
+                                 np.where(~sides_ok, "the pair lacks a left or right trajectory", "")),
+                        index=preferences.index, dtype=object)
+    usable = preferences[reasons == ""].reset_index(drop=True)
+    return usable, _rejected("preferences", preferences, "pair_id", "choice", reasons)
 
 
 def _ratings_frame(ratings: pd.DataFrame) -> pd.DataFrame:
     """Ratings with a ``trajectory_id`` column, integer ratings and the last row per (unit, rater)."""
-    if "trajectory_id" not in ratings.columns and "unit_id" in ratings.columns:
-        ratings = ratings.rename(columns={"unit_id": "trajectory_id"})
-    require_columns(ratings, ("trajectory_id", "task", "rater", "rating"), "ratings")
+    ratings = _with_trajectory_id(ratings)
+    require_columns(ratings, RATING_COLUMNS, "ratings")
     rating = pd.to_numeric(ratings["rating"], errors="coerce")
     if rating.isna().any() or (rating != np.floor(rating)).any():
         raise FrameContractError("ratings frame has non-integer or missing values in column 'rating'")
-    out = ratings.assign(rating=rating.astype(int))[["trajectory_id", "task", "rater", "rating"]]
+    out = ratings.assign(rating=rating.astype(int))[list(RATING_COLUMNS)]
     return out.drop_duplicates(["trajectory_id", "rater"], keep="last").reset_index(drop=True)
 
 
-def canonical_preferences(preferences: pd.DataFrame) -> pd.DataFrame:
-    """One vote per (pair, rater) in canonical orientation: ``first_id < second_id``, choice relative to them."""
-    require_columns(preferences, ("pair_id", "task", "left_id", "right_id", "rater", "choice"), "preferences")
-    bad = set(preferences["choice"].unique()) - set(PREFERENCE_CODES)
+def preference_choices(preferences: pd.DataFrame) -> pd.DataFrame:
+    """One vote per (pair, rater), last row wins, with ``chosen``: the chosen trajectory id or ``tie``.
+
+    Every row of a pair must name the same two trajectories (in either order); a pair id that
+    names two different pairs would make every statistic over it meaningless.
+    """
+    require_columns(preferences, PREFERENCE_COLUMNS, "preferences")
+    bad = set(preferences["choice"].unique()) - set(CHOICES)
     if bad:
         raise FrameContractError(f"preferences frame has choice values other than A/B/tie: {sorted(map(str, bad))}")
     p = preferences.drop_duplicates(["pair_id", "rater"], keep="last")
-    swap = (p["left_id"] > p["right_id"]).to_numpy()
-    choice = p["choice"].to_numpy()
-    return pd.DataFrame({
-        "pair_id": p["pair_id"].to_numpy(), "task": p["task"].to_numpy(),
-        "first_id": np.where(swap, p["right_id"], p["left_id"]),
-        "second_id": np.where(swap, p["left_id"], p["right_id"]),
-        "rater": p["rater"].to_numpy(),
-        "choice": np.where(swap & (choice == "A"), "B", np.where(swap & (choice == "B"), "A", choice)),
-    })
+    sides = pd.Series([frozenset(s) for s in zip(p["left_id"], p["right_id"])], index=p.index)
+    clash = sides.groupby(p["pair_id"]).nunique() > 1
+    if clash.any():
+        raise FrameContractError(f"preferences frame: pair {clash[clash].index[0]!r} names different trajectories "
+                                 "in different rows")
+    chosen = np.where(p["choice"] == "A", p["left_id"], np.where(p["choice"] == "B", p["right_id"], TIE))
+    return pd.DataFrame({c: p[c].to_numpy() for c in PREFERENCE_COLUMNS}).assign(chosen=chosen)
 
 
-def judge_choice(first: np.ndarray, second: np.ndarray, tie_tol: float = 0.0) -> np.ndarray:
-    """A judge's preference from its two scores: "A" (first higher), "B", "tie" (within `tie_tol`), None if unscored."""
-    first, second = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
-    out = np.where(first - second > tie_tol, "A", np.where(second - first > tie_tol, "B", "tie")).astype(object)
-    out[np.isnan(first) | np.isnan(second)] = None
+def judge_chosen(
+    left_id: np.ndarray, right_id: np.ndarray, left_score: np.ndarray, right_score: np.ndarray, tie_tol: float = 0.0
+) -> np.ndarray:
+    """A judge's choice on each pair: the id of the higher-scored trajectory, ``tie`` within `tie_tol`,
+    None when a side is unscored."""
+    a, b = np.asarray(left_score, dtype=float), np.asarray(right_score, dtype=float)
+    out = np.where(a - b > tie_tol, left_id, np.where(b - a > tie_tol, right_id, TIE)).astype(object)
+    out[np.isnan(a) | np.isnan(b)] = None
     return out
+
+
+def _judge_choices(pairs: pd.DataFrame, lookup: pd.DataFrame, judge: str, tie_tol: float) -> np.ndarray:
+    s = lookup[judge]
+    return judge_chosen(pairs["left_id"].to_numpy(), pairs["right_id"].to_numpy(),
+                        pairs["left_id"].map(s).to_numpy(dtype=float), pairs["right_id"].map(s).to_numpy(dtype=float),
+                        tie_tol)
 
 
 def preference_votes(
@@ -102,21 +233,17 @@ def preference_votes(
     score_col: str = "partial_credit",
     tie_tol: float = 0.0,
 ) -> pd.DataFrame:
-    """Every human vote beside each judge's choice on the same pair (judge choice None when unscored)."""
-    votes = canonical_preferences(preferences)
+    """Every human vote beside each judge's choice on the same pair (``judge_chosen`` None when unscored)."""
+    votes = preference_choices(preferences)
     wide, judges, _ = common_subset(scores, judges, score_col=score_col)
     lookup = wide.set_index("trajectory_id")
-    out = []
-    for judge in judges:
-        s = lookup[judge]
-        out.append(votes.assign(judge=judge, judge_choice=judge_choice(
-            votes["first_id"].map(s).to_numpy(dtype=float), votes["second_id"].map(s).to_numpy(dtype=float), tie_tol)))
-    cols = [*votes.columns, "judge", "judge_choice"]
+    out = [votes.assign(judge=judge, judge_chosen=_judge_choices(votes, lookup, judge, tie_tol)) for judge in judges]
+    cols = [*votes.columns, "judge", "judge_chosen"]
     return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
 
 
 def _agreement_row(who: str, a: pd.Series, b: pd.Series, n_dropped: int) -> dict:
-    no_tie = (a != "tie") & (b != "tie")
+    no_tie = (a != TIE) & (b != TIE)
     n, n_nt = len(a), int(no_tie.sum())
     note = [f"{n_dropped} votes dropped: judge lacks a score for a side"] if n_dropped else []
     if n == 0:
@@ -134,16 +261,16 @@ def _agreement_row(who: str, a: pd.Series, b: pd.Series, n_dropped: int) -> dict
 def pairwise_agreement(votes: pd.DataFrame) -> pd.DataFrame:
     """Agreement with and without ties per judge from `preference_votes`, plus the human–human row."""
     rows = []
-    human = votes.drop_duplicates(["pair_id", "rater"])[["pair_id", "rater", "choice"]]
+    human = votes.drop_duplicates(["pair_id", "rater"])[["pair_id", "rater", "chosen"]]
     both = human.merge(human, on="pair_id")
     both = both[both["rater_x"].astype(str) < both["rater_y"].astype(str)]
-    row = _agreement_row(HUMAN, both["choice_x"], both["choice_y"], 0)
+    row = _agreement_row(HUMAN, both["chosen_x"], both["chosen_y"], 0)
     if human["pair_id"].duplicated().sum() == 0:
         row["note"] = "no pair has two or more raters"
     rows.append(row)
     for judge, v in votes.groupby("judge", sort=False):
-        scored = v["judge_choice"].notna()
-        rows.append(_agreement_row(judge, v.loc[scored, "choice"], v.loc[scored, "judge_choice"], int((~scored).sum())))
+        scored = v["judge_chosen"].notna()
+        rows.append(_agreement_row(judge, v.loc[scored, "chosen"], v.loc[scored, "judge_chosen"], int((~scored).sum())))
     return pd.DataFrame(rows, columns=["judge", "n_votes_with_ties", "agreement_with_ties", "n_votes_without_ties",
                                        "agreement_without_ties", "note"])
 
@@ -192,7 +319,7 @@ def spearman_table(
     codes, tasks = pd.factorize(data["task"])
     counts = cluster_counts(draw_clusters(len(tasks), n_boot, seed), len(tasks))
     draws = _spearman_draws(codes, x, ys, counts)
-    low, high, n_valid = percentile_ci(draws, ci)
+    low, high, n_valid = clustered_ci(draws, len(tasks), ci)
     single = int((data["n_raters"] < 2).sum())
     rows = []
     for k, judge in enumerate(judges):
@@ -204,7 +331,9 @@ def spearman_table(
         elif np.unique(ys[k]).size < 2:
             note.append("judge score is constant: ρ undefined")
         rho = float("nan") if note else float(stats.spearmanr(x, ys[k]).statistic)
-        if not note and n_valid[k] < n_boot:
+        if not note and len(tasks) < MIN_CLUSTERS:
+            note.append(FEW_CLUSTERS_NOTE)
+        elif not note and n_valid[k] < n_boot:
             note.append(f"{n_boot - int(n_valid[k])} of {n_boot} draws were constant and dropped")
         if single:
             note.append(f"{single} trajectories rated by a single rater")
@@ -225,7 +354,7 @@ def krippendorff_alpha(data: np.ndarray, level: str, domain: Sequence[float]) ->
         return float("nan"), "no unit has two or more coders"
     values = np.unique(data[:, pairable][np.isfinite(data[:, pairable])])
     if values.size < 2:
-        return float("nan"), f"every coder gave the same value ({values[0]:g}) on every shared unit: α undefined"
+        return float("nan"), "every coder gave the same value on every shared unit: α undefined"
     return float(krippendorff.alpha(reliability_data=data, value_domain=list(domain), level_of_measurement=level)), ""
 
 
@@ -235,52 +364,62 @@ def human_rating_matrix(ratings: pd.DataFrame) -> pd.DataFrame:
     return r.pivot(index="rater", columns="trajectory_id", values="rating").astype(float)
 
 
-def _alpha_row(data: str, coders: str, level: str, matrix: np.ndarray, domain: Sequence[float]) -> dict:
+ALPHA_COLUMNS = ["data", "coders", "level", "alpha", "n_units", "n_coders", "n_answers", "scale", "note"]
+
+
+def _alpha_row(data: str, coders: str, level: str, matrix: np.ndarray, domain: Sequence[float], scale: str,
+               extra_note: str = "") -> dict:
     value, note = krippendorff_alpha(matrix, level, domain)
     pairable = int((np.isfinite(matrix).sum(axis=0) >= 2).sum()) if matrix.size else 0
     return {"data": data, "coders": coders, "level": level, "alpha": value, "n_units": pairable,
-            "n_coders": matrix.shape[0], "note": note}
+            "n_coders": matrix.shape[0], "n_answers": int(np.isfinite(matrix).sum()), "scale": scale,
+            "note": "; ".join(n for n in (note, extra_note) if n)}
 
 
 def alpha_table(
     ratings: pd.DataFrame | None,
     preferences: pd.DataFrame | None,
-    scores: pd.DataFrame,
+    scores: pd.DataFrame | None = None,
     judges: Sequence[str] | None = None,
     *,
     score_col: str = "partial_credit",
     scale: tuple[int, int] | None = None,
     tie_tol: float = 0.0,
 ) -> pd.DataFrame:
-    """Krippendorff's α among humans and with each judge added as a coder, for ratings and preferences.
+    """Krippendorff's α among humans, and with each judge added as a coder, for ratings and preferences.
 
-    `scale` is the rating scale ``(lo, hi)``; by default the observed range of human ratings.
-    Either human frame may be None or empty; its rows are then omitted.
+    `scale` is the rating scale ``(lo, hi)``; by default the one the ratings frame declares (see
+    `rating_scale`). Either human frame may be None or empty, and `scores` None (humans only); their
+    rows are then omitted.
     """
-    wide, judges, _ = common_subset(scores, judges, score_col=score_col)
-    lookup = wide.set_index("trajectory_id")
+    if scores is not None:
+        wide, judges, _ = common_subset(scores, judges, score_col=score_col)
+        lookup = wide.set_index("trajectory_id")
+    else:
+        judges, lookup = [], pd.DataFrame()
     rows = []
     if ratings is not None and len(ratings):
+        (lo, hi), scale_note = rating_scale(_with_trajectory_id(ratings), scale)
         matrix = human_rating_matrix(ratings)
-        lo, hi = scale or (int(np.nanmin(matrix.to_numpy())), int(np.nanmax(matrix.to_numpy())))
-        domain = np.arange(lo, hi + 1)
-        rows.append(_alpha_row("ratings", "humans", "ordinal", matrix.to_numpy(), domain))
+        domain, shown = np.arange(lo, hi + 1), f"{lo}–{hi}"
+        rows.append(_alpha_row("ratings", "humans", "ordinal", matrix.to_numpy(), domain, shown, scale_note))
         for judge in judges:
             s = matrix.columns.to_series().map(lookup[judge]).to_numpy(dtype=float)
             as_rating = lo + np.floor(np.clip(s, 0.0, 1.0) * (hi - lo) + 0.5)
             rows.append(_alpha_row("ratings", f"humans + {judge}", "ordinal",
-                                   np.vstack([matrix.to_numpy(), as_rating]), domain))
+                                   np.vstack([matrix.to_numpy(), as_rating]), domain, shown, scale_note))
     if preferences is not None and len(preferences):
-        votes = canonical_preferences(preferences)
-        codes = votes.assign(code=votes["choice"].map(PREFERENCE_CODES))
-        matrix = codes.pivot(index="rater", columns="pair_id", values="code").astype(float)
-        pairs = votes.drop_duplicates("pair_id").set_index("pair_id").reindex(matrix.columns)
-        domain = sorted(PREFERENCE_CODES.values())
-        rows.append(_alpha_row("preferences", "humans", "nominal", matrix.to_numpy(), domain))
+        votes = preference_choices(preferences)
+        chosen = votes.pivot(index="rater", columns="pair_id", values="chosen")
+        pairs = votes.drop_duplicates("pair_id").set_index("pair_id").reindex(chosen.columns)
+        coders = {"humans": chosen.to_numpy(dtype=object)}
         for judge in judges:
-            choice = judge_choice(pairs["first_id"].map(lookup[judge]).to_numpy(dtype=float),
-                                  pairs["second_id"].map(lookup[judge]).to_numpy(dtype=float), tie_tol)
-            coded = np.array([PREFERENCE_CODES.get(c, np.nan) if c is not None else np.nan for c in choice], dtype=float)
-            rows.append(_alpha_row("preferences", f"humans + {judge}", "nominal",
-                                   np.vstack([matrix.to_numpy(), coded]), domain))
-    return pd.DataFrame(rows, columns=["data", "coders", "level", "alpha", "n_units", "n_coders", "note"])
+            coders[f"humans + {judge}"] = np.vstack([coders["humans"], _judge_choices(pairs, lookup, judge, tie_tol)])
+        labels = sorted({x for m in coders.values() for x in m.ravel() if isinstance(x, str)})
+        code = {label: float(k) for k, label in enumerate(labels)}
+        domain = list(code.values())
+        for who, m in coders.items():
+            numeric = np.array([[code.get(x, np.nan) if isinstance(x, str) else np.nan for x in row] for row in m],
+                               dtype=float).reshape(m.shape)
+            rows.append(_alpha_row("preferences", who, "nominal", numeric, domain, "chosen trajectory or tie"))
+    return pd.DataFrame(rows, columns=ALPHA_COLUMNS)

@@ -13,7 +13,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["cluster_counts", "draw_clusters", "draw_members", "percentile_ci"]
+__all__ = ["FEW_CLUSTERS_NOTE", "MIN_CLUSTERS", "cluster_counts", "clustered_ci", "draw_clusters", "draw_members",
+           "percentile_ci"]
+
+MIN_CLUSTERS = 2
+"""Fewer tasks than this give no interval: resampling a single task only repeats it, so every draw
+equals the point estimate and a zero-width interval would claim a certainty the data cannot give."""
+FEW_CLUSTERS_NOTE = f"fewer than {MIN_CLUSTERS} tasks: no task-clustered interval"
 
 
 def draw_clusters(n_clusters: int, n_boot: int, seed: int | np.random.Generator) -> np.ndarray:
@@ -67,3 +73,11 @@ def percentile_ci(draws: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.n
         low[ok], high[ok] = np.nanpercentile(flat[ok], [tail, 100 - tail], axis=1)
     shape = draws.shape[:-1]
     return low.reshape(shape), high.reshape(shape), n_valid.reshape(shape)
+
+
+def clustered_ci(draws: np.ndarray, n_clusters: int, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`percentile_ci` of task-clustered draws, with NaN bounds when there are fewer than `MIN_CLUSTERS` tasks."""
+    low, high, n_valid = percentile_ci(draws, ci)
+    if n_clusters < MIN_CLUSTERS:
+        low, high = np.full_like(low, np.nan), np.full_like(high, np.nan)
+    return low, high, n_valid

@@ -5,7 +5,8 @@ column (``partial_credit`` by default; the holistic judge's progress score lives
 
 * Point AUC: `sklearn.metrics.roc_auc_score`, pooled over all trajectories that *every*
   compared judge scored (a NaN score, i.e. nothing decided, drops the trajectory for all).
-* CI: task-clustered bootstrap (tasks resampled with replacement), percentile intervals.
+* CI: task-clustered bootstrap (tasks resampled with replacement), percentile intervals; with a
+  single task there is no interval (NaN, noted), as in every clustered statistic of the analysis.
   All judges share the same draws, so the paired ΔAUC of two judges is the per-draw
   difference, with its own CI and the share of draws in which it is > 0.
 * Vectorization: a draw's sample is fully described by its task counts ``c`` (``draws × tasks``).
@@ -35,7 +36,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from .bootstrap import cluster_counts, draw_clusters, percentile_ci
+from .bootstrap import FEW_CLUSTERS_NOTE, MIN_CLUSTERS, cluster_counts, clustered_ci, draw_clusters
 from .frames import common_subset
 
 __all__ = [
@@ -134,7 +135,10 @@ def _subset_note(boot: AucBootstrap) -> str:
     return ""
 
 
-def _draw_note(n_valid: int, n_boot: int) -> str:
+def _draw_note(boot: AucBootstrap, n_valid: int) -> str:
+    if boot.counts.shape[1] < MIN_CLUSTERS:
+        return FEW_CLUSTERS_NOTE
+    n_boot = boot.n_boot
     return f"{n_boot - n_valid} of {n_boot} draws had one outcome class and were dropped" if n_valid < n_boot else ""
 
 
@@ -144,7 +148,7 @@ def _join(*notes: str) -> str:
 
 def auc_table(boot: AucBootstrap, *, ci: float = 0.95) -> pd.DataFrame:
     """One row per judge: n, PASS/FAIL counts, tasks, AUC with percentile CI, valid draws and a note."""
-    low, high, n_valid = percentile_ci(boot.draws, ci)
+    low, high, n_valid = clustered_ci(boot.draws, boot.counts.shape[1], ci)
     y = boot.data["outcome"]
     base = _subset_note(boot)
     rows = []
@@ -156,7 +160,7 @@ def auc_table(boot: AucBootstrap, *, ci: float = 0.95) -> pd.DataFrame:
             "auc": boot.auc[k], "ci_low": low[k], "ci_high": high[k],
             "n_draws": boot.n_boot, "n_valid_draws": int(n_valid[k]),
             "note": _join(base, "constant score: AUC = 0.5 by construction" if constant else "",
-                          "" if base else _draw_note(int(n_valid[k]), boot.n_boot)),
+                          "" if base else _draw_note(boot, int(n_valid[k]))),
         })
     return pd.DataFrame(rows, columns=["judge", "n", "n_pass", "n_fail", "n_tasks", "n_excluded", "auc", "ci_low",
                                        "ci_high", "n_draws", "n_valid_draws", "note"])
@@ -175,14 +179,14 @@ def delta_auc_table(
     rows = []
     for a, b in pairs:
         diff = boot.draws[index[a]] - boot.draws[index[b]]
-        low, high, n_valid = percentile_ci(diff, ci)
-        valid = diff[np.isfinite(diff)]
+        low, high, n_valid = clustered_ci(diff, boot.counts.shape[1], ci)
+        valid = diff[np.isfinite(diff)] if boot.counts.shape[1] >= MIN_CLUSTERS else diff[:0]
         rows.append({
             "judge_a": a, "judge_b": b, "n": len(boot.data), "n_tasks": boot.data["task"].nunique(),
             "delta_auc": boot.auc[index[a]] - boot.auc[index[b]], "ci_low": float(low), "ci_high": float(high),
             "share_draws_gt_0": float((valid > 0).mean()) if len(valid) else float("nan"),
             "n_draws": boot.n_boot, "n_valid_draws": int(n_valid),
-            "note": _join(base, "" if base else _draw_note(int(n_valid), boot.n_boot)),
+            "note": _join(base, "" if base else _draw_note(boot, int(n_valid))),
         })
     return pd.DataFrame(rows, columns=["judge_a", "judge_b", "n", "n_tasks", "delta_auc", "ci_low", "ci_high",
                                        "share_draws_gt_0", "n_draws", "n_valid_draws", "note"])
@@ -239,6 +243,6 @@ def roc_data(
             fpr_d = np.concatenate([np.zeros((len(counts), 1)), fp / fp[:, -1:]], axis=1)
         ok = np.isfinite(tpr_d).all(axis=1) & np.isfinite(fpr_d).all(axis=1)
         band = _interp_rows(fpr_grid, fpr_d[ok], tpr_d[ok]) if ok.any() else np.full((1, grid), np.nan)
-        low, high, _ = percentile_ci(band.T, ci)
+        low, high, _ = clustered_ci(band.T, n_tasks, ci)
         bands.append(pd.DataFrame({"judge": judge, "fpr": fpr_grid, "tpr_low": low, "tpr_high": high}))
     return pd.concat(curves, ignore_index=True), pd.concat(bands, ignore_index=True)

@@ -8,7 +8,8 @@
   curves with bootstrap bands, Δ histograms per transition, agreement bars, item-change heatmaps.
   Every data-derived string is HTML-escaped;
 * one CSV per table, including the per-trajectory / per-vote / per-item inputs of each
-  statistic, so any number can be recomputed from its inputs.
+  statistic, so any number can be recomputed from its inputs; text cells are neutralised against
+  spreadsheet formula injection (`gcpc_core.csv_safe`).
 
 Both documents are rendered from one list of blocks, so they cannot drift apart.
 """
@@ -25,9 +26,18 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..csv_safe import frame_csv
 from ..judge.results import ITEM_JUDGES
 from .ablations import perfect_agreement, score_variants
-from .agreement import alpha_table, pairwise_agreement, preference_votes, spearman_table
+from .agreement import (
+    REJECTED_COLUMNS,
+    alpha_table,
+    pairwise_agreement,
+    preference_votes,
+    spearman_table,
+    usable_preferences,
+    usable_ratings,
+)
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table, roc_data
 from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure, sensitivity_figure
 from .frames import is_available, ordered_judges, require_columns, trajectory_outcomes
@@ -108,6 +118,7 @@ class _Settings:
     threshold: float
     judges: tuple[str, ...] | None
     figures: bool
+    rating_scale: tuple[int, int] | None
 
 
 def _fmt(value: object) -> str:
@@ -224,6 +235,10 @@ def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame
                                       scored=("partial_credit", lambda x: int(x.notna().sum())))
                .reindex(ordered_judges(s["judge"].unique())).reset_index())
         blocks.append(_Table("judges", per, "Judges: trajectories with a row, tasks, trajectories with a score"))
+        blocks.append(_Text("Scores per trajectory and judge: partial credit = Yes / (Yes + No) over the postprocessed "
+                            "verdicts (official PASS sets assertion items to Yes; FAIL adds an endpoint item judged No); "
+                            "evidence coverage = (Yes + No) / items over the raw verdicts, before postprocessing, since "
+                            "a verdict the official outcome filled in has no log evidence of its own."))
     return blocks
 
 
@@ -268,26 +283,54 @@ def _agreement(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]
     if "scores" not in frames:
         return blocks + [_Missing("human data is present but there are no judge scores to compare it with.")]
     scores = frames["scores"]
+    ratings, preferences, rejected = _usable_human_frames(frames, st)
+    has_r, has_p = is_available(ratings), is_available(preferences)
+    if len(rejected):
+        shown = "; ".join(f"{r.frame} row {r.row} ({r.target}, rater {r.rater}): {r.reason}"
+                          for r in rejected.head(5).itertuples(index=False))
+        more = f"; and {len(rejected) - 5} more" if len(rejected) > 5 else ""
+        blocks += [_Missing(f"{len(rejected)} malformed human answers left out of every agreement statistic: "
+                            f"{shown}{more}."),
+                   _Table("agreement_rejected_rows", rejected, "Human answers left out, with the reason")]
     if has_p:
-        votes = preference_votes(frames["preferences"], scores, st.judges)
+        votes = preference_votes(preferences, scores, st.judges)
         agree = pairwise_agreement(votes)
         blocks += [_Table("agreement_pairwise", agree, "Pairwise agreement with human preferences (with ties: tie is a "
                           "class; without ties: votes where either side is a tie dropped)"),
-                   _Table("agreement_votes", votes, "Inputs: every human vote beside each judge's choice", show=False)]
+                   _Table("agreement_votes", votes, "Inputs: every human vote (the chosen trajectory or a tie) beside "
+                          "each judge's choice", show=False)]
         if st.figures:
             blocks.append(_Figure(agreement_figure(agree), "Agreement with and without ties"))
     else:
         blocks.append(_Missing("no pairwise preferences yet: pairwise agreement and preference α need them."))
     if has_r:
-        rho, data = spearman_table(frames["ratings"], scores, st.judges, n_boot=st.n_boot, seed=st.seed, ci=st.ci)
+        rho, data = spearman_table(ratings, scores, st.judges, n_boot=st.n_boot, seed=st.seed, ci=st.ci)
         blocks += [_Table("agreement_spearman", rho, "Spearman ρ: mean human progress rating vs judge score"),
                    _Table("agreement_spearman_data", data, "Inputs: mean rating and judge scores per trajectory",
                           show=False)]
     else:
         blocks.append(_Missing("no human progress ratings yet: Spearman ρ and rating α need them."))
-    alpha = alpha_table(frames.get("ratings"), frames.get("preferences"), scores, st.judges)
-    blocks.append(_Table("agreement_alpha", alpha, "Krippendorff's α among humans, and with each judge as a coder"))
+    if has_r or has_p:
+        alpha = alpha_table(ratings, preferences, scores, st.judges, scale=st.rating_scale)
+        blocks += [_Text("Krippendorff's α: ordinal over progress ratings on the declared rating scale (a judge's 0–1 "
+                         "score mapped onto it); nominal over preferences, each pair one unit and each vote coded as "
+                         "the chosen trajectory or a tie, so the order a pair was shown in does not matter."),
+                   _Table("agreement_alpha", alpha, "Krippendorff's α among humans, and with each judge as a coder")]
     return blocks
+
+
+def _usable_human_frames(frames: Mapping[str, pd.DataFrame], st: _Settings
+                         ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame]:
+    """Ratings and preferences without their malformed rows, and those rows with the reason."""
+    ratings = preferences = None
+    rejected = [pd.DataFrame(columns=REJECTED_COLUMNS)]
+    if "ratings" in frames:
+        ratings, bad = usable_ratings(frames["ratings"], st.rating_scale)
+        rejected.append(bad)
+    if "preferences" in frames:
+        preferences, bad = usable_preferences(frames["preferences"])
+        rejected.append(bad)
+    return ratings, preferences, pd.concat([r for r in rejected if len(r)] or rejected[:1], ignore_index=True)
 
 
 def _skills(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
@@ -356,15 +399,16 @@ def _sensitivity(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Bloc
 def _ablations(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
     blocks: list[Block] = [_Heading("RQ4 — Ablations")]
     if "scores" in frames:
-        judges = set(frames["scores"]["judge"])
+        judges = set(frames["scores"]["judge"]) & set(st.judges if st.judges is not None else frames["scores"]["judge"])
         if {TASK_CHECKLIST_JUDGE, FIXED_CHECKLIST_JUDGE} <= judges:
             boot = bootstrap_auc(frames["scores"], [TASK_CHECKLIST_JUDGE, FIXED_CHECKLIST_JUDGE], n_boot=st.n_boot,
                                  seed=st.seed)
             blocks.append(_Table("ablation_checklist", delta_auc_table(boot, ci=st.ci),
                                  "Task checklist vs fixed checklist: paired ΔAUC"))
         else:
+            among = " among the compared judges" if st.judges is not None else ""
             blocks.append(_Missing(f"task vs fixed checklist needs scores from both the `{TASK_CHECKLIST_JUDGE}` and "
-                                   f"`{FIXED_CHECKLIST_JUDGE}` judges."))
+                                   f"`{FIXED_CHECKLIST_JUDGE}` judges{among}."))
         perfect = perfect_agreement(frames["scores"])
         if st.judges is not None:
             perfect = perfect[perfect["judge"].isin(st.judges)]
@@ -439,17 +483,22 @@ def build_report(
     judges: Sequence[str] | None = None,
     figures: bool = True,
     title: str = "GCPC analysis report",
+    rating_scale: tuple[int, int] | None = None,
 ) -> ReportResult:
     """Compute everything the frames allow and write report.md, report.html and CSV tables to `out_dir`.
 
     `frames` maps names in `FRAME_NAMES` to frames (absent, None or empty = not available).
-    `judges` restricts the compared judges (default: all in `scores`). `figures=False` skips the
-    plotly figures (the HTML still holds every table).
+    `judges` restricts the compared judges (default: all in `scores`), in every section.
+    `rating_scale` is the human rating scale ``(lo, hi)``; by default the one the ratings frame
+    declares (`annotations.ratings_frame` carries each study's). `figures=False` skips the plotly
+    figures (the HTML still holds every table). Malformed human answers are left out, listed
+    with the reason, and the rest of the report is still produced.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     available = {n: frames[n] for n in FRAME_NAMES if is_available(frames.get(n))}
-    st = _Settings(n_boot, seed, ci, threshold, tuple(judges) if judges is not None else None, figures)
+    st = _Settings(n_boot, seed, ci, threshold, tuple(judges) if judges is not None else None, figures,
+                   None if rating_scale is None else (int(rating_scale[0]), int(rating_scale[1])))
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     blocks: list[Block] = [_Text(f"Generated {stamp}; bootstrap: {n_boot} task-clustered draws, seed {seed}, "
                                  f"{ci:.0%} percentile intervals; skill threshold {threshold:g}.")]
@@ -462,7 +511,7 @@ def build_report(
     csv = {}
     for name, frame in tables.items():
         csv[name] = out_dir / f"{name}.csv"
-        frame.to_csv(csv[name], index=False)
+        csv[name].write_text(frame_csv(frame), encoding="utf-8")
     md, page = out_dir / "report.md", out_dir / "report.html"
     md.write_text(_render_markdown(title, blocks), encoding="utf-8")
     page.write_text(_render_html(title, blocks), encoding="utf-8")

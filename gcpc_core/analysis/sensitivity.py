@@ -44,7 +44,7 @@ from ..judge.units import LLM_JUDGES, judge_unit, prompt_version_of, unit_for
 from ..llm import LLM, LLMConfig, RunTotals
 from ..models import Citation, Event
 from ..store import Store, utcnow
-from .bootstrap import cluster_counts, draw_clusters, percentile_ci
+from .bootstrap import cluster_counts, clustered_ci, draw_clusters
 from .frames import ordered_judges, require_columns
 from .perturb import perturb_span
 
@@ -155,7 +155,7 @@ def sensitivity_table(
         counts = cluster_counts(draw_clusters(len(tasks), n_boot, seed), len(tasks))
         with np.errstate(invalid="ignore", divide="ignore"):
             draws = np.stack([counts @ no_t, counts @ noa_t]) / (counts @ n_t)
-        low, high, _ = percentile_ci(draws, ci) if len(tasks) >= 2 else (np.full(2, np.nan), np.full(2, np.nan), 0)
+        low, high, _ = clustered_ci(draws, len(tasks), ci)
         n = len(judged)
         remaining = judged["span_remaining"] if "span_remaining" in judged else pd.Series(0, index=judged.index)
         rows.append({

@@ -103,11 +103,13 @@ def synthetic_frames(
         "task": np.repeat(rows["task"].to_numpy()[rated], n_raters),
         "rater": np.tile([f"rater-{r}" for r in range(n_raters)], n_rated),
         "rating": np.clip(np.rint(1 + 4 * np.repeat(progress[rated], n_raters) + rng.normal(0, 0.7, n_rated * n_raters)),
-                          1, 5).astype(int)})
+                          1, 5).astype(int),
+        "scale_min": 1, "scale_max": 5})
     by_task = pd.Series(np.arange(n)).groupby(rows["task"].to_numpy()).agg(list)
     by_task = by_task[by_task.map(len) >= 2]
     picks = rng.choice(len(by_task), n_pref_pairs)
-    left, right = np.array([rng.choice(by_task.iloc[p], 2, replace=False) for p in picks]).T
+    sides = np.array([rng.choice(by_task.iloc[p], 2, replace=False) for p in picks], dtype=int).reshape(-1, 2)
+    left, right = sides.T
     diff = np.repeat(progress[left] - progress[right], n_raters) + rng.normal(0, 0.1, n_pref_pairs * n_raters)
     swap = rng.random(n_pref_pairs * n_raters) < 0.5
     choice = np.where(np.abs(diff) < 0.05, "tie", np.where((diff > 0) != swap, "A", "B"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import csv
+import itertools
 import json
 import sys
 from collections.abc import Iterable
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .. import demo, export
+from ..csv_safe import write_csv_rows
 from ..ingest import import_project, load_condition_map
 from ..ingest.archive import ArchiveError, unpack_for_import
 from ..ingest.trials import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, TrialError
@@ -71,15 +72,12 @@ def _write_rows(rows: Iterable[dict], fmt: str, out: TextIO) -> int:
             out.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
             count += 1
         return count
-    writer: csv.DictWriter | None = None
-    for row in rows:
-        flat = {k: json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v for k, v in row.items()}
-        if writer is None:
-            writer = csv.DictWriter(out, fieldnames=list(flat))
-            writer.writeheader()
-        writer.writerow(flat)
-        count += 1
-    return count
+    flat = ({k: json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v for k, v in row.items()}
+            for row in rows)
+    first = next(flat, None)
+    if first is None:
+        return 0
+    return write_csv_rows(out, itertools.chain([first], flat), list(first))
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

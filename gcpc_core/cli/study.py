@@ -74,7 +74,8 @@ def _cmd_study_export(args: argparse.Namespace) -> int:
     from annotations import export_csv, export_jsonl
 
     store, study_id = _open_study(args)
-    text = (export_csv if args.format == "csv" else export_jsonl)(store, study_id, history=not args.current_only)
+    with reported("study export", ValueError):  # an answer over the free-text limit: named, nothing written
+        text = (export_csv if args.format == "csv" else export_jsonl)(store, study_id, history=not args.current_only)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
         print(f"exported study {study_id} to {args.out}", file=sys.stderr)
@@ -86,8 +87,11 @@ def _cmd_study_export(args: argparse.Namespace) -> int:
 def _cmd_study_import(args: argparse.Namespace) -> int:
     from annotations import import_responses
 
-    report = import_responses(open_db("study", args.db), Path(args.file).read_text(encoding="utf-8"),
-                              study_id=args.study, allow_unassigned=args.allow_unassigned)
+    store = open_db("study", args.db)
+    with reported("study import", OSError, UnicodeDecodeError):
+        text = Path(args.file).read_text(encoding="utf-8")
+    report = import_responses(store, text, study_id=args.study, allow_unassigned=args.allow_unassigned,
+                              source=str(args.file))
     for line in report.lines():
         print(line)
     return 0 if report.ok else 1

@@ -25,6 +25,7 @@ from ..analysis.figures import (
     roc_figure,
     sensitivity_figure,
 )
+from ..csv_safe import frame_csv
 from ..store import Store
 
 __all__ = ["SECTIONS", "Dashboard", "audit_agreement", "auc_ci_figure", "dashboard", "table_bytes"]
@@ -120,7 +121,7 @@ def audit_agreement(store: Store) -> pd.DataFrame:
 def table_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
     """A table as CSV or JSONL bytes for a download button."""
     if fmt == "csv":
-        return frame.to_csv(index=False).encode("utf-8")
+        return frame_csv(frame).encode("utf-8")
     if fmt == "jsonl":
         return frame.to_json(orient="records", lines=True, force_ascii=False, default_handler=str).encode("utf-8")
     raise ValueError(f"unknown format {fmt!r}; csv or jsonl")

@@ -29,6 +29,15 @@ def test_variants_by_hand() -> None:
     assert v["t2", "endpoint"] == 0.5 and v["t2", "full"] == 0.5
 
 
+def test_every_variant_has_the_raw_evidence_coverage() -> None:
+    # PASS turns the Abstain assertion items into Yes, but they still have no log evidence: 1 of 3 covered
+    f = items([("t1", "a", "gcpc", "C1", "assertion", "Abstain", "PASS"),
+               ("t1", "a", "gcpc", "C2", "assertion", "Abstain", "PASS"), ("t1", "a", "gcpc", "J1", "judge", "Yes", "PASS")])
+    v = score_variants(f).set_index("variant")
+    assert v.loc["pass_propagation", "partial_credit"] == 1.0
+    assert v["evidence_coverage"].to_dict() == pytest.approx(dict.fromkeys(VARIANTS, 1 / 3))
+
+
 def test_signature_shortcut_equals_scoring_each_trajectory() -> None:
     f = synthetic_frames(n_tasks=6, n_pairs=40, n_unpaired=10, n_rated=5, n_pref_pairs=5, seed=3)["items"]
     got = score_variants(f).set_index(["judge", "trajectory_id", "variant"])

@@ -8,15 +8,21 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gcpc_core.analysis import (
+    FrameContractError,
     alpha_table,
-    canonical_preferences,
     cluster_counts,
     draw_clusters,
-    judge_choice,
+    judge_chosen,
     pairwise_agreement,
+    preference_choices,
     preference_votes,
     spearman_table,
+    usable_preferences,
+    usable_ratings,
 )
 
 
@@ -39,15 +45,21 @@ P = prefs([
 ])
 
 
-def test_canonical_orientation_flips_swapped_votes() -> None:
-    c = canonical_preferences(P)
-    p3 = c[c["pair_id"] == "P3"]
-    assert set(p3["first_id"]) == {"z1"} and p3["choice"].tolist() == ["B", "B"]
+def test_a_vote_is_the_chosen_trajectory_whatever_side_it_was_shown_on() -> None:
+    c = preference_choices(P)
+    assert c[c["pair_id"] == "P3"]["chosen"].tolist() == ["z2", "z2"]  # r2 saw the pair swapped
+    assert c[c["pair_id"] == "P2"]["chosen"].tolist() == ["tie", "y2"]
 
 
-def test_judge_choice_with_tolerance_and_missing() -> None:
-    out = judge_choice(np.array([0.8, 0.5, 0.50, np.nan]), np.array([0.5, 0.8, 0.52, 0.1]), tie_tol=0.05)
-    assert out.tolist() == ["A", "B", "tie", None]
+def test_a_pair_id_naming_two_different_pairs_is_a_contract_error() -> None:
+    with pytest.raises(FrameContractError, match="pair 'P1' names different trajectories"):
+        preference_choices(pd.concat([P, prefs([("P1", "x1", "x3", "r3", "A")])]))
+
+
+def test_judge_chosen_with_tolerance_and_missing() -> None:
+    out = judge_chosen(np.array(["a", "b", "c", "d"]), np.array(["e", "f", "g", "h"]),
+                       np.array([0.8, 0.5, 0.50, np.nan]), np.array([0.5, 0.8, 0.52, 0.1]), tie_tol=0.05)
+    assert out.tolist() == ["a", "f", "tie", None]
 
 
 def test_pairwise_agreement_by_hand_mt_bench_convention() -> None:
@@ -118,46 +130,85 @@ def test_spearman_degenerate(rows: list, message: str) -> None:
     assert np.isnan(table.loc[0, "rho"]) and message in table.loc[0, "note"]
 
 
-def test_nominal_alpha_by_hand() -> None:
-    # 2 coders × 4 units: (A,A) (A,B) (B,B) (B,B). Coincidences o_AA=2, o_AB=o_BA=1, o_BB=4; n_A=3, n_B=5, n=8.
-    # α = 1 − (n−1)·(o_AB+o_BA) / (2·n_A·n_B) = 1 − 7·2/30 = 8/15
+def test_nominal_alpha_by_hand_codes_votes_as_the_chosen_trajectory() -> None:
+    # 2 coders × 4 pairs (u_k, v_k): (A,A) (A,B) (B,B) (B,B) → chosen u0 u0 | u1 v1 | v2 v2 | v3 v3.
+    # Values n_u0=2, n_u1=1, n_v1=1, n_v2=2, n_v3=2 (n=8); the only disagreement is o(u1,v1)=o(v1,u1)=1.
+    # α = 1 − (n−1)·Σ_{c≠k} o_ck / Σ_{c≠k} n_c·n_k = 1 − 7·2 / (64 − 14) = 0.72
     units = [("A", "A"), ("A", "B"), ("B", "B"), ("B", "B")]
     p = prefs([(f"P{k}", f"u{k}", f"v{k}", rater, c) for k, pair in enumerate(units) for rater, c in zip(("r1", "r2"), pair)])
     table = alpha_table(None, p, scores({"u0": 0.1}))
-    assert table.loc[0, "alpha"] == pytest.approx(8 / 15)
+    assert table.loc[0, "alpha"] == pytest.approx(0.72)
     assert (table.loc[0, "data"], table.loc[0, "coders"], table.loc[0, "level"]) == ("preferences", "humans", "nominal")
+    assert alpha_table(None, p).equals(table[table["coders"] == "humans"])  # no scores: humans only
 
 
-LITERATURE = [[1, 2, 3, 3, 2, 1, 4, 1, 2, np.nan, np.nan, np.nan],
-              [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, np.nan, 3],
-              [np.nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, np.nan],
-              [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, np.nan]]
-"""Krippendorff's worked example (4 coders × 12 units); ordinal α = 0.815."""
+VOTE = st.tuples(st.integers(0, 5), st.sampled_from(["r1", "r2", "r3"]), st.sampled_from(["A", "B", "tie"]),
+                 st.booleans())
 
 
-def literature_ratings() -> pd.DataFrame:
-    return ratings([(f"u{u:02d}", f"c{c}", int(v)) for c, row in enumerate(LITERATURE) for u, v in enumerate(row)
-                    if not np.isnan(v)])
+@settings(max_examples=60, deadline=None)
+@given(votes=st.lists(VOTE, min_size=2, max_size=30), swap=st.lists(st.booleans(), min_size=30, max_size=30),
+       rename=st.lists(st.booleans(), min_size=6, max_size=6),
+       judge=st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=12, max_size=12))
+def test_pair_orientation_never_changes_a_preference_statistic(
+        votes: list, swap: list[bool], rename: list[bool], judge: list[float]) -> None:
+    """The same opinions give the same α and agreement whichever side each vote was recorded from
+    (`swap`) and whichever trajectory of a pair sorts first (`rename` swaps the two ids' names)."""
+    def frames(flip: list[bool], names: list[bool]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        def name(side: str, k: int) -> str:
+            return f"{'ba'['ab'.index(side)] if names[k] else side}{k}"
+
+        rows = []
+        for (pair, rater, choice, shown_swapped), f in zip(votes, flip):
+            left, right = name("a", pair), name("b", pair)
+            if shown_swapped != f:  # the same opinion, recorded from the other side
+                left, right, choice = right, left, {"A": "B", "B": "A"}.get(choice, choice)
+            rows.append((f"P{pair}", left, right, rater, choice))
+        s = scores({name(side, k): judge[2 * k + (side == "b")] for k in range(6) for side in "ab"})
+        return prefs(rows), s
+
+    before, after = frames([False] * len(votes), [False] * 6), frames(swap[:len(votes)], rename)
+    pd.testing.assert_frame_equal(alpha_table(None, *before), alpha_table(None, *after))
+    pd.testing.assert_frame_equal(pairwise_agreement(preference_votes(*before)),
+                                  pairwise_agreement(preference_votes(*after)))
 
 
-def test_ordinal_alpha_matches_the_published_value_and_the_package() -> None:
-    table = alpha_table(literature_ratings(), None, scores({"u00": 0.5}))
-    humans = table[table["coders"] == "humans"].iloc[0]
-    assert round(humans["alpha"], 3) == 0.815
-    assert humans["alpha"] == pytest.approx(krippendorff.alpha(LITERATURE, level_of_measurement="ordinal",
-                                                                value_domain=[1, 2, 3, 4, 5]))
-    assert humans["n_units"] == 11  # unit 11 has one coder: not pairable
+def test_judge_scores_map_onto_the_declared_scale_not_the_range_raters_used() -> None:
+    # raters use only 2–4 of the declared 1–5 scale; a judge score of 0 is a 1, not a 2
+    r = ratings([("a1", "r1", 2), ("a1", "r2", 2), ("a2", "r1", 3), ("a2", "r2", 4), ("b1", "r1", 4), ("b1", "r2", 4)])
+    s = scores({"a1": 0.0, "a2": 0.5, "b1": 1.0})
+    declared = alpha_table(r.assign(scale_min=1, scale_max=5), None, s).set_index("coders")
+    expected = krippendorff.alpha([[2, 3, 4], [2, 4, 4], [1, 3, 5]], level_of_measurement="ordinal",
+                                  value_domain=[1, 2, 3, 4, 5])
+    assert declared.loc["humans + gcpc", "alpha"] == pytest.approx(expected)
+    assert declared.loc["humans + gcpc", "scale"] == "1–5" and declared.loc["humans + gcpc", "note"] == ""
+    assert alpha_table(r, None, s, scale=(1, 5))["alpha"].tolist() == declared["alpha"].tolist()
+    observed = alpha_table(r, None, s).set_index("coders")  # no declared scale: said so, observed range used
+    assert "observed range 2–4" in observed.loc["humans + gcpc", "note"]
+    assert observed.loc["humans + gcpc", "alpha"] != pytest.approx(expected)
 
 
-def test_judge_joins_the_rating_scale_as_an_extra_coder() -> None:
-    r = literature_ratings()
-    judge = {f"u{u:02d}": s for u, s in enumerate([0.0, 0.25, 0.5, 0.5, 0.3, 0.6, 0.75, 0.1, 0.2, 1.0, 0.0, 0.625])}
-    table = alpha_table(r, None, scores(judge)).set_index("coders")
-    # scale 1–5: 1 + floor(4s + ½): 0→1, .25→2, .5→3, .3→2, .6→3, .75→4, .1→1, .2→2, 1→5, .625→4 (half up)
-    mapped = [1, 2, 3, 3, 2, 3, 4, 1, 2, 5, 1, 4]
-    expected = krippendorff.alpha([*LITERATURE, mapped], level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5])
-    assert table.loc["humans + gcpc", "alpha"] == pytest.approx(expected)
-    assert table.loc["humans + gcpc", "n_coders"] == 5 and table.loc["humans + gcpc", "n_units"] == 12
+def test_malformed_ratings_and_preferences_are_set_aside_with_row_and_reason() -> None:
+    r = ratings([("a1", "r1", 2), ("a2", "r1", 9), ("b1", "r1", 3)]).assign(scale_min=1, scale_max=5)
+    r["rating"] = r["rating"].astype(object)
+    r.loc[len(r)] = ["b2", "b", "r2", "high", 1, 5]
+    r.loc[len(r)] = ["b3", "b", "r2", None, 1, 5]
+    usable, rejected = usable_ratings(r)
+    assert usable["trajectory_id"].tolist() == ["a1", "b1"] and usable["rating"].tolist() == [2, 3]
+    assert rejected[["row", "target", "reason"]].values.tolist() == [
+        [1, "a2", "rating 9 is outside the declared scale 1–5"], [3, "b2", "rating 'high' is not a whole number"],
+        [4, "b3", "rating is missing"]]
+    usable_p, rejected_p = usable_preferences(pd.concat([P, prefs([("P9", "q1", "q2", "r1", "left")])],
+                                                        ignore_index=True))
+    assert len(usable_p) == len(P) and rejected_p[["row", "target", "value"]].values.tolist() == [[7, "P9", "'left'"]]
+
+
+def test_spearman_interval_needs_two_tasks() -> None:
+    r = ratings([(f"a{k}", f"r{j}", 1 + (k + j) % 5) for k in range(6) for j in range(2)])
+    table, _ = spearman_table(r, scores({f"a{k}": k / 5 for k in range(6)}), n_boot=50)
+    row = table.iloc[0]
+    assert not np.isnan(row["rho"]) and np.isnan(row["ci_low"]) and np.isnan(row["ci_high"])
+    assert "fewer than 2 tasks" in row["note"]
 
 
 @pytest.mark.parametrize(("rows", "message"), [

@@ -101,3 +101,65 @@ def test_data_strings_are_escaped_in_html(frames: dict[str, pd.DataFrame], tmp_p
 def test_contract_violations_fail_loudly(frames: dict[str, pd.DataFrame], tmp_path: Path) -> None:
     with pytest.raises(FrameContractError, match="'outcome'"):
         build_report({"scores": frames["scores"].drop(columns="outcome")}, tmp_path, n_boot=10)
+
+
+def test_judges_restrict_the_task_vs_fixed_ablation(frames: dict[str, pd.DataFrame], tmp_path: Path) -> None:
+    both = build_report(frames, tmp_path / "b", n_boot=50, figures=False, judges=["gcpc", "fixed"])
+    assert "ablation_checklist" in both.csv
+    result = build_report(frames, tmp_path, n_boot=50, figures=False, judges=["holistic", "gcpc"])
+    assert "ablation_checklist" not in result.csv
+    assert any("task vs fixed checklist" in m and "among the compared judges" in m for m in result.missing)
+
+
+def test_a_malformed_rating_is_reported_and_the_rest_of_the_report_produced(
+        frames: dict[str, pd.DataFrame], tmp_path: Path) -> None:
+    ratings = frames["ratings"].astype({"rating": object})
+    ratings.loc[3, "rating"] = "4.5 stars"
+    ratings.loc[5, "rating"] = 7  # off the declared 1–5 scale
+    result = build_report({**frames, "ratings": ratings}, tmp_path, n_boot=50, figures=False)
+    for name in ("discrimination_auc", "skills_transitions", "agreement_spearman", "agreement_alpha",
+                 "ablation_variant_auc", "item_accuracy"):
+        assert name in result.csv, name
+    rejected = result.tables["agreement_rejected_rows"]
+    assert rejected[["frame", "row"]].values.tolist() == [["ratings", 3], ["ratings", 5]]
+    assert rejected["reason"].tolist() == ["rating '4.5 stars' is not a whole number",
+                                           "rating 7 is outside the declared scale 1–5"]
+    note = next(m for m in result.missing if "malformed" in m)
+    assert note.startswith("2 malformed human answers") and "ratings row 3" in note and "ratings row 5" in note
+    alpha = result.tables["agreement_alpha"].set_index(["data", "coders"])
+    assert alpha.loc[("ratings", "humans"), "n_answers"] == len(ratings) - 2
+
+
+def test_the_report_maps_judge_scores_onto_the_declared_scale(frames: dict[str, pd.DataFrame], tmp_path: Path) -> None:
+    narrow = frames["ratings"].assign(rating=frames["ratings"]["rating"].clip(2, 4))
+    declared = build_report({**frames, "ratings": narrow}, tmp_path / "d", n_boot=20, figures=False)
+    given = build_report({**frames, "ratings": narrow.drop(columns=["scale_min", "scale_max"])}, tmp_path / "g",
+                         n_boot=20, figures=False, rating_scale=(1, 5))
+    observed = build_report({**frames, "ratings": narrow.drop(columns=["scale_min", "scale_max"])}, tmp_path / "o",
+                            n_boot=20, figures=False)
+    alpha = {k: r.tables["agreement_alpha"].set_index(["data", "coders"]) for k, r in
+             (("declared", declared), ("given", given), ("observed", observed))}
+    key = ("ratings", "humans + gcpc")
+    assert alpha["declared"].loc[key, "scale"] == "1–5" == alpha["given"].loc[key, "scale"]
+    assert alpha["declared"].loc[key, "alpha"] == pytest.approx(alpha["given"].loc[key, "alpha"])
+    assert alpha["observed"].loc[key, "scale"] == "2–4" and "observed range" in alpha["observed"].loc[key, "note"]
+    assert alpha["observed"].loc[key, "alpha"] != pytest.approx(alpha["declared"].loc[key, "alpha"])
+
+
+def test_a_single_task_gives_flagged_nan_intervals(tmp_path: Path) -> None:
+    one = synthetic_frames(n_tasks=1, n_pairs=30, n_unpaired=0, n_rated=8, n_raters=2, n_pref_pairs=4, seed=2)
+    result = build_report(one, tmp_path, n_boot=50, figures=False)
+    for name, column in (("discrimination_auc", "auc"), ("agreement_spearman", "rho")):
+        table = result.tables[name]
+        assert table[column].notna().all(), name
+        assert table["ci_low"].isna().all() and table["ci_high"].isna().all(), name
+        assert table["note"].str.contains("fewer than 2 tasks").all(), name
+    delta = result.tables["discrimination_delta_auc"]
+    assert delta["ci_low"].isna().all() and delta["share_draws_gt_0"].isna().all()
+
+
+def test_synthetic_frames_without_preference_pairs(tmp_path: Path) -> None:
+    frames = synthetic_frames(n_tasks=4, n_pairs=20, n_unpaired=2, n_rated=6, n_pref_pairs=0, seed=1)
+    assert frames["preferences"].empty and list(frames["preferences"].columns)[:3] == ["pair_id", "task", "left_id"]
+    result = build_report(frames, tmp_path, n_boot=20, figures=False)
+    assert any("no pairwise preferences yet" in m for m in result.missing)

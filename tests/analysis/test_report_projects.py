@@ -70,3 +70,40 @@ def test_report_and_perturb_on_the_real_sample(real_copy: Path, tmp_path: Path, 
     sens = pd.read_csv(tmp_path / "r" / "sensitivity.csv")
     assert sens.loc[0, "scope"] == "log" and sens.loc[0, "span_remaining"] == 0 and sens.loc[0, "n"] > 0
     assert (tmp_path / "r" / "item_accuracy.csv").is_file()  # real CTRF results behind assertion items
+
+
+def test_study_status_and_report_print_the_same_alpha(demo_copy: Path, tmp_path: Path, capsys: Capture) -> None:
+    import json
+
+    capsys.readouterr()
+    assert main(["study", "status", "--db", str(demo_copy)]) == 0
+    status = {line.split("α ")[1].split(" (")[0]: line.split(": ")[1].split(" ")[0]
+              for line in capsys.readouterr().out.splitlines() if line.strip().startswith("α ")}
+    assert main(["study", "status", "--db", str(demo_copy), "--json"]) == 0
+    exact = {a["kind"]: a["alpha"] for a in json.loads(capsys.readouterr().out)["alpha"]}
+    code, _ = _report(demo_copy, tmp_path / "r", capsys, "--no-figures")
+    assert code == 0
+    alpha = pd.read_csv(tmp_path / "r" / "agreement_alpha.csv")
+    humans = alpha[alpha["coders"] == "humans"].set_index("data")
+    md = (tmp_path / "r" / "report.md").read_text()
+    for kind, data in (("progress_rating", "ratings"), ("preference", "preferences")):
+        assert exact[kind] == pytest.approx(humans.loc[data, "alpha"], abs=1e-12), kind
+        assert status[kind] == f"{humans.loc[data, 'alpha']:.3f}", kind
+        assert f"| {data} | humans | {'ordinal' if data == 'ratings' else 'nominal'} | {status[kind]} |" in md
+    assert status["preference"] != "0.000"  # the as-shown A/B coding gave 0 on the demo study
+
+
+def test_a_malformed_stored_rating_does_not_abort_the_report(demo_copy: Path, tmp_path: Path, capsys: Capture) -> None:
+    from annotations import DEMO_STUDY_ID, load_study
+
+    store = Store(demo_copy)
+    unit_id, unit = next(iter(load_study(store, DEMO_STUDY_ID).units.items()))
+    store.add_annotation(kind="progress_rating", rater="demo-you", value={"rating": "three"}, study_id=DEMO_STUDY_ID,
+                         task=unit["task"], trajectory_id=unit["trajectory_id"], unit_id=unit_id)
+    code, out = _report(demo_copy, tmp_path / "r", capsys, "--no-figures")
+    assert code == 0
+    assert "not computed: 1 malformed human answers left out" in out and "rating 'three' is not a whole number" in out
+    for name in ("discrimination_auc", "agreement_spearman", "agreement_alpha", "agreement_rejected_rows"):
+        assert (tmp_path / "r" / f"{name}.csv").is_file(), name
+    assert main(["study", "status", "--db", str(demo_copy)]) == 0
+    assert "1 malformed answers left out" in capsys.readouterr().out

