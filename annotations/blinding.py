@@ -22,9 +22,11 @@ Log text can leak them too, so it is scrubbed (all of this is what `blind_trajec
   one-word ones such as `pdf` are ordinary vocabulary and stay) → `[hidden]`; trajectory ids, their
   random suffixes and trial folder paths → `[id]`.
 
-Text is first NFKC-normalised and stripped of zero-width and bidi characters (`normalise`), so
-full-width letters ("ｃｌａｕｄｅ") and split words ("clau\u200bde") are matched too; model, agent and
-marker names also match their spelling variants (`gemini3flash`, `Gemini-3-Flash`). Every pattern
+Names are looked for in the text NFKC-normalised and without its zero-width and bidi characters
+(`normalise`), so full-width letters ("ｃｌａｕｄｅ") and split words ("clau\u200bde") are matched too;
+model, agent and marker names also match their spelling variants (`gemini3flash`, `Gemini-3-Flash`).
+Raters get the NFKC text with the invisible characters left outside the replaced names shown as
+`⟨U+202E⟩`, as everywhere in the app. Every pattern
 is linear in the text's length (a 1 MB line is scrubbed in well under a second).
 
 What remains is the agent's own work, which can still hint at a condition (an agent with a skill
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -46,7 +48,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from gcpc_core.models import Event, Task, Trajectory
-from gcpc_core.review.text import INVISIBLE
+from gcpc_core.review.text import INVISIBLE, show_invisible
 
 __all__ = [
     "TERMS_PATH",
@@ -243,27 +245,53 @@ class Scrubber:
         skills = _alternation(terms.skills)
         self._skill_word = re.compile(rf"(?i)(?<![\w-])(?:{skills})(?![\w-])") if skills else None
 
-    def _replace_names(self, text: str) -> str:
+    def _name_spans(self, text: str) -> Iterator[tuple[int, int, str]]:
+        """(start, end, marker) of every name in `text`, left to right, not overlapping."""
         if self._names is None:
-            return text
+            return
         lowered = text.translate(_ASCII_LOWER)
-        out, done, at = [], 0, 0
+        at = 0
         while (m := self._names.search(lowered, at)) is not None:
             start = m.start()
             if start and lowered[start - 1].isalnum():  # inside a word: try again one character on
                 at = start + 1
                 continue
-            out += [text[done:start], self._markers[int(m.lastgroup[1:])]]
-            done = at = m.end()
-        return "".join(out) + text[done:]
+            yield start, m.end(), self._markers[int(m.lastgroup[1:])]
+            at = m.end()
 
     def mentions_skill(self, text: str) -> bool:
         text = normalise(text)
         return bool(_SKILL_REF.search(text) or (self._skill_word and self._skill_word.search(text)))
 
     def __call__(self, text: str) -> str:
-        """`text` normalised, names replaced by markers, skills-folder paths hidden."""
-        return self._replace_names(_SKILL_PATH.sub("[hidden path]", normalise(text)))
+        """`text` NFKC-normalised, skills-folder paths hidden and names replaced by markers (both found in
+        the text without its invisible characters); the invisible characters outside what was replaced
+        stay, shown as `⟨U+XXXX⟩` so that the rater sees them."""
+        text = unicodedata.normalize("NFKC", text)
+        marks = [(m.start(), m.group()) for m in INVISIBLE.finditer(text)]
+        plain = INVISIBLE.sub("", text)
+        paths = [(m.start(), m.end(), "[hidden path]") for m in _SKILL_PATH.finditer(plain)]
+        spans, k = list(paths), 0
+        for a, b, marker in self._name_spans(plain):
+            while k < len(paths) and paths[k][1] <= a:
+                k += 1
+            if k == len(paths) or b <= paths[k][0]:  # a name inside a hidden path is hidden with it
+                spans.append((a, b, marker))
+        spans.sort()
+        # invisible characters at their offsets in `plain`: the i-th one removed sat before plain[start - i]
+        shown = [(start - i, show_invisible(ch)) for i, (start, ch) in enumerate(marks)]
+        out, done, m = [], 0, 0
+        for a, b, marker in [*spans, (len(plain), len(plain), "")]:
+            while m < len(shown) and shown[m][0] <= a:
+                at, visible = shown[m]
+                out += [plain[done:at], visible]
+                done = at
+                m += 1
+            while m < len(shown) and shown[m][0] < b:  # inside the replaced span: gone with it
+                m += 1
+            out += [plain[done:a], marker]
+            done = b
+        return "".join(out)
 
     def drop_lines(self, text: str) -> str:
         """Output and file text without the lines that mention a skill."""
@@ -321,13 +349,14 @@ def blind_trajectory(code: str, instruction: str, events: Sequence[Event], terms
     for e in events:
         if e.kind in HIDDEN_KINDS:
             continue
-        text = normalise(e.text)
+        text = e.text
         if e.kind == "tool_call":
             if _is_skill_call(e, scrub):
                 dropped_calls.add(e.id)
                 continue
         elif e.kind in ("tool_output", "file_content"):
-            if e.call_id in dropped_calls or _INJECTION.search(text) or (e.path and scrub.mentions_skill(e.path)):
+            if (e.call_id in dropped_calls or _INJECTION.search(normalise(text))
+                    or (e.path and scrub.mentions_skill(e.path))):
                 continue
             shown = scrub.drop_lines(text)
             if text.strip() and not shown.strip():

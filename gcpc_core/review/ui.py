@@ -23,6 +23,7 @@ import pandas as pd
 import streamlit as st
 from pandas.io.formats.style import Styler
 
+from annotations.blinding import BlindStep, preview
 from annotations.tokens import ADMIN_TOKEN_ENV, PUBLIC_URL_ENV, SignInLimiter, access_mode, is_admin, served_url
 
 from ..analysis.loader import frames_from_store
@@ -50,11 +51,13 @@ __all__ = [
     "cached_task_table",
     "cached_trajectory_frame",
     "highlight_rows",
+    "memo",
     "pin_choice",
     "render_event",
     "render_excerpt",
     "render_log",
     "render_plain",
+    "render_steps",
     "require_store",
     "reviewer",
     "sign_in",
@@ -65,6 +68,7 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 RESUME_PAGE_KEY = "gcpc:resume_page"
 """Session key: the page a visitor asked for before app.py had run (see `require_store`)."""
@@ -91,7 +95,8 @@ def signed_in() -> bool:
 
 def sign_in(presented: str) -> str | None:
     """Check a presented admin token (limited per client); None on success, else why not."""
-    client = st.context.ip_address or "unknown"
+    address = st.context.ip_address
+    client = address if isinstance(address, str) and address else "unknown"  # behind a proxy: one shared budget
     result = SIGN_IN_LIMITS.attempt(client, presented, os.environ.get(ADMIN_TOKEN_ENV), mode=access())
     if result:
         st.session_state[ADMIN_SESSION_KEY] = presented
@@ -163,6 +168,16 @@ def reviewer() -> str:
 # ---------------------------------------------------------------- caches
 
 
+def memo(key: str, ident: Any, compute: Callable[[], T]) -> T:
+    """`compute()` for `ident`, kept in this session until `ident` changes (one value per `key`): what the
+    page is showing is not rebuilt on every rerun (a click on a rating re-runs the whole page)."""
+    held = st.session_state.get(key)
+    if held is None or held[0] != ident:
+        held = (ident, compute())
+        st.session_state[key] = held
+    return held[1]
+
+
 _CACHED: dict[str, Callable[..., Any]] = {}
 
 
@@ -232,8 +247,11 @@ def show_code(text: str, language: str | None = None) -> None:
 
 def visible_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` for st.dataframe with invisible characters of its text cells shown."""
-    return frame.apply(lambda col: col.map(lambda v: show_invisible(v) if isinstance(v, str) else v)
-                       if col.dtype == object else col)
+    shown = frame.copy()
+    for name in frame.columns:
+        if pd.api.types.is_object_dtype(frame[name]) or pd.api.types.is_string_dtype(frame[name]):
+            shown[name] = frame[name].map(lambda v: show_invisible(v) if isinstance(v, str) else v)
+    return shown
 
 
 _BADGE_COLORS = {"Yes": "green", "No": "red", "Abstain": "gray", "passed": "green", "failed": "red",
@@ -283,6 +301,37 @@ def render_event(event: Event, key: str, *, max_lines: int = 30, query: str = ""
         render_excerpt(excerpt(event.text, hit, context=2))
     if hidden and st.toggle(f"Show all {len(event.text):,} characters ({hidden:,} more)", key=f"{key}:full"):
         show_code(event.text)
+
+
+STEPS_PER_PAGE = 25
+"""Steps of a blinded record shown at once on the rate page (the rest one click away)."""
+
+
+def render_steps(steps: Sequence[BlindStep], key: str, *, page_size: int = STEPS_PER_PAGE) -> None:
+    """A blinded record (rate page), a page of steps at a time; long texts shortened, the full text one
+    toggle away (rendered only when asked for). Agent narration as text, everything else as code."""
+    if not steps:
+        st.text("(the record has no steps to show)")
+        return
+    page_key = f"{key}:page"
+    shown, page, pages = page_of(steps, int(st.session_state.get(page_key, 0)), page_size)
+    st.session_state[page_key] = page
+    nav = st.columns([1.3, 1.3, 4])
+    nav[0].button("Earlier steps", key=f"{key}:prev", disabled=page == 0, width="stretch",
+                  on_click=st.session_state.__setitem__, args=(page_key, page - 1))
+    nav[1].button("Later steps", key=f"{key}:next", disabled=page >= pages - 1, width="stretch",
+                  on_click=st.session_state.__setitem__, args=(page_key, page + 1))
+    nav[2].text(f"Steps {shown[0].number:,}–{shown[-1].number:,} of {len(steps):,} · page {page + 1} of {pages}")
+    for step in shown:
+        with st.container(border=True):
+            show_text(f"Step {step.number} · {step.title}" + (" · reported an error" if step.is_error else ""))
+            head, hidden = preview(step.text)
+            if step.kind in ("agent_message", "agent_thinking"):
+                show_text(head)
+            else:
+                show_code(head)
+            if hidden and st.toggle(f"Show all {len(step.text):,} characters", key=f"{key}:full:{step.number}"):
+                show_code(step.text)
 
 
 def render_log(events: Sequence[Event], key: str, *, page_size: int = 25) -> None:

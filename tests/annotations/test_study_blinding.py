@@ -121,7 +121,8 @@ def test_terms_round_trip_through_json() -> None:
     ("ran claude-opus-4-1 then gpt-4o-mini", "ran [model] then [model]"),
     ("clau\u200bde says", "[model] says"),
     ("ｃｌａｕｄｅ ｈａｉｋｕ", "[model]"),
-    ("\u202eedualc", "edualc"),  # bidi controls go; the reversed word is not a name
+    ("\u202eedualc", "⟨U+202E⟩edualc"),  # a bidi control is shown; the reversed word is not a name
+    ("run\u200b.sh cla\u200bude\u202e", "run⟨U+200B⟩.sh [model]⟨U+202E⟩"),
     ("I am Claude Code", "I am [agent]"),
 ])
 def test_markers_and_spelling_variants_are_blinded(leaky: str, blinded: str) -> None:
