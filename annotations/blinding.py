@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict
@@ -53,6 +54,7 @@ from gcpc_core.review.text import INVISIBLE, show_invisible
 __all__ = [
     "TERMS_PATH",
     "BlindStep",
+    "BlindSteps",
     "BlindTrajectory",
     "BlindingTerms",
     "KnownNames",
@@ -320,13 +322,40 @@ class BlindStep:
     is_error: bool = False
 
 
+class BlindSteps(Sequence[BlindStep]):
+    """The steps of a blinded trajectory, each scrubbed when first read: which events become steps is
+    decided for the whole log at once (cheap), while scrubbing names, the costly part, is done only for
+    the steps a page shows (25 of a 10,000-step record)."""
+
+    def __init__(self, raw: Sequence[tuple[str, str, str, bool]], scrub: Scrubber) -> None:
+        self._raw, self._scrub = raw, scrub
+        self._done: dict[int, BlindStep] = {}
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def _step(self, i: int) -> BlindStep:
+        if i not in self._done:
+            kind, title, text, is_error = self._raw[i]
+            self._done[i] = BlindStep(number=i + 1, kind=kind, title=self._scrub(title), text=self._scrub(text),
+                                      is_error=is_error)
+        return self._done[i]
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return tuple(self._step(i) for i in range(*index.indices(len(self))))
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        return self._step(index % len(self))
+
+
 @dataclass(frozen=True)
 class BlindTrajectory:
     """Everything a rater sees of one trajectory: an opaque code, the instruction, the steps."""
 
     code: str
     instruction: str
-    steps: tuple[BlindStep, ...]
+    steps: Sequence[BlindStep]
 
     def text(self) -> str:
         """The whole view as plain text (for tests and exports of what raters saw)."""
@@ -345,7 +374,7 @@ def blind_trajectory(code: str, instruction: str, events: Sequence[Event], terms
     """The rater-visible view of one trajectory (see the module docstring for what is scrubbed)."""
     scrub = Scrubber(terms)
     dropped_calls: set[str] = set()
-    steps: list[BlindStep] = []
+    steps: list[tuple[str, str, str, bool]] = []
     for e in events:
         if e.kind in HIDDEN_KINDS:
             continue
@@ -366,13 +395,9 @@ def blind_trajectory(code: str, instruction: str, events: Sequence[Event], terms
             text = scrub.drop_sentences(text)
             if not text.strip():
                 continue
-        title = STEP_TITLES.get(e.kind, e.kind)
-        detail = " · ".join(scrub(x) for x in (e.tool_name, e.path) if x)
-        steps.append(BlindStep(
-            number=len(steps) + 1, kind=e.kind, title=f"{title} · {detail}" if detail else title,
-            text=scrub(text), is_error=e.is_error,
-        ))
-    return BlindTrajectory(code=code, instruction=scrub(instruction), steps=tuple(steps))
+        title = " · ".join([STEP_TITLES.get(e.kind, e.kind), *(x for x in (e.tool_name, e.path) if x)])
+        steps.append((e.kind, title, text, e.is_error))
+    return BlindTrajectory(code=code, instruction=scrub(instruction), steps=BlindSteps(steps, scrub))
 
 
 def preview(text: str, limit: int = 4000) -> tuple[str, int]:
