@@ -181,7 +181,7 @@ class SignInLimiter:
     """At most `max_failures` failed admin sign-ins per client within `window_s` seconds; process-wide
     (one per server), thread-safe. A successful sign-in does not reset the count."""
 
-    def __init__(self, max_failures: int = 5, window_s: float = 60.0,
+    def __init__(self, max_failures: int = 10, window_s: float = 300.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.max_failures, self.window_s, self._clock = max_failures, window_s, clock
         self._failures: dict[str, deque[float]] = {}
