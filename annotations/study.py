@@ -94,7 +94,7 @@ def candidates(store: Store) -> list[Candidate]:
 
 @dataclass(frozen=True)
 class CreatedStudy:
-    """A stored study and its rater tokens: the only time the secrets exist outside a rater's link."""
+    """A stored study and its rater tokens (rebuilt later only with the link key: `rater_link`)."""
 
     study_id: str
     design: StudyDesign

@@ -29,7 +29,7 @@ from gcpc_core.review.audit import (
     trajectory_label,
     trajectory_summary,
 )
-from gcpc_core.review.text import excerpt, line_range, md_escape
+from gcpc_core.review.text import excerpt, line_range, md_escape, show_invisible
 from gcpc_core.review.ui import (
     badge,
     cached_events,
@@ -136,7 +136,7 @@ def item_panel(view: ItemView, focused: bool) -> None:
         with head[3]:
             if view.overwritten:
                 badge(f"scored {view.verdict}", view.verdict)
-        head[4].text(view.text if focused else view.text[:160] + ("…" if len(view.text) > 160 else ""))
+        head[4].text(show_invisible(view.text if focused else view.text[:160] + ("…" if len(view.text) > 160 else "")))
         if not focused:
             if st.button("Open", key=f"{key}:open", on_click=focus, args=(view.item_id,)):
                 st.rerun()  # the whole page: another panel opens, this one closes
