@@ -7,10 +7,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotations.tokens import ADMIN_TOKEN_ENV, is_admin
+from annotations.tokens import RATE_PATH
 from gcpc_core.demo import ensure_demo_project
 from gcpc_core.llm import llm_status
-from gcpc_core.review.ui import RESUME_PAGE_KEY
+from gcpc_core.review.ui import RESUME_PAGE_KEY, SIGN_IN_PROBLEM_KEY, access, sign_in, signed_in
 from gcpc_core.store import Store
 
 st.set_page_config(page_title="GCPC", layout="wide")
@@ -40,17 +40,30 @@ store = open_store(db_path)
 st.session_state["db_path"] = db_path
 st.session_state["store"] = store
 
-# Access (annotations.tokens): a visitor with `?token=` is a study rater and gets the rate page only —
-# no sidebar, no other page. Everyone else needs admin rights: with $GCPC_ADMIN_TOKEN set, `?admin=`
-# or the sign-in form must present it; with it unset the app runs locally for its owner, who is admin.
+# Access (annotations.tokens; the policy is in its docstring). A visitor with `?token=` is a study rater and
+# gets the rate page only — no sidebar, no other page — unless the app is open to everyone (no admin token,
+# not bound to loopback), when rater links are refused. Everyone else needs admin rights.
+mode = access()
+presented = st.query_params.get("admin")
+if presented is not None:  # a secret never stays in the address bar (nor in links pages build from the query)
+    del st.query_params["admin"]
 if st.query_params.get("token"):
+    if mode == "open":
+        def links_refused() -> None:
+            st.error("This app is not set up for study raters yet. Please tell the study organisers.")
+
+        st.navigation([st.Page(links_refused, title="Rate", url_path=path, default=not path)
+                       for path in ("", RATE_PATH)], position="hidden").run()
+        st.stop()
     # Streamlit serves the default page at the root URL only: the link's `/rate` needs a page of its own (else
     # the rater lands on a "page not found" dialog); a bare `/?token=` runs the same script.
     st.navigation([st.Page("pages/rate.py", title="Rate", url_path="rate-start", default=True),
-                   st.Page("pages/rate.py", title="Rate", url_path="rate")], position="hidden").run()
+                   st.Page("pages/rate.py", title="Rate", url_path=RATE_PATH)], position="hidden").run()
     st.stop()
-if st.query_params.get("admin"):
-    st.session_state["admin_token"] = st.query_params.get("admin")
+if presented is not None:
+    problem = sign_in(presented)
+    if problem:
+        st.session_state[SIGN_IN_PROBLEM_KEY] = problem
 ADMIN_PAGES = {  # URL path → (script, title); "" is the default page, served at the root URL
     "": ("pages/overview.py", "Overview"),
     "audit": ("pages/audit.py", "Item audit"),
@@ -60,7 +73,7 @@ ADMIN_PAGES = {  # URL path → (script, title); "" is the default page, served 
     "runs": ("pages/runs.py", "Runs"),
     "study_admin": ("pages/study_admin.py", "Study admin"),
 }
-if not is_admin(st.session_state.get("admin_token"), os.environ.get(ADMIN_TOKEN_ENV)):
+if not signed_in():
     # Every admin URL shows the sign-in form (not a "page not found" dialog) and keeps its path, so signing in
     # lands on the page that was asked for.
     st.navigation([st.Page("pages/sign_in.py", title="Sign in", default=True),
@@ -85,4 +98,7 @@ page = st.navigation([st.Page(script, title=title, **({"url_path": path} if path
 resume = st.session_state.pop(RESUME_PAGE_KEY, None)  # a page asked for before this script had run
 if resume:
     st.switch_page(resume, query_params=dict(st.query_params))
-page.run()
+try:
+    page.run()
+except Exception as exc:  # noqa: BLE001 - admins get the details; raters get Streamlit's generic message
+    st.exception(exc)

@@ -44,8 +44,9 @@ from .study import (
     create_study,
     load_study,
     open_rater_session,
+    rater_link,
 )
-from .tokens import hash_token, invite_link, is_admin, new_token
+from .tokens import LinkRefused, check_links_allowed, default_base_url, hash_token, invite_link, is_admin, new_token
 
 __all__ = [
     "CHOICES",
@@ -56,6 +57,7 @@ __all__ = [
     "BlindingTerms",
     "Candidate",
     "CreatedStudy",
+    "LinkRefused",
     "DesignError",
     "DesignParams",
     "Guidelines",
@@ -70,8 +72,10 @@ __all__ = [
     "add_rater",
     "agreement",
     "blind_trajectory",
+    "check_links_allowed",
     "collect_terms",
     "create_study",
+    "default_base_url",
     "disagreements",
     "export_csv",
     "export_jsonl",
@@ -89,6 +93,7 @@ __all__ = [
     "open_rater_session",
     "preferences_frame",
     "preview",
+    "rater_link",
     "rater_progress",
     "ratings_frame",
     "reassign",

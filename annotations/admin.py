@@ -16,8 +16,7 @@ from gcpc_core.analysis.agreement import alpha_table, usable_preferences, usable
 from gcpc_core.store import Store
 
 from .frames import preferences_frame, ratings_frame
-from .study import CHOICES, load_study
-from .tokens import hash_token, new_token
+from .study import CHOICES, load_study, mint_token
 
 __all__ = [
     "AlphaResult",
@@ -209,16 +208,14 @@ def reassign(
 def add_rater(store: Store, study_id: str, rater: str) -> str:
     """A new rater with an empty queue (fill it by reassignment); returns their secret token."""
     load_study(store, study_id)
-    token = new_token()
-    store.add_study_rater(study_id, rater.strip(), token_hash=hash_token(token))
-    return token
+    return mint_token(store, study_id, rater.strip(),
+                      lambda token_hash: store.add_study_rater(study_id, rater.strip(), token_hash=token_hash))
 
 
 def issue_link(store: Store, study_id: str, rater: str) -> str:
     """A fresh token for a rater (their old link stops working); returns the secret."""
-    token = new_token()
-    store.set_rater_token_hash(study_id, rater, hash_token(token))
-    return token
+    return mint_token(store, study_id, rater,
+                      lambda token_hash: store.set_rater_token_hash(study_id, rater, token_hash))
 
 
 def status_lines(store: Store, study_id: str) -> list[str]:

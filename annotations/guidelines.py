@@ -1,7 +1,8 @@
 """Rater guidelines: the ordinal scale and its anchors, read from `rules/study_guidelines.md`.
 
 The file is human-written and versioned with the other rules; a study freezes the parsed anchors and
-the full text when it is created, so later edits to the file never change a running study.
+the full text when it is created, so later edits to the file never change a running study. Raters read
+the whole file (the rate page's Guidelines dialog): it is written for them and names no code or file.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Human studies over the project DB: create a frozen study, and the rater's token-scoped session.
 
 `create_study` samples a design (`annotations.design`), freezes it with its seed, the rater
-guidelines and the blinding terms into the DB, and returns each rater's secret token once (only
-hashes are stored). `open_rater_session` turns a token into a `RaterSession`, the only door the rate
+guidelines and the blinding terms into the DB, and returns each rater's secret token (only hashes
+and the nonces tokens are derived from are stored: `rater_link` shows a link again with the
+project's link key, `annotations.tokens`). `open_rater_session` turns a token into a `RaterSession`, the only door the rate
 page has into study data: every read and write is checked against that rater's own active
 assignments (writes inside the same transaction), so a rater can neither read nor answer another
 rater's queue, whatever the page does.
@@ -10,7 +11,7 @@ rater's queue, whatever the page does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -20,7 +21,7 @@ from .blinding import BlindingTerms, BlindTrajectory, blind_trajectory, collect_
 from .design import KIND_ORDER, Candidate, DesignParams, StudyDesign, make_design
 from .guidelines import Guidelines, load_guidelines
 from .limits import free_text
-from .tokens import hash_token, invite_link, new_token
+from .tokens import derive_token, hash_token, invite_link, link_key, new_token
 
 __all__ = [
     "CHOICES",
@@ -32,8 +33,10 @@ __all__ = [
     "candidates",
     "create_study",
     "load_study",
+    "mint_token",
     "open_rater_session",
     "preference_value",
+    "rater_link",
     "rating_value",
 ]
 
@@ -57,6 +60,33 @@ def preference_value(choice: object, confidence: object, guidelines: Guidelines)
     return {"choice": choice}
 
 
+def _nonce_key(study_id: str, rater: str) -> str:
+    return f"rater_link_nonce\0{study_id}\0{rater}"
+
+
+def mint_token(store: Store, study_id: str, rater: str, apply: Callable[[str], object]) -> str:
+    """A new secret for a rater: `apply(hash)` stores its hash (the rater's old link stops working),
+    then the nonce it was derived from is kept so that `rater_link` can show it again."""
+    nonce = new_token()
+    token = derive_token(link_key(store.path), study_id, rater, nonce)
+    apply(hash_token(token))
+    store.set_meta(_nonce_key(study_id, rater), nonce)
+    return token
+
+
+def rater_link(store: Store, study_id: str, rater: str, base_url: str | None = None) -> str | None:
+    """The rater's current link again, or None when it cannot be rebuilt (no token yet, another link key,
+    a token issued some other way): then issue a new one."""
+    nonce = store.get_meta(_nonce_key(study_id, rater))
+    if nonce is None:
+        return None
+    token = derive_token(link_key(store.path), study_id, rater, nonce)
+    found = store.rater_by_token_hash(hash_token(token))
+    if found is None or (found["study_id"], found["rater"]) != (study_id, rater):
+        return None
+    return invite_link(token, base_url)
+
+
 def candidates(store: Store) -> list[Candidate]:
     """Every trajectory of the project as the sampler sees it."""
     return [Candidate(trajectory_id=t.id, task=t.task, outcome=t.outcome, condition=t.condition)
@@ -65,7 +95,7 @@ def candidates(store: Store) -> list[Candidate]:
 
 @dataclass(frozen=True)
 class CreatedStudy:
-    """A stored study and its rater tokens: the only time the secrets exist outside a rater's link."""
+    """A stored study and its rater tokens (rebuilt later only with the link key: `rater_link`)."""
 
     study_id: str
     design: StudyDesign
@@ -99,7 +129,9 @@ def create_study(
         {t.id: store.events(t.id) for t in trajectories},
         [task for task in (store.get_task(n) for n in design.tasks) if task is not None],
     )
-    tokens = {r: new_token() for r in params.raters if r not in simulated}
+    key = link_key(store.path)
+    nonces = {r: new_token() for r in params.raters if r not in simulated}
+    tokens = {r: derive_token(key, study_id, r, nonce) for r, nonce in nonces.items()}
     store.insert_study(
         {
             "id": study_id,
@@ -118,6 +150,8 @@ def create_study(
                  "is_simulated": int(r in simulated)} for r in params.raters],
         assignments=[a.model_dump() for a in design.assignments],
     )
+    for rater, nonce in nonces.items():
+        store.set_meta(_nonce_key(study_id, rater), nonce)
     return CreatedStudy(study_id=study_id, design=design, tokens=tokens)
 
 

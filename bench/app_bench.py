@@ -13,6 +13,10 @@ script run (app.py + the page) is measured:
 
 The item audit page is opened on the largest real trial (by log size), on an item with a citation,
 so its focused panel renders quotes, verifier sources and located citations. Target: ≤ 1 s warm.
+
+The rate page is timed on a study over trajectories of `--rate-steps` steps (10,000 by default;
+tests/drills/long_log.py): its first render through a rater link (blinding the first record) and a
+click on Next (the next record, blinded then). Targets: ≤ 5 s and ≤ 2 s. `--rate-only` runs only this.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from streamlit.runtime.pages_manager import PagesManager  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -41,10 +45,12 @@ from gcpc_core.demo import build_demo_project  # noqa: E402
 from gcpc_core.ingest import import_project  # noqa: E402
 from gcpc_core.judge import judge_project, score_project  # noqa: E402
 from gcpc_core.store import Store  # noqa: E402
+from drills.long_log import add_long_log_study  # noqa: E402
 
 SKILLSBENCH = REPO.parent / "shared" / "skillsbench"
 PAGES = ("overview", "audit", "checklists", "pairs", "agreement", "runs", "study_admin")
 TARGET_S = 1.0
+RATE_FIRST_TARGET_S, RATE_NEXT_TARGET_S = 5.0, 2.0
 
 
 class _EntrypointPagesManager(PagesManager):
@@ -125,12 +131,38 @@ def bench_project(name: str, db: Path, repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
+def bench_rate(db: Path, steps: int, repeat: int) -> dict[str, Any]:
+    """First render of the rate page through a rater link, and Next, on records of `steps` steps."""
+    token = add_long_log_study(Store(db), steps=steps, trajectories=3)
+    os.environ["GCPC_DB"] = str(db)
+    first, nexts = [], []
+    for _ in range(repeat):
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300)
+        at.query_params["token"] = token
+        started = time.perf_counter()
+        at.run()
+        first.append(time.perf_counter() - started)
+        if at.exception or not at.title or at.title[0].value != "Rating study":
+            raise RuntimeError(f"rate page: {at.exception[0].value if at.exception else 'not shown'}")
+        shown = at.subheader[0].value
+        button = next(b for b in at.button if b.label == "Next")
+        started = time.perf_counter()
+        button.click().run()
+        nexts.append(time.perf_counter() - started)
+        if at.exception or at.subheader[0].value == shown:
+            raise RuntimeError(f"rate page Next: {at.exception[0].value if at.exception else 'did not move'}")
+    return {"steps": steps, "first_median_s": round(statistics.median(first), 3), "first_max_s": round(max(first), 3),
+            "next_median_s": round(statistics.median(nexts), 3), "next_max_s": round(max(nexts), 3)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="warm runs per page (default 5)")
     parser.add_argument("--scale", type=int, default=1000,
                         help="also time a demo cloned to this many trajectories (0: skip; default 1000)")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--rate-steps", type=int, default=10_000, help="steps per record on the rate page (default 10000)")
+    parser.add_argument("--rate-only", action="store_true", help="time only the rate page")
     args = parser.parse_args()
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     app_test_module.PagesManager = _EntrypointPagesManager
@@ -138,6 +170,15 @@ def main() -> int:
         os.environ.pop(name, None)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="gcpc-app-bench-") as tmp:
+        rate = bench_rate(Path(tmp) / "long.db", args.rate_steps, max(1, min(args.repeat, 3)))
+        print(f"rate page, records of {rate['steps']:,} steps: first render {rate['first_median_s']:.2f} s "
+              f"(max {rate['first_max_s']:.2f}, target ≤ {RATE_FIRST_TARGET_S:.0f} s), Next {rate['next_median_s']:.2f} s "
+              f"(max {rate['next_max_s']:.2f}, target ≤ {RATE_NEXT_TARGET_S:.0f} s)")
+        rate_ok = rate["first_median_s"] <= RATE_FIRST_TARGET_S and rate["next_median_s"] <= RATE_NEXT_TARGET_S
+        if args.rate_only:
+            if args.json:
+                args.json.write_text(json.dumps({"rate": rate}, indent=2), encoding="utf-8")
+            return 0 if rate_ok else 1
         demo = Path(tmp) / "demo.db"
         build_demo_project(demo)
         rows += bench_project("demo", demo, args.repeat)
@@ -157,8 +198,8 @@ def main() -> int:
         print(f"item audit on {r['project']}: {r['trajectory']} ({r['log_bytes']:,} log bytes, {r['events']} events), "
               f"item {r['item']}")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")
-    return 0 if all(r["warm_median_s"] <= TARGET_S for r in audit) else 1
+        args.json.write_text(json.dumps({"pages": rows, "rate": rate}, indent=2), encoding="utf-8")
+    return 0 if rate_ok and all(r["warm_median_s"] <= TARGET_S for r in audit) else 1
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from gcpc_core.review.audit import (
     trajectory_label,
     trajectory_summary,
 )
-from gcpc_core.review.text import excerpt, line_range, md_escape
+from gcpc_core.review.text import excerpt, line_range, md_escape, show_invisible
 from gcpc_core.review.ui import (
     badge,
     cached_events,
@@ -42,6 +42,8 @@ from gcpc_core.review.ui import (
     render_log,
     require_store,
     reviewer,
+    show_code,
+    show_text,
 )
 
 store = require_store()
@@ -134,7 +136,7 @@ def item_panel(view: ItemView, focused: bool) -> None:
         with head[3]:
             if view.overwritten:
                 badge(f"scored {view.verdict}", view.verdict)
-        head[4].text(view.text if focused else view.text[:160] + ("…" if len(view.text) > 160 else ""))
+        head[4].text(show_invisible(view.text if focused else view.text[:160] + ("…" if len(view.text) > 160 else "")))
         if not focused:
             if st.button("Open", key=f"{key}:open", on_click=focus, args=(view.item_id,)):
                 st.rerun()  # the whole page: another panel opens, this one closes
@@ -145,7 +147,7 @@ def item_panel(view: ItemView, focused: bool) -> None:
             st.text("Why: " + explain_reason(reason))
         if view.rationale:
             st.caption("Judge's rationale")
-            st.text(view.rationale)
+            show_text(view.rationale)
         for problem in view.problems:
             st.text("Reply problem: " + problem)
         if view.other_judges:
@@ -159,7 +161,7 @@ def item_panel(view: ItemView, focused: bool) -> None:
                                               else "a task-agnostic item)"))
             elif view.quote.span is None:
                 st.warning("This quote is not a verbatim span of the instruction.")
-                st.code(view.quote.quote, language=None, wrap_lines=True)
+                show_code(view.quote.quote)
             else:
                 first, last = line_range(task.instruction, view.quote.span) if task else (0, 0)
                 st.text(f"instruction.md lines {first}–{last}, characters {view.quote.span.start:,}–"
@@ -175,12 +177,12 @@ def item_panel(view: ItemView, focused: bool) -> None:
                 badge(f"CTRF {ref.status}", ref.status)
                 st.text(ref.ref + (f" (line {ref.lineno})" if ref.lineno else " — not a parsed test of this task"))
                 if ref.docstring:
-                    st.text(ref.docstring)
+                    show_text(ref.docstring)
                 if ref.source:
-                    st.code(ref.source, language="python", wrap_lines=True)
+                    show_code(ref.source, language="python")
                 for result in ref.results:
                     if result.message:
-                        st.code(f"{result.name}: {result.status}\n{result.message}", language=None, wrap_lines=True)
+                        show_code(f"{result.name}: {result.status}\n{result.message}")
 
         st.caption(f"Citations ({len(view.citations)})")
         if not view.citations:
@@ -197,7 +199,7 @@ def item_panel(view: ItemView, focused: bool) -> None:
             st.text(where)
             if c.excerpt is None:
                 st.warning("The quote was not found verbatim in the cited event.")
-                st.code(c.quote, language=None, wrap_lines=True)
+                show_code(c.quote)
             else:
                 render_excerpt(c.excerpt)
             if event is not None and st.toggle(f"Full event {c.event_id}", key=f"{key}:cite:{k}"):
@@ -275,7 +277,7 @@ with instruction_tab:
         st.text("(the task of this trajectory is not imported)")
     else:
         # plain: highlighting a megabyte-long line as Markdown hangs the browser tab
-        st.code(task.instruction, language=None, wrap_lines=True)
+        show_code(task.instruction)
 
 # ---- the URL names what is shown, so it can be shared (and is not applied again as a link) -----------
 shown_query = {"trajectory": traj_id, "judge": judge, "item": current}

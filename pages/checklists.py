@@ -24,7 +24,7 @@ from gcpc_core.review.checklists import (
     versions_frame,
 )
 from gcpc_core.review.runs import JOBS
-from gcpc_core.review.ui import cached_rules, cached_task_table, require_store, reviewer
+from gcpc_core.review.ui import cached_rules, cached_task_table, require_store, reviewer, visible_frame
 
 store = require_store()
 rules = cached_rules()
@@ -69,7 +69,7 @@ with stored_tab:
         if row["checklist"]:
             items = pd.DataFrame([{**i, "verifier_refs": "\n".join(i.get("verifier_refs", [])),
                                    "probes": len(i.get("probes", []))} for i in row["checklist"]["items"]])
-            st.dataframe(items, hide_index=True, width="stretch")
+            st.dataframe(visible_frame(items), hide_index=True, width="stretch")
             waivers = row["checklist"].get("waivers") or []
             if waivers:
                 st.caption("Waivers")

@@ -1,8 +1,10 @@
 """Rate: one rater's blinded queue (progress ratings, then pairwise preferences).
 
 Layout and widgets only: the token-scoped `RaterSession` (annotations.study) decides what this rater
-may see and answer, and builds the blinded views. Log and task text is untrusted: it is shown with
-st.text / st.code only. Guideline text is the project's own (rules/study_guidelines.md).
+may see and answer, and builds the blinded views. The answer controls come first, within the first
+screen; the records follow, a page of steps at a time. Log and task text is untrusted: it is shown
+with st.text / st.code only (invisible characters made visible). Guideline text is the project's own
+(rules/study_guidelines.md).
 """
 
 from __future__ import annotations
@@ -11,10 +13,9 @@ import uuid
 
 import streamlit as st
 
-from annotations.blinding import BlindTrajectory, preview
 from annotations.limits import FREE_TEXT_MAX_CHARS
 from annotations.study import RaterSession, open_rater_session
-from gcpc_core.review.ui import render_plain, require_store
+from gcpc_core.review.ui import memo, render_plain, render_steps, require_store, show_text
 
 store = require_store(admin=False)  # raters are not admins; their token scopes the session below
 session: RaterSession | None = open_rater_session(store, st.query_params.get("token"))
@@ -110,22 +111,6 @@ def save() -> None:
     go_next_open()
 
 
-def render_steps(view: BlindTrajectory, key: str) -> None:
-    """The blinded log, step by step; long texts shortened, the full text one toggle away."""
-    if not view.steps:
-        st.text("(the record has no steps to show)")
-    for step in view.steps:
-        with st.container(border=True):
-            st.text(f"Step {step.number} · {step.title}" + (" · reported an error" if step.is_error else ""))
-            shown, hidden = preview(step.text)
-            if step.kind in ("agent_message", "agent_thinking"):
-                st.text(shown)
-            else:
-                st.code(shown, language=None, wrap_lines=True)
-            if hidden and st.toggle(f"Show all {len(step.text):,} characters", key=f"{key}:full:{step.number}"):
-                st.code(step.text, language=None, wrap_lines=True)
-
-
 message = st.session_state.pop(f"{prefix}:saved", None)
 if message:
     st.toast(message)
@@ -135,13 +120,9 @@ if error:
 
 st.subheader(f"{index + 1} of {len(queue)} · {KIND_NAME[item.kind]} · {item.target}")
 
+# ---- the answer first, so that it is in reach without scrolling; the records below it ------------------
+
 if item.kind == "progress_rating":
-    view = session.unit_view(item.target)
-    with st.expander("Task instruction", expanded=True):
-        render_plain(view.instruction)
-    st.caption("What the agent did")
-    render_steps(view, draft_key)
-    st.divider()
     st.write("How far did the agent get towards doing what the instruction asks? (keys 1–5)")
     cols = st.columns(len(guide.scale))
     for col, anchor in zip(cols, guide.scale):
@@ -152,39 +133,30 @@ if item.kind == "progress_rating":
         col.caption(anchor.description)
     ready = draft["rating"] is not None
 else:
-    left, right = session.pair_view(item.target)
-    with st.expander("Task instruction (the same for A and B)", expanded=True):
-        render_plain(left.instruction)
-    cols = st.columns(2)
-    for col, side, view in ((cols[0], "A", left), (cols[1], "B", right)):
-        with col:
-            st.caption(f"Record {side}")
-            with st.container(height=720):
-                render_steps(view, f"{draft_key}:{side}")
-    st.divider()
-    st.write("Which record made more progress? (keys A, B, T)")
-    choice_cols = st.columns(3)
+    c = st.columns([3, 2])
+    c[0].write("Which record made more progress? (keys A, B, T)")
+    c[1].write("How confident are you? (keys 1–3)")
+    choice_cols = st.columns([1, 1, 1, 0.2, *(2 / len(guide.confidence),) * len(guide.confidence)])
     for col, (choice, label, key) in zip(choice_cols, (("A", "A made more progress", "A"),
                                                        ("B", "B made more progress", "B"), ("tie", "Tie", "T"))):
         col.button(label, key=f"{draft_key}:choice:{choice}", shortcut=key, width="stretch",
                    type="primary" if draft["choice"] == choice else "secondary",
                    on_click=set_draft, args=("choice", choice))
-    st.write("How confident are you? (keys 1–3)")
-    conf_cols = st.columns(len(guide.confidence))
-    for col, anchor in zip(conf_cols, guide.confidence):
+    for col, anchor in zip(choice_cols[4:], guide.confidence):
         col.button(f"{anchor.value} · {anchor.label}", key=f"{draft_key}:confidence:{anchor.value}",
                    shortcut=str(anchor.value), help=anchor.description, width="stretch",
                    type="primary" if draft["confidence"] == anchor.value else "secondary",
                    on_click=set_draft, args=("confidence", anchor.value))
-        col.caption(anchor.description)
     ready = draft["choice"] is not None and draft["confidence"] is not None
 
-st.text_area("Comment (optional)", key=f"{draft_key}:note", placeholder="Anything the organisers should know",
-             max_chars=FREE_TEXT_MAX_CHARS)
+note_col, save_col = st.columns([5, 1.2], vertical_alignment="bottom")
+note_col.text_area("Comment (optional)", key=f"{draft_key}:note", height=68,
+                   placeholder="Anything the organisers should know",
+                   max_chars=FREE_TEXT_MAX_CHARS)
+save_col.button("Save and next", type="primary", shortcut="Ctrl+Enter", on_click=save, width="stretch",
+                disabled=not ready or not session.is_open)
 if not session.is_open:
     st.info("This study is closed: answers can no longer be changed.")
-st.button("Save and next", type="primary", shortcut="Ctrl+Enter", on_click=save, disabled=not ready or not session.is_open)
-
 history = session.history(item.kind, item.target)
 if history:
     st.caption(f"Your saved answer: version {len(history)} of {len(history)}")
@@ -192,4 +164,24 @@ if history:
         for n, h in enumerate(history, 1):
             value = h["value"].get("rating", h["value"].get("choice"))
             conf = f", confidence {h['confidence']}" if h["confidence"] is not None else ""
-            st.text(f"{n}. {h['created_at']}: {value}{conf}" + (f" — {h['note']}" if h["note"] else ""))
+            show_text(f"{n}. {h['created_at']}: {value}{conf}" + (f" — {h['note']}" if h["note"] else ""))
+st.divider()
+
+# ---- the records (blinded once per item; paged) --------------------------------------------------------
+
+if item.kind == "progress_rating":
+    view = memo(f"{prefix}:view", (item.kind, item.target), lambda: session.unit_view(item.target))
+    with st.expander("Task instruction", expanded=True):
+        render_plain(view.instruction)
+    st.caption("What the agent did")
+    render_steps(view.steps, draft_key)
+else:
+    left, right = memo(f"{prefix}:view", (item.kind, item.target), lambda: session.pair_view(item.target))
+    with st.expander("Task instruction (the same for A and B)", expanded=True):
+        render_plain(left.instruction)
+    cols = st.columns(2)
+    for col, side, view in ((cols[0], "A", left), (cols[1], "B", right)):
+        with col:
+            st.caption(f"Record {side}")
+            with st.container(height=720):
+                render_steps(view.steps, f"{draft_key}:{side}")

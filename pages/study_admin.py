@@ -7,6 +7,7 @@ Admins see the unblinded design (trajectory ids, strata); raters never reach thi
 from __future__ import annotations
 
 import math
+import os
 
 import pandas as pd
 import streamlit as st
@@ -15,8 +16,10 @@ from pydantic import ValidationError
 from annotations import (
     DesignError,
     DesignParams,
+    LinkRefused,
     add_rater,
     agreement,
+    check_links_allowed,
     create_study,
     disagreements,
     export_csv,
@@ -25,12 +28,13 @@ from annotations import (
     invite_link,
     issue_link,
     load_study,
+    rater_link,
     rater_progress,
     reassign,
     unit_progress,
 )
-from annotations.tokens import DEFAULT_BASE_URL
-from gcpc_core.review.ui import pin_choice, require_store
+from annotations.tokens import ADMIN_TOKEN_ENV
+from gcpc_core.review.ui import app_base_url, pin_choice, require_store
 
 # app.py only shows this page to admins; require_store checks again, so the page never relies on how it was reached
 store = require_store()
@@ -38,15 +42,25 @@ st.title("Human study")
 st.caption("Blinded progress ratings and pairwise preferences. Rater links open a page that shows only that "
            "rater's queue, with no outcomes, judge scores, conditions, model or agent names.")
 
-base_url = st.text_input("App URL for rater links", value=DEFAULT_BASE_URL, key="study_base_url")
+base_url = st.text_input("App URL for rater links", value=app_base_url(), key="study_base_url",
+                         help="Where raters reach this app: $GCPC_PUBLIC_URL, else the address you opened it at")
+try:
+    check_links_allowed(base_url, os.environ.get(ADMIN_TOKEN_ENV))
+    links_refused = None
+except LinkRefused as exc:
+    links_refused = str(exc)
+    st.warning(f"Rater links are not shown: {links_refused}")
 
 
-def show_links(links: dict[str, str]) -> None:
-    st.warning("Copy these links now: only their hashes are stored, so they cannot be shown again "
-               "(a new link can be issued at any time; it replaces the old one).")
+def show_links(links: dict[str, str | None]) -> None:
+    if links_refused:
+        return
     for rater, link in links.items():
         st.text(rater)
-        st.code(link, language=None)
+        if link is None:
+            st.text("(this link cannot be shown again: issue a new one)")
+        else:
+            st.code(link, language=None)
 
 
 studies = store.studies()
@@ -136,9 +150,11 @@ with adjudicate:
 with raters_tab:
     names = [r["rater"] for r in store.study_raters(study_id)]
     st.subheader("Invitation links")
-    c = st.columns([2, 1])
+    c = st.columns([2, 1, 1])
     who = c[0].selectbox("Rater", names, key="study_admin_link_rater")
-    if c[1].button("Issue a new link", help="The rater's old link stops working."):
+    if c[1].button("Show link", disabled=bool(links_refused)):
+        show_links({who: rater_link(store, study_id, who, base_url)})
+    if c[2].button("Issue a new link", help="The rater's old link stops working.", disabled=bool(links_refused)):
         show_links({who: invite_link(issue_link(store, study_id, who), base_url)})
     with st.form("add_rater", clear_on_submit=True):
         newcomer = st.text_input("Add a rater (empty queue: reassign items to them below)")

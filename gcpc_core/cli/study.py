@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -33,6 +34,7 @@ def _cmd_study_create(args: argparse.Namespace) -> int:
 
     from annotations import DesignError, DesignParams, create_study
 
+    base_url = _links_base_url("study create", args.base_url)
     store = open_db("study", args.db)
     raters = tuple(r.strip() for r in args.raters.split(",")) if args.raters else tuple(
         f"rater-{i + 1:02d}" for i in range(args.n_raters or args.raters_per_unit))
@@ -44,8 +46,8 @@ def _cmd_study_create(args: argparse.Namespace) -> int:
     print(f"study {created.study_id} created and frozen")
     for line in created.design.summary_lines():
         print(line)
-    print("rater links (shown once: only their hashes are stored; `study link` issues a new one):")
-    for rater, link in created.links(args.base_url).items():
+    print("rater links (`study link --show` shows one again, `study link` issues a new one):")
+    for rater, link in created.links(base_url).items():
         print(f"  {rater}: {link}")
     return 0
 
@@ -97,13 +99,32 @@ def _cmd_study_import(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _cmd_study_link(args: argparse.Namespace) -> int:
-    from annotations import add_rater, invite_link, issue_link
+def _links_base_url(verb: str, given: str | None) -> str:
+    """The base URL of rater links, refused (exit 2) while anyone reaching it would be admin."""
+    from annotations import LinkRefused, check_links_allowed, default_base_url
+    from annotations.tokens import ADMIN_TOKEN_ENV
 
+    base_url = given or default_base_url()
+    with reported(verb, LinkRefused):
+        check_links_allowed(base_url, os.environ.get(ADMIN_TOKEN_ENV))
+    return base_url
+
+
+def _cmd_study_link(args: argparse.Namespace) -> int:
+    from annotations import add_rater, invite_link, issue_link, rater_link
+
+    base_url = _links_base_url("study link", args.base_url)
     store, study_id = _open_study(args)
+    if args.show:
+        link = rater_link(store, study_id, args.rater, base_url)
+        if link is None:
+            fail("study link", f"no link of {args.rater!r} can be shown again (none issued here, or the link key "
+                 "changed): issue a new one with `study link` without --show")
+        print(f"{args.rater}: {link}")
+        return 0
     with reported("study link", KeyError, ValueError):
         token = (add_rater if args.new else issue_link)(store, study_id, args.rater)
-    print(f"{args.rater}: {invite_link(token, args.base_url)}")
+    print(f"{args.rater}: {invite_link(token, base_url)}")
     return 0
 
 
@@ -149,7 +170,8 @@ def add_study(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--name", help="human-readable study name")
     s.add_argument("--id", help="study id (default: study-<design sha prefix>)")
     s.add_argument("--by", help="creator recorded with the study")
-    s.add_argument("--base-url", help="app URL for the links (default http://localhost:8501)")
+    s.add_argument("--base-url", help="app URL for rater links (default: $GCPC_PUBLIC_URL, else the address of "
+                   ".streamlit/config.toml, http://127.0.0.1:8501); a non-loopback URL needs $GCPC_ADMIN_TOKEN")
     s.set_defaults(func=_cmd_study_create)
 
     s = study_sub.add_parser("status", help="progress per rater, live α, disagreements",
@@ -181,11 +203,15 @@ def add_study(sub: argparse._SubParsersAction) -> None:
 
     s = study_sub.add_parser("link", help="issue a new invitation link for a rater",
                              description="Print a fresh invitation link for a rater; their old link stops working. "
-                             "With --new, add the rater to the study first (empty queue: use `reassign`).")
+                             "With --new, add the rater to the study first (empty queue: use `reassign`); with "
+                             "--show, print their current link again. Links to a non-loopback address are refused "
+                             "unless $GCPC_ADMIN_TOKEN is set.")
     _add_db_and_study(s)
     s.add_argument("--rater", required=True, help="rater name")
     s.add_argument("--new", action="store_true", help="add this rater to the study")
-    s.add_argument("--base-url", help="app URL for the link (default http://localhost:8501)")
+    s.add_argument("--show", action="store_true", help="show the rater's current link again (nothing changes)")
+    s.add_argument("--base-url", help="app URL for rater links (default: $GCPC_PUBLIC_URL, else the address of "
+                   ".streamlit/config.toml, http://127.0.0.1:8501); a non-loopback URL needs $GCPC_ADMIN_TOKEN")
     s.set_defaults(func=_cmd_study_link)
 
     s = study_sub.add_parser("reassign", help="move a rater's unanswered items to another rater",

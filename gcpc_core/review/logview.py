@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..evidence import EVIDENCE_KINDS
 from ..models import EVENT_KINDS, Event
-from .text import Span
+from .text import Span, search_fold, search_pattern
 
 __all__ = [
     "LogBlock",
@@ -47,18 +47,20 @@ def kind_counts(events: Iterable[Event]) -> dict[str, int]:
 
 
 def search_hits(event: Event, query: str) -> int:
-    """Case-insensitive occurrences of `query` in the event's text, tool name and path."""
-    q = query.strip().lower()
+    """Case-insensitive occurrences of `query` in the event's text, tool name and path, invisible
+    characters ignored on both sides (`pass\u200bword` is a hit for "password")."""
+    q = search_fold(query.strip())
     if not q:
         return 0
-    return sum(s.lower().count(q) for s in (event.text, event.tool_name or "", event.path or ""))
+    return sum(search_fold(s).count(q) for s in (event.text, event.tool_name or "", event.path or ""))
 
 
 def first_hit(text: str, query: str) -> Span | None:
-    """Where `query` first occurs in `text`, case-insensitively (None: nowhere, or an empty query)."""
-    q = query.strip().lower()
-    at = text.lower().find(q) if q else -1
-    return Span(at, at + len(q)) if at >= 0 else None
+    """Where `query` first occurs in `text`, case-insensitively and across invisible characters
+    (None: nowhere, or an empty query)."""
+    pattern = search_pattern(query)
+    match = pattern.search(text) if pattern else None
+    return Span(match.start(), match.end()) if match else None
 
 
 @dataclass(frozen=True)

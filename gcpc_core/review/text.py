@@ -5,6 +5,13 @@ Nothing here produces HTML. A quoted span is located as a character span in the 
 excerpt with a leading `+`: rendered as a `diff` code block, the marked lines are highlighted while
 every character of the text stays literal. `md_escape` is for the few places where Streamlit reads a
 string as Markdown (widget labels, captions, headers) and a data value must still appear there.
+
+Invisible characters are made visible before anything is shown (`show_invisible`): a right-to-left
+override (`\u202e`) reorders what a reader sees ("\u202eTXT.EXE" reads "EXE.TXT"), and zero-width
+characters split words so that a human and a search see different text from the judge and the probes.
+Every bidi control, zero-width and other format character (Unicode category Cf, listed in
+`INVISIBLE`) is shown as `⟨U+202E⟩`. Searches compare text with them removed (`search_fold`), so
+"password" finds "pass\u200bword".
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "INVISIBLE",
     "MARK",
     "Excerpt",
     "ExcerptLine",
@@ -23,10 +31,43 @@ __all__ = [
     "locate",
     "marked_excerpt",
     "md_escape",
+    "search_fold",
+    "search_pattern",
+    "show_invisible",
 ]
 
 MARK = "+"
 """First character of a highlighted line in a marked excerpt (the `diff` convention)."""
+
+INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+"""Characters that change how text reads without showing themselves: bidi embeddings, overrides,
+isolates and marks; zero-width space, joiners and word joiner; byte-order mark; soft hyphen; Hangul
+and Mongolian fillers; variation selectors; interlinear annotation controls; tag characters."""
+
+
+def show_invisible(text: str) -> str:
+    """`text` with every invisible or direction-changing character replaced by a visible `⟨U+XXXX⟩`."""
+    return INVISIBLE.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", text)
+
+
+def search_fold(text: str) -> str:
+    """`text` as searches compare it: invisible characters removed, case folded."""
+    return INVISIBLE.sub("", text).casefold()
+
+
+def search_pattern(query: str) -> re.Pattern[str] | None:
+    """A case-insensitive pattern finding `query` (stripped, invisibles removed) in a text that may
+    hold invisible characters between any two of its characters; None for an empty query.
+    Each query character is followed by a run of invisibles only, so matching stays linear."""
+    chars = INVISIBLE.sub("", query.strip())
+    if not chars:
+        return None
+    gap = f"{INVISIBLE.pattern}*"
+    return re.compile(gap.join(map(re.escape, chars)), re.IGNORECASE)
+
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
 _WS = re.compile(r"\s+")
@@ -34,8 +75,9 @@ _WS = re.compile(r"\s+")
 
 def md_escape(text: object, *, limit: int = 200) -> str:
     """`text` on one line with every Markdown-significant character backslash-escaped, so links,
-    images, emphasis, colour directives and HTML show literally; cut to `limit` characters."""
-    flat = " ".join(str(text).split())
+    images, emphasis, colour directives and HTML show literally, invisible characters made visible;
+    cut to `limit` characters."""
+    flat = show_invisible(" ".join(str(text).split()))
     if len(flat) > limit:
         flat = flat[: limit - 1] + "…"
     return _MD_SPECIAL.sub(r"\\\1", flat)

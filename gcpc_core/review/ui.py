@@ -2,7 +2,9 @@
 the reviewer's identity, and safe renderers for untrusted text (events, excerpts, the log viewer).
 
 Untrusted text (logs, task instructions, verifier sources, judge rationales) is only ever passed to
-`st.text`, `st.code` or `st.dataframe`, which show it literally. Highlighting is a `diff` code
+`st.text`, `st.code` or `st.dataframe`, which show it literally, through `show_text`, `show_code` and
+`visible_frame`, which first make bidi controls and zero-width characters visible (`text.show_invisible`).
+Highlighting is a `diff` code
 block whose marked lines start with `+` (see `text.marked_excerpt`); no HTML is produced anywhere.
 Where a data value must sit in a Markdown-rendered string (a header, a caption), `md_escape` it.
 """
@@ -15,12 +17,14 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import pandas as pd
 import streamlit as st
 from pandas.io.formats.style import Styler
 
-from annotations.tokens import ADMIN_TOKEN_ENV, is_admin
+from annotations.blinding import BlindStep, preview
+from annotations.tokens import ADMIN_TOKEN_ENV, PUBLIC_URL_ENV, SignInLimiter, access_mode, is_admin, served_url
 
 from ..analysis.loader import frames_from_store
 from ..checklist import Rules, load_rules
@@ -28,10 +32,13 @@ from ..models import Event
 from ..store import Store
 from . import agreement, audit, checklists, pairs
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
-from .text import Excerpt, collapse, excerpt, line_range, marked_excerpt, md_escape
+from .text import Excerpt, collapse, excerpt, line_range, marked_excerpt, md_escape, show_invisible
 
 __all__ = [
     "RESUME_PAGE_KEY",
+    "SIGN_IN_PROBLEM_KEY",
+    "access",
+    "app_base_url",
     "badge",
     "cached",
     "cached_dashboard",
@@ -44,22 +51,73 @@ __all__ = [
     "cached_task_table",
     "cached_trajectory_frame",
     "highlight_rows",
+    "memo",
     "pin_choice",
     "render_event",
     "render_excerpt",
     "render_log",
     "render_plain",
+    "render_steps",
     "require_store",
     "reviewer",
+    "sign_in",
+    "signed_in",
+    "show_code",
+    "show_text",
+    "visible_frame",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 RESUME_PAGE_KEY = "gcpc:resume_page"
 """Session key: the page a visitor asked for before app.py had run (see `require_store`)."""
 
 
 # ---------------------------------------------------------------- access
+
+SIGN_IN_LIMITS = SignInLimiter()
+"""Failed admin sign-ins (form or `?admin=`), per client address, for the whole server process."""
+ADMIN_SESSION_KEY = "admin_token"
+SIGN_IN_PROBLEM_KEY = "gcpc:sign_in_problem"
+"""Session key: why a `?admin=` sign-in failed, for the sign-in page to say."""
+
+
+def access() -> str:
+    """This request's access mode (`annotations.tokens.access_mode`): `protected`, `local` or `open`."""
+    return access_mode(os.environ.get(ADMIN_TOKEN_ENV), st.get_option("server.address"), dict(st.context.headers))
+
+
+def signed_in() -> bool:
+    """Whether this session has admin rights under the current access mode."""
+    return is_admin(st.session_state.get(ADMIN_SESSION_KEY), os.environ.get(ADMIN_TOKEN_ENV), mode=access())
+
+
+def sign_in(presented: str) -> str | None:
+    """Check a presented admin token (limited per client); None on success, else why not."""
+    address = st.context.ip_address
+    client = address if isinstance(address, str) and address else "unknown"  # behind a proxy: one shared budget
+    result = SIGN_IN_LIMITS.attempt(client, presented, os.environ.get(ADMIN_TOKEN_ENV), mode=access())
+    if result:
+        st.session_state[ADMIN_SESSION_KEY] = presented
+        return None
+    if result is None:
+        return f"Too many failed sign-ins: try again in {SIGN_IN_LIMITS.wait_s(client):.0f} s."
+    return "Wrong admin token."
+
+
+def app_base_url() -> str:
+    """Where rater links point: `$GCPC_PUBLIC_URL`, else the address this app is served at (scheme,
+    host and port as the browser reached it, and the configured base path)."""
+    public = os.environ.get(PUBLIC_URL_ENV)
+    if public:
+        return public.rstrip("/")
+    url = urlsplit(st.context.url or "")
+    if url.scheme and url.netloc:
+        base = str(st.get_option("server.baseUrlPath") or "").strip("/")
+        return f"{url.scheme}://{url.netloc}" + (f"/{base}" if base else "")
+    return served_url(st.get_option("server.address"), int(st.get_option("server.port")),
+                      str(st.get_option("server.baseUrlPath") or ""))
 
 
 def require_store(*, admin: bool = True) -> Store:
@@ -76,8 +134,7 @@ def require_store(*, admin: bool = True) -> Store:
         if admin and page.parent.name == "pages":
             st.session_state[RESUME_PAGE_KEY] = f"pages/{page.name}"  # app.py switches back to it
         st.switch_page("app.py", query_params=dict(st.query_params))
-    if admin and (st.query_params.get("token")
-                  or not is_admin(st.session_state.get("admin_token"), os.environ.get(ADMIN_TOKEN_ENV))):
+    if admin and (st.query_params.get("token") or not signed_in()):
         st.error("This page needs admin rights.")
         st.stop()
     return st.session_state["store"]
@@ -109,6 +166,16 @@ def reviewer() -> str:
 
 
 # ---------------------------------------------------------------- caches
+
+
+def memo(key: str, ident: Any, compute: Callable[[], T]) -> T:
+    """`compute()` for `ident`, kept in this session until `ident` changes (one value per `key`): what the
+    page is showing is not rebuilt on every rerun (a click on a rating re-runs the whole page)."""
+    held = st.session_state.get(key)
+    if held is None or held[0] != ident:
+        held = (ident, compute())
+        st.session_state[key] = held
+    return held[1]
 
 
 _CACHED: dict[str, Callable[..., Any]] = {}
@@ -168,6 +235,25 @@ def cached_rules() -> Rules:
 # ---------------------------------------------------------------- renderers of untrusted text
 
 
+def show_text(text: str) -> None:
+    """Untrusted text as plain text, invisible characters shown."""
+    st.text(show_invisible(text))
+
+
+def show_code(text: str, language: str | None = None) -> None:
+    """Untrusted text as a wrapped code block, invisible characters shown."""
+    st.code(show_invisible(text), language=language, wrap_lines=True)
+
+
+def visible_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` for st.dataframe with invisible characters of its text cells shown."""
+    shown = frame.copy()
+    for name in frame.columns:
+        if pd.api.types.is_object_dtype(frame[name]) or pd.api.types.is_string_dtype(frame[name]):
+            shown[name] = frame[name].map(lambda v: show_invisible(v) if isinstance(v, str) else v)
+    return shown
+
+
 _BADGE_COLORS = {"Yes": "green", "No": "red", "Abstain": "gray", "passed": "green", "failed": "red",
                  "assertion": "blue", "generated": "violet", "judge": "orange", "endpoint": "gray"}
 
@@ -192,29 +278,60 @@ def render_plain(text: str) -> None:
     """Untrusted prose (a task instruction): `st.text`, or, when a line is too long to lay out quickly,
     a wrapped plain code block (which shows a megabyte-long line at once)."""
     if max(map(len, text.split("\n")), default=0) > PLAIN_TEXT_MAX_LINE:
-        st.code(text, language=None, wrap_lines=True)
+        show_code(text)
     else:
-        st.text(text)
+        show_text(text)
 
 
 def render_excerpt(ex: Excerpt) -> None:
     """Lines around a located span, the span's lines highlighted (`+`), as a literal code block."""
-    st.code(marked_excerpt(ex), language="diff", wrap_lines=True)
+    show_code(marked_excerpt(ex), language="diff")
 
 
 def render_event(event: Event, key: str, *, max_lines: int = 30, query: str = "") -> None:
     """One event: its title line, its text (long texts collapsed; the rest one toggle away, rendered
     only when asked for); with a search `query` whose first hit the collapsed head hides, that hit
     in context too."""
-    st.text(event_title(event))
+    show_text(event_title(event))
     shown, hidden = collapse(event.text, max_lines=max_lines)
-    st.code(shown or "(empty)", language=None, wrap_lines=True)
+    show_code(shown or "(empty)")
     hit = first_hit(event.text, query) if hidden else None
     if hit is not None and hit.end > len(shown):
         st.text(f"First match of the search, line {line_range(event.text, hit)[0]:,}:")
         render_excerpt(excerpt(event.text, hit, context=2))
     if hidden and st.toggle(f"Show all {len(event.text):,} characters ({hidden:,} more)", key=f"{key}:full"):
-        st.code(event.text, language=None, wrap_lines=True)
+        show_code(event.text)
+
+
+STEPS_PER_PAGE = 25
+"""Steps of a blinded record shown at once on the rate page (the rest one click away)."""
+
+
+def render_steps(steps: Sequence[BlindStep], key: str, *, page_size: int = STEPS_PER_PAGE) -> None:
+    """A blinded record (rate page), a page of steps at a time; long texts shortened, the full text one
+    toggle away (rendered only when asked for). Agent narration as text, everything else as code."""
+    if not steps:
+        st.text("(the record has no steps to show)")
+        return
+    page_key = f"{key}:page"
+    shown, page, pages = page_of(steps, int(st.session_state.get(page_key, 0)), page_size)
+    st.session_state[page_key] = page
+    nav = st.columns([1.3, 1.3, 4])
+    nav[0].button("Earlier steps", key=f"{key}:prev", disabled=page == 0, width="stretch",
+                  on_click=st.session_state.__setitem__, args=(page_key, page - 1))
+    nav[1].button("Later steps", key=f"{key}:next", disabled=page >= pages - 1, width="stretch",
+                  on_click=st.session_state.__setitem__, args=(page_key, page + 1))
+    nav[2].text(f"Steps {shown[0].number:,}–{shown[-1].number:,} of {len(steps):,} · page {page + 1} of {pages}")
+    for step in shown:
+        with st.container(border=True):
+            show_text(f"Step {step.number} · {step.title}" + (" · reported an error" if step.is_error else ""))
+            head, hidden = preview(step.text)
+            if step.kind in ("agent_message", "agent_thinking"):
+                show_text(head)
+            else:
+                show_code(head)
+            if hidden and st.toggle(f"Show all {len(step.text):,} characters", key=f"{key}:full:{step.number}"):
+                show_code(step.text)
 
 
 def render_log(events: Sequence[Event], key: str, *, page_size: int = 25) -> None:

@@ -117,7 +117,9 @@ def test_demo_project_has_a_labelled_simulated_study(tmp_path: Path) -> None:
     assert len(store.studies()) == 1 and len(store.annotations(study_id=DEMO_STUDY_ID)) == len(rows)
 
 
-def test_cli_study_create_prints_design_and_links(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_study_create_prints_design_and_links(store: Store, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GCPC_ADMIN_TOKEN", "admin-secret")  # links to a public address need one
     small_project(store, tasks=2, per_stratum=2)
     db = str(store.path)
     args = ["study", "create", "--db", db, "--tasks", "12", "--per-task", "8", "--raters-per-unit", "2",
@@ -133,7 +135,7 @@ def test_cli_study_create_prints_design_and_links(store: Store, capsys: pytest.C
     assert "already exists" in capsys.readouterr().err
     assert main(["study", "create", "--db", db, "--seed", "1", "--raters-per-unit", "4", "--raters", "a,b"]) == 2
     assert main(["study", "link", "--db", db, "--rater", "alice"]) == 0
-    assert "http://localhost:8501/rate?token=" in capsys.readouterr().out
+    assert "http://127.0.0.1:8501/rate?token=" in capsys.readouterr().out  # .streamlit/config.toml's address
     assert main(["study", "reassign", "--db", db, "--from", "alice", "--to", "bob"]) == 0
     moved = capsys.readouterr().out
     assert "unanswered items from alice to bob" in moved and "bob already has it" in moved  # k = 2: shared items stay

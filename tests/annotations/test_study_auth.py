@@ -7,8 +7,18 @@ from pathlib import Path
 import pytest
 from study_helpers import small_study
 
-from annotations import add_rater, issue_link, open_rater_session, reassign
-from annotations.tokens import hash_token, invite_link, is_admin
+from annotations import add_rater, issue_link, open_rater_session, rater_link, reassign
+from annotations.tokens import (
+    LinkRefused,
+    SignInLimiter,
+    access_mode,
+    check_links_allowed,
+    default_base_url,
+    hash_token,
+    invite_link,
+    is_admin,
+    served_url,
+)
 from gcpc_core.store import Store
 
 
@@ -100,9 +110,93 @@ def test_closed_study_is_read_only(store: Store, study) -> None:
         closed.submit_rating(unit, 2)
 
 
-def test_admin_rule_and_links() -> None:
-    assert is_admin(None, None) and is_admin("anything", "")  # no admin token configured: local owner
-    assert not is_admin(None, "s3cret") and not is_admin("wrong", "s3cret")
-    assert is_admin("s3cret", "s3cret")
+def test_access_policy_fails_closed() -> None:
+    assert access_mode("s3cret", None) == "protected"
+    assert access_mode(None, "127.0.0.1") == "local" and access_mode("", "::1") == "local"
+    assert access_mode(None, "localhost") == "local"
+    for everywhere in (None, "", "0.0.0.0", "::", "192.168.1.5", "example.org"):  # unset: Streamlit's every interface
+        assert access_mode(None, everywhere) == "open", everywhere
+    # behind a proxy a loopback-bound app is public
+    assert access_mode(None, "127.0.0.1", {"X-Forwarded-For": "203.0.113.9"}) == "open"
+    assert access_mode(None, "127.0.0.1", {"Host": "127.0.0.1:8501"}) == "local"
+
+    assert is_admin(None, None, mode="local") and is_admin("anything", "", mode="local")
+    assert not is_admin(None, None, mode="open") and not is_admin("anything", None, mode="open")
+    assert not is_admin(None, "s3cret", mode="protected") and not is_admin("wrong", "s3cret", mode="protected")
+    assert is_admin("s3cret", "s3cret", mode="protected")
+    assert not is_admin("s3cret", "s3cret", mode="open")
+
+
+def test_links_are_refused_while_anyone_would_be_admin() -> None:
+    for public in ("https://rate.example/app", "http://0.0.0.0:8501", "http://192.168.1.5:8501"):
+        with pytest.raises(LinkRefused, match="GCPC_ADMIN_TOKEN is not set"):
+            check_links_allowed(public, None)
+        check_links_allowed(public, "s3cret")  # protected: fine
+    for local in ("http://127.0.0.1:8501", "http://localhost:9000/x", "http://[::1]:8501"):
+        check_links_allowed(local, None)
+
+
+def test_link_base_url_comes_from_the_setting_or_the_served_address(tmp_path: Path) -> None:
     assert invite_link("abc-_1", "https://x.org/app/") == "https://x.org/app/rate?token=abc-_1"
-    assert invite_link("t").startswith("http://localhost:8501/rate?token=")
+    assert default_base_url({"GCPC_PUBLIC_URL": "https://gcpc.example.org/"}) == "https://gcpc.example.org"
+    config = tmp_path / "config.toml"
+    config.write_text('[server]\naddress = "127.0.0.2"\nport = 9123\nbaseUrlPath = "gcpc"\n')
+    assert default_base_url({}, config) == "http://127.0.0.2:9123/gcpc"
+    assert default_base_url({}, tmp_path / "missing.toml") == "http://localhost:8501"
+    # the committed config: loopback, Streamlit's port
+    assert default_base_url({}) == "http://127.0.0.1:8501"
+    assert served_url("0.0.0.0", 8600) == "http://localhost:8600" and served_url("::1", 1) == "http://[::1]:1"
+
+
+def test_a_link_can_be_shown_again_and_a_new_one_replaces_it(store: Store, study) -> None:
+    base = "http://127.0.0.1:8600"
+    again = rater_link(store, study.study_id, "ann", base)
+    assert again == invite_link(study.tokens["ann"], base)  # the same link, rebuilt on demand
+    assert rater_link(store, study.study_id, "ann", base) == again
+    fresh = issue_link(store, study.study_id, "ann")
+    assert rater_link(store, study.study_id, "ann", base) == invite_link(fresh, base)
+    assert open_rater_session(store, study.tokens["ann"]) is None and open_rater_session(store, fresh) is not None
+    newcomer = add_rater(store, study.study_id, "dee")
+    assert rater_link(store, study.study_id, "dee") == invite_link(newcomer)
+    assert rater_link(store, study.study_id, "nobody") is None
+    # the link key lives beside the DB, not in it: a copy of the DB alone rebuilds no link
+    key = Path(f"{store.path}.link-key")
+    assert key.stat().st_mode & 0o077 == 0 and key.read_bytes() not in Path(store.path).read_bytes()
+    key.write_text("another key")
+    assert rater_link(store, study.study_id, "ann", base) is None
+
+
+def test_cli_refuses_public_links_without_an_admin_token(store: Store, study, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from gcpc_core.cli import main
+
+    monkeypatch.delenv("GCPC_ADMIN_TOKEN", raising=False)
+    monkeypatch.delenv("GCPC_PUBLIC_URL", raising=False)
+    db = str(store.path)
+    before = open_rater_session(store, study.tokens["ann"])
+    assert main(["study", "link", "--db", db, "--rater", "ann", "--base-url", "https://rate.example"]) == 2
+    assert "GCPC_ADMIN_TOKEN is not set" in capsys.readouterr().err
+    assert before is not None and open_rater_session(store, study.tokens["ann"]) is not None  # nothing changed
+    monkeypatch.setenv("GCPC_PUBLIC_URL", "https://rate.example")
+    assert main(["study", "link", "--db", db, "--rater", "ann", "--show"]) == 2
+    assert main(["study", "create", "--db", db, "--seed", "3", "--raters", "x,y", "--id", "s2"]) == 2
+    assert [s["id"] for s in store.studies()] == [study.study_id]  # refused before anything was created
+    monkeypatch.setenv("GCPC_ADMIN_TOKEN", "admin-secret")
+    capsys.readouterr()
+    assert main(["study", "link", "--db", db, "--rater", "ann", "--show"]) == 0
+    assert capsys.readouterr().out.strip() == f"ann: {invite_link(study.tokens['ann'], 'https://rate.example')}"
+
+
+def test_failed_sign_ins_are_limited_per_client() -> None:
+    now = [0.0]
+    limiter = SignInLimiter(max_failures=3, window_s=60, clock=lambda: now[0])
+    for _ in range(3):
+        assert limiter.attempt("10.0.0.1", "guess", "s3cret", mode="protected") is False
+    assert limiter.attempt("10.0.0.1", "s3cret", "s3cret", mode="protected") is None  # refused unchecked
+    assert limiter.wait_s("10.0.0.1") == 60
+    assert limiter.attempt("10.0.0.2", "s3cret", "s3cret", mode="protected") is True  # another client
+    now[0] = 30.0
+    assert limiter.attempt("10.0.0.1", "s3cret", "s3cret", mode="protected") is None
+    now[0] = 60.5
+    assert limiter.wait_s("10.0.0.1") == 0
+    assert limiter.attempt("10.0.0.1", "s3cret", "s3cret", mode="protected") is True

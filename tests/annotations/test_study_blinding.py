@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import random
 import re
+import time
 from pathlib import Path
 
 import pytest
 from study_helpers import SECRET_MODEL, SKILL, leaky_events, small_project
 
 from annotations import create_study, open_rater_session
-from annotations.blinding import BlindingTerms, blind_trajectory, collect_terms, preview
+from annotations.blinding import BlindingTerms, Scrubber, blind_trajectory, collect_terms, known_names, normalise, preview
 from annotations.design import DesignParams
 from gcpc_core.ingest import import_project
 from gcpc_core.models import Task, Trajectory
@@ -104,3 +106,80 @@ def test_real_trajectories_are_blind(skillsbench: Path, store: Store) -> None:
 def test_terms_round_trip_through_json() -> None:
     terms = BlindingTerms(models=("a/b",), agents=("x",), skills=("s",), ids=("i",))
     assert BlindingTerms.model_validate(terms.model_dump(mode="json")) == terms
+
+
+# ---------------------------------------------------------------- markers, variants, normalisation
+
+
+@pytest.mark.parametrize("leaky, blinded", [
+    ("cd /tmp/skillsbench_noskills_a1b2c3/ && ls", "cd /tmp/[hidden]_[hidden]_a1b2c3/ && ls"),
+    ("harbor run --job citation-check-noskills-2", "[agent] run --job citation-check-[hidden]-2"),
+    ("copy tasks/pdf-task-with_skills/ .", "copy tasks/pdf-task-[hidden]/ ."),
+    ("Model: M2.1", "Model: [model]"),
+    ("Using Gemini 3 Flash today", "Using [model] today"),
+    ("gemini3flash", "[model]"),
+    ("ran claude-opus-4-1 then gpt-4o-mini", "ran [model] then [model]"),
+    ("clau\u200bde says", "[model] says"),
+    ("ｃｌａｕｄｅ ｈａｉｋｕ", "[model]"),
+    ("\u202eedualc", "⟨U+202E⟩edualc"),  # a bidi control is shown; the reversed word is not a name
+    ("run\u200b.sh cla\u200bude\u202e", "run⟨U+200B⟩.sh [model]⟨U+202E⟩"),
+    ("I am Claude Code", "I am [agent]"),
+])
+def test_markers_and_spelling_variants_are_blinded(leaky: str, blinded: str) -> None:
+    assert Scrubber(BlindingTerms())(leaky) == blinded
+
+
+@pytest.mark.parametrize("plain", ["gcc -O3 main.c", "m2 = m1 @ x", "piano skills", "claudette", "a gemstone",
+                                   "the process exited", "openair quality"])
+def test_ordinary_words_stay(plain: str) -> None:
+    assert Scrubber(BlindingTerms())(plain) == plain
+
+
+def _variants(name: str, rng: random.Random) -> str:
+    """A random spelling of `name`: case, separators between its letter and digit runs (or none),
+    full-width letters, zero-width and bidi characters inside."""
+    runs = re.findall(r"[a-z]+|\d+", name.lower())
+    text = rng.choice(["", " ", "-", "_", ".", "\u2011"]).join(runs) if len(runs) > 1 else runs[0]
+    out = []
+    for ch in text:
+        ch = ch.upper() if rng.random() < 0.4 else ch
+        if ch.isalnum() and rng.random() < 0.15:
+            ch = chr(ord(ch) + 0xFEE0)  # the full-width form
+        out.append(ch)
+        if rng.random() < 0.1:
+            out.append(rng.choice(["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u202e", "\u2066"]))
+    return "".join(out)
+
+
+def _skeleton(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", normalise(text).lower())
+
+
+def test_fuzz_every_listed_name_in_every_spelling_is_blinded() -> None:
+    rng = random.Random(15)
+    names = known_names()
+    scrub = Scrubber(BlindingTerms())
+    listed = [*names.condition_markers, *names.agents, *names.model_families, *names.models]
+    contexts = ["{}", "Using {} now.", "/tmp/job_{}_x/log.txt", '{{"model": "{}"}}', "--agent={} --n 3", "({})"]
+    for name in listed:
+        for _ in range(40):
+            spelled = _variants(name, rng)
+            context = rng.choice(contexts)
+            shown = scrub(context.format(spelled))
+            assert _skeleton(name) not in _skeleton(shown.replace("[", " ").replace("]", " ")), (name, spelled, shown)
+            assert "[" in shown, (name, spelled, shown)
+
+
+def test_normalise_folds_compatibility_forms_and_drops_invisibles() -> None:
+    assert normalise("ｃｌａｕｄｅ\u200b \u202eABC\u202c ﬁle") == "claude ABC file"
+
+
+def test_blinding_is_linear_on_megabyte_lines() -> None:
+    scrub = Scrubber(BlindingTerms(models=("claude-haiku-4-5",), agents=("claude-code",), ids=("t__Zq81kLm",),
+                                   skills=("mesh-analysis",)))
+    for line in ("a" * 1_000_000, "-" * 1_000_000, "gemini" + "1." * 500_000 + "x", "gemini pro " * 100_000,
+                 "/a" * 500_000, "xclaude" * 150_000, "no" + " " * 1_000_000 + "x"):
+        started = time.perf_counter()
+        scrub(line)
+        took = time.perf_counter() - started
+        assert took < 5.0, f"{line[:12]!r}…: {took:.1f} s (a quadratic scan takes hours)"

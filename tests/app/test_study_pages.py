@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,8 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
 
 from annotations import DEMO_STUDY_ID, issue_link
+from annotations.tokens import SignInLimiter
+from gcpc_core.review.text import show_invisible
 from gcpc_core.store import Store
 
 from .helpers import REPO, app
@@ -215,3 +219,124 @@ def test_rate_link_as_the_first_request_of_a_fresh_server(demo_db: Path, monkeyp
     assert not at.exception
     assert at.title[0].value == "Rating study" and len(at.sidebar.children) == 0
     assert {Path(str(p["script_path"])).name for p in at._registered_pages.values()} == {"rate.py"}
+
+
+# ---------------------------------------------------------------- access policy, secrets, long records
+
+
+@pytest.fixture
+def served_everywhere() -> Iterator[None]:
+    """The server bound to every interface (`--server.address 0.0.0.0`)."""
+    from streamlit import config
+
+    before = config.get_option("server.address")
+    config.set_option("server.address", "0.0.0.0")
+    try:
+        yield
+    finally:
+        config.set_option("server.address", before)
+
+
+def test_the_committed_streamlit_config_binds_loopback_and_hides_details() -> None:
+    config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["server"]["address"] == "127.0.0.1"
+    assert config["client"]["showErrorDetails"] == "none"  # raters never see tracebacks
+    assert config["client"]["toolbarMode"] == "minimal"  # no Deploy button
+
+
+def test_an_admin_token_in_the_url_is_removed_at_once(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GCPC_ADMIN_TOKEN", "s3cret")
+    at = app(admin="s3cret", trajectory="x")
+    assert at.title[0].value == "Overview"
+    assert "admin" not in at.query_params and at.query_params["trajectory"] == "x"  # the rest of the query stays
+    at.switch_page("pages/audit.py").run()
+    assert not at.exception and "admin" not in at.query_params and "s3cret" not in rendered(at)
+    wrong = app(admin="guess")
+    assert wrong.title[0].value == "GCPC" and "admin" not in wrong.query_params
+    assert [e.value for e in wrong.error] == ["Wrong admin token."]
+    rater = app(token=issue_link(Store(demo_db), DEMO_STUDY_ID, "demo-you"), admin="s3cret")
+    assert rater.title[0].value == "Rating study" and "admin" not in rater.query_params
+
+
+def test_without_an_admin_token_an_app_open_to_everyone_has_no_admin(demo_db: Path, served_everywhere: None) -> None:
+    at = app()
+    assert at.title[0].value == "GCPC" and not at.dataframe and len(at.sidebar.children) == 0
+    assert any("no admin token" in e.value for e in at.error) and not at.text_input  # no form to guess at
+    with pytest.raises(ValueError, match=r"Known pages: \[('[^',]*pages/sign_in\.py'(, )?)+\]\."):
+        at.switch_page("pages/runs.py")
+    rater = app(token=issue_link(Store(demo_db), DEMO_STUDY_ID, "demo-you"))
+    assert [e.value for e in rater.error] == ["This app is not set up for study raters yet. Please tell the study organisers."]
+    assert not rater.title and not rater.code
+
+
+def test_a_rater_who_drops_the_token_gets_the_sign_in(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GCPC_ADMIN_TOKEN", "s3cret")
+    at = app(token=issue_link(Store(demo_db), DEMO_STUDY_ID, "demo-you"))
+    assert at.title[0].value == "Rating study"
+    del at.query_params["token"]
+    at.run()
+    assert at.title[0].value == "GCPC" and len(at.sidebar.children) == 0 and not at.dataframe
+    with pytest.raises(ValueError, match="Known pages"):
+        at.switch_page("pages/runs.py")
+
+
+def test_sign_in_attempts_are_limited(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gcpc_core.review import ui
+
+    monkeypatch.setenv("GCPC_ADMIN_TOKEN", "s3cret")
+    monkeypatch.setattr(ui, "SIGN_IN_LIMITS", SignInLimiter(max_failures=3, window_s=600))
+    at = app()
+    for guess in ("a", "b", "c"):
+        at.text_input[0].input(guess)
+        next(b for b in at.button if b.label == "Sign in").click().run()
+        assert [e.value for e in at.error] == ["Wrong admin token."]
+    at.text_input[0].input("s3cret")  # even the right token is not checked now
+    next(b for b in at.button if b.label == "Sign in").click().run()
+    assert at.title[0].value == "GCPC" and at.error[0].value.startswith("Too many failed sign-ins: try again in")
+    at.query_params["admin"] = "s3cret"  # nor through the URL
+    at.run()
+    assert at.title[0].value == "GCPC" and "admin" not in at.query_params
+
+
+def test_links_on_the_admin_page_use_the_served_address_and_can_be_shown_again(demo_db: Path) -> None:
+    at = app()
+    at.switch_page("pages/study_admin.py").run()
+    base = next(t for t in at.text_input if t.label == "App URL for rater links")
+    assert base.value == "http://127.0.0.1:8501"  # AppTest serves no URL: the configured address
+    next(b for b in at.button if b.label == "Issue a new link").click().run()
+    issued = next(c.value for c in at.code if "/rate?token=" in c.value)
+    assert issued.startswith("http://127.0.0.1:8501/rate?token=")
+    next(b for b in at.button if b.label == "Show link").click().run()
+    assert [c.value for c in at.code if "/rate?token=" in c.value] == [issued]  # the same link, again
+    base.set_value("https://rate.example.org").run()
+    assert any("GCPC_ADMIN_TOKEN is not set" in w.value for w in at.warning)
+    assert next(b for b in at.button if b.label == "Show link").disabled
+
+
+def test_rate_page_pages_a_long_record_and_shows_hidden_characters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from drills.long_log import BIDI_TEXT, add_long_log_study
+
+    db = tmp_path / "long.db"
+    token = add_long_log_study(Store(db), steps=2_000)
+    monkeypatch.setenv("GCPC_DB", str(db))
+    monkeypatch.delenv("GCPC_ADMIN_TOKEN", raising=False)
+    at = app(token=token)
+    assert not at.exception and at.title[0].value == "Rating study"
+    steps = [t.value for t in at.text if re.match(r"Step \d+ · ", t.value)]
+    assert len(steps) == 25, steps  # one page of steps, not the whole record
+    assert any("Steps 1–25 of 2,000 · page 1 of 80" == t.value for t in at.text)
+    shown = " ".join(t.value for t in at.text)
+    assert show_invisible(BIDI_TEXT) in shown and "\u202e" not in rendered(at)
+    next(b for b in at.button if b.label == "Later steps").click().run()
+    assert [t.value for t in at.text if t.value.startswith("Step ")][0].startswith("Step 26 ")
+    # the controls come before the record
+    labels = [b.label for b in at.button]
+    assert labels.index("Save and next") < labels.index("Later steps")
+
+
+def test_guidelines_are_written_for_raters() -> None:
+    from annotations import load_guidelines
+
+    text = load_guidelines().text
+    code = re.findall(r"\b[a-z_]+\.[a-z_]+\b|\b[a-z]+_[a-z_]+\b|\.(?:py|md|yaml|toml)\b|\bgcpc\b|python -m", text)
+    assert not code, f"guidelines name code or files: {code}"
