@@ -36,15 +36,18 @@ FORMULA_TRIGGERS = frozenset("=+-@\t\r\n\0＝＋－＠")
 """First characters that make a spreadsheet read a cell as a formula (or hide one behind them)."""
 _LEADING_BLANKS = " \t\r\n\0\x0b\x0c\u3000"
 QUOTE = "'"
+_QUOTED_START = FORMULA_TRIGGERS | {QUOTE}
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.]+")
+
+
+def _needs_quote(text: str) -> bool:
+    return text[:1] in _QUOTED_START or (text[:1] in _LEADING_BLANKS and text.lstrip(_LEADING_BLANKS)[:1] in
+                                         FORMULA_TRIGGERS)
 
 
 def csv_cell(value: object) -> object:
     """`value` as a CSV cell that no spreadsheet evaluates; non-text values are returned unchanged."""
-    if not isinstance(value, str) or not value:
-        return value
-    stripped = value.lstrip(_LEADING_BLANKS)
-    if value[0] == QUOTE or value[0] in FORMULA_TRIGGERS or (stripped and stripped[0] in FORMULA_TRIGGERS):
+    if isinstance(value, str) and value and _needs_quote(value):
         return QUOTE + value
     return value
 
@@ -52,6 +55,16 @@ def csv_cell(value: object) -> object:
 def csv_value(text: str) -> str:
     """The original text of a cell `csv_cell` wrote (one leading single quote removed)."""
     return text[1:] if text.startswith(QUOTE) else text
+
+
+def _neutralised(values: pd.Series) -> pd.Series:
+    """`csv_cell` over a column without a pandas call per cell (report tables hold up to ~10⁵ cells)."""
+    cells = values.to_numpy(dtype=object, copy=True)
+    risky = [k for k, v in enumerate(cells) if type(v) is str and v and _needs_quote(v)]
+    if not risky:
+        return values
+    cells[risky] = [QUOTE + v for v in cells[risky]]
+    return pd.Series(cells, index=values.index, dtype=object)
 
 
 def _header(names: Sequence[object]) -> str:
@@ -73,9 +86,10 @@ def write_csv_rows(out: TextIO, rows: Iterable[Mapping[str, object]], fieldnames
 
 def frame_csv(frame: pd.DataFrame) -> str:
     """A frame as neutralised CSV text (header included, no index)."""
-    text_columns = [c for c in frame.columns if frame[c].dtype == object or isinstance(frame[c].dtype, pd.StringDtype)]
     safe = frame.copy()
-    for column in text_columns:
-        safe[column] = safe[column].map(csv_cell)
+    for k, column in enumerate(frame.columns):
+        values = frame.iloc[:, k]
+        if values.dtype == object or isinstance(values.dtype, pd.StringDtype):
+            safe.iloc[:, k] = _neutralised(values)
     body = safe.to_csv(index=False, header=False, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
     return _header(list(frame.columns)) + body

@@ -107,3 +107,13 @@ def test_report_and_dashboard_csvs_have_no_live_formula(tmp_path: Path) -> None:
     assert auc["auc"].tolist() == pytest.approx(result.tables["discrimination_auc"]["auc"].tolist())
     download = table_bytes(result.tables["discrimination_auc"], "csv").decode()
     assert "'@fixed" in download and not [c for row in csv.reader(io.StringIO(download)) for c in row if live(c)]
+
+
+def test_a_frame_is_neutralised_cell_by_cell_like_csv_cell_and_left_unchanged() -> None:
+    mixed = [*PAYLOADS, "ok", None, 3, -1.5, ["=x"], "'q", "", float("nan"), True]
+    frame = pd.DataFrame({"mixed": pd.Series(mixed, dtype=object), "n": range(len(mixed))})
+    before = frame.copy()
+    rows = list(csv.reader(io.StringIO(frame_csv(frame))))[1:]
+    expected = ["" if v is None or v != v else str(csv_cell(v)) for v in mixed]
+    assert [r[0] for r in rows] == expected
+    pd.testing.assert_frame_equal(frame, before)  # the caller's frame is not written to
