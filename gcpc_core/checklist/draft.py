@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import yaml
@@ -36,7 +36,8 @@ from .gates import GateFailure, literals, requirement_problems, run_gates, simil
 from .rules import Rules
 from .schema import Checklist, ChecklistItem
 
-__all__ = ["DRAFT_SOURCE_PREFIX", "Draft", "Sentence", "draft_checklist", "draft_yaml", "instruction_sentences"]
+__all__ = ["DRAFT_SOURCE_PREFIX", "Draft", "Sentence", "assertion_item", "draft_checklist", "draft_yaml",
+           "instruction_sentences", "requirement_text"]
 
 DRAFT_SOURCE_PREFIX = "draft"
 ARTIFACT_KINDS = ("path", "file_name")
@@ -256,7 +257,7 @@ class Draft:
         return not self.failures
 
 
-def _pick(candidates: Iterable[str], route: str, taken: list[ChecklistItem], rules: Rules) -> str | None:
+def _pick(candidates: Iterable[str], route: str, taken: Sequence[ChecklistItem], rules: Rules) -> str | None:
     """The first candidate G3 accepts on `route` and G4 would not call a duplicate of a taken item;
     else the first non-empty candidate (the author fixes it)."""
     threshold = rules.contract.duplicates.threshold
@@ -271,6 +272,38 @@ def _pick(candidates: Iterable[str], route: str, taken: list[ChecklistItem], rul
         if not dup and not requirement_problems(text, rules, route):
             return text
     return first
+
+
+def _assertion_item(task: Task, group: list[VerifierTest], rules: Rules, item_id: str, taken: Sequence[ChecklistItem],
+                    finder: _QuoteFinder, default: Sentence) -> ChecklistItem:
+    facts = [_facts(task, t) for t in group]
+    names = ", ".join(f"`{t.name}`" for t in group[1:])
+    texts = [c + (f" (also {names})" if names else "") for c in _candidates(facts[0])]
+    text = _pick(texts, "assertion", taken, rules) or group[0].name
+    quote = finder.best(" ".join(f.words for f in facts), default)
+    return ChecklistItem(id=item_id, route="assertion", text=text, task_quote=quote.text,
+                         verifier_refs=[t.node_id for t in group])
+
+
+def assertion_item(task: Task, test: VerifierTest, rules: Rules, *, item_id: str,
+                   taken: Sequence[ChecklistItem] = ()) -> ChecklistItem:
+    """One assertion item for `test`, built as the draft builds it (text from its docstring, assertion
+    messages or name; the best-matching instruction sentence as quote), for an editor's click on a test."""
+    sentences = _sentences_or_error(task, rules)
+    return _assertion_item(task, [test], rules, item_id, list(taken), _QuoteFinder(sentences, rules), sentences[0])
+
+
+def _sentences_or_error(task: Task, rules: Rules) -> list[Sentence]:
+    """The instruction's sentences (the whole text when it has no sentence); ValueError when nothing can be quoted."""
+    sentences = instruction_sentences(task.instruction, rules.contract.quote.min_chars)
+    whole = task.instruction.strip()
+    if not sentences and len(" ".join(whole.split())) >= rules.contract.quote.min_chars:
+        start = task.instruction.find(whole)
+        sentences = [Sentence(whole, start, start + len(whole))]
+    if not sentences:
+        raise ValueError(f"task {task.id}: instruction.md has no sentence of {rules.contract.quote.min_chars}+ "
+                         "characters to quote; a draft cannot be grounded")
+    return sentences
 
 
 def _groups(tests: list[VerifierTest], cap: int) -> list[list[VerifierTest]]:
@@ -304,28 +337,27 @@ SENTENCE_ITEM_MAX_WORDS = 30
 """Longest instruction sentence taken as an item's text as it stands (imperative lead-ins removed)."""
 
 
+def requirement_text(quote: str) -> str:
+    """An instruction span as a first item text: imperative lead-ins ("You should", "Please") and the
+    closing punctuation removed; the author rewrites it into an observable requirement."""
+    text = " ".join(quote.split())
+    return _capitalized(_LEAD.sub("", text).strip(_TRAILING)) or text
+
+
 def _sentence_item(sentence: Sentence, artifact: str, rules: Rules, used: set[int]) -> list[str]:
     """The sentence itself as an item text, when it is short, not yet used and names only `artifact`."""
     if sentence.start in used or len(sentence.text.split()) > SENTENCE_ITEM_MAX_WORDS:
         return []
     if _artifacts(sentence, rules) != [artifact]:
         return []
-    return [_capitalized(_LEAD.sub("", sentence.text).strip(_TRAILING))]
+    return [requirement_text(sentence.text)]
 
 
 def draft_checklist(task: Task, rules: Rules) -> Draft:
     """Draft a checklist for `task` from its instruction and verifier (see the module docstring)."""
     budget = rules.contract.budget
-    sentences = instruction_sentences(task.instruction, rules.contract.quote.min_chars)
+    sentences = _sentences_or_error(task, rules)
     notes: list[str] = []
-    if not sentences:
-        text = " ".join(task.instruction.split())
-        if len(text) >= rules.contract.quote.min_chars:
-            start = task.instruction.find(task.instruction.strip())
-            sentences = [Sentence(task.instruction.strip(), start, start + len(task.instruction.strip()))]
-    if not sentences:
-        raise ValueError(f"task {task.id}: instruction.md has no sentence of {rules.contract.quote.min_chars}+ "
-                         "characters to quote; a draft cannot be grounded")
     named = [(s, a) for s in sentences for a in _artifacts(s, rules)]
     constraints = [(s, a) for s, a in named if s.is_constraint(a)]
     outputs = [(s, a) for s, a in named if s.is_output(a) and not s.is_constraint(a)]
@@ -340,13 +372,7 @@ def draft_checklist(task: Task, rules: Rules) -> Draft:
         notes.append(f"{len(task.tests)} verifier tests grouped into {len(groups)} assertion items "
                      f"(the budget is {budget.max_items} items)")
     for group in groups:
-        facts = [_facts(task, t) for t in group]
-        names = ", ".join(f"`{t.name}`" for t in group[1:])
-        texts = [c + (f" (also {names})" if names else "") for c in _candidates(facts[0])]
-        text = _pick(texts, "assertion", items, rules) or group[0].name
-        quote = finder.best(" ".join(f.words for f in facts), default)
-        items.append(ChecklistItem(id=f"C{len(items) + 1}", route="assertion", text=text, task_quote=quote.text,
-                                   verifier_refs=[t.node_id for t in group]))
+        items.append(_assertion_item(task, group, rules, f"C{len(items) + 1}", items, finder, default))
 
     used_sentences: set[int] = set()
     used_artifacts: set[str] = set()
