@@ -183,8 +183,8 @@ with edit_tab:
         with st.container(height=460, key=f"checklists-tests-{task_id}"):
             if not task.tests:
                 st.text("This task's verifier has no pytest test nodes: no assertion items are needed (G5).")
-            for test in task.tests:
-                with st.container(border=True):
+            for k, test in enumerate(task.tests):
+                with st.container(border=True, key=f"checklists-test-{k}"):
                     head = st.columns([9, 2], vertical_alignment="center")
                     head[0].text(test.node_id + (" (parametrized)" if test.parametrized else ""))
                     head[1].button("Add", key=f"checklists:test:{task_id}:{test.node_id}", on_click=use_test,
@@ -216,8 +216,8 @@ with edit_tab:
                     st.text("Checklist as a whole" if item_id == "-" else item_id)
                     for f in failures:
                         st.error(md_escape(f"{f.gate} {GATES.get(f.gate, '')}: {f.message}", limit=2000))
-            for item in check.checklist.items if check.checklist is not None else []:
-                with st.container(border=True):
+            for k, item in enumerate(check.checklist.items if check.checklist is not None else []):
+                with st.container(border=True, key=f"checklists-item-{k}"):
                     st.text(f"{item.id} · {item.route}: {item.text}")
                     for f in by_item.get(item.id, []):
                         st.error(md_escape(f"{f.gate} {GATES.get(f.gate, '')}: {f.message}", limit=2000))

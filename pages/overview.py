@@ -45,7 +45,7 @@ def start_job(kind: str, params: dict, what: str) -> None:
 
 
 def next_action(s: TaskStatus, first_trajectory: str | None) -> None:
-    """The button or link that takes `s.next_step`, with the command line beneath it."""
+    """The button or link that takes `s.next_step` in the app."""
     key = f"overview:next:{s.task}"
     if s.next_step in ("draft a checklist", "synthesize a checklist"):
         st.page_link("pages/checklists.py", label="Draft a checklist", icon=":material/edit_note:",
@@ -68,8 +68,6 @@ def next_action(s: TaskStatus, first_trajectory: str | None) -> None:
                      query_params={"trajectory": first_trajectory, "judge": judge})
     else:
         st.text(s.next_step)
-    if s.command:
-        st.code(s.command, language="bash", wrap_lines=True)
 
 
 @st.fragment(run_every=1.0 if JOBS.running(store.path) else None)
@@ -97,9 +95,11 @@ def guided_path() -> None:
                          else ("failed synthesis only" if s.failed_versions else "no checklist"))
             cols[2].text(s.counts(s.judged) + (f"\nstale: {s.counts(s.stale)}" if s.stale else ""))
             cols[3].text(s.counts(s.scored))
-            cols[4].text(f"{s.audited_items} items")
+            cols[4].text(f"{s.audited_items} item" + ("" if s.audited_items == 1 else "s"))
             with cols[5]:
                 next_action(s, first.get(s.task))
+            if s.command:
+                st.code(s.command + (f"\n# then: {s.then}" if s.then else ""), language="bash", wrap_lines=True)
     idle = [s for s in statuses if not s.trajectories]
     if idle:
         with st.expander(f"{len(idle)} task(s) without trajectories"):
