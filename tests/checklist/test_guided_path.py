@@ -99,3 +99,16 @@ def test_status_steps_on_a_toy_project(store: Store, rules: Rules) -> None:
     assert (status.next_step, status.checklist_version, status.checklist_items) == ("judge", 1, len(checklist.items))
     frame = status_frame([status])
     assert list(frame["checklist"]) == [f"v1 ({len(checklist.items)} items)"] and list(frame["next step"]) == ["judge"]
+
+    from gcpc_core.judge import judge_project, score_project
+
+    judge_project(store, judge="probe", progress=False)
+    assert (task_status(store)[0].judged, task_status(store)[0].next_step) == ({"probe": 1}, "score")
+    score_project(store)
+    assert task_status(store)[0].next_step == "audit"
+    edited = checklist.model_copy(update={"items": checklist.items[:-1]})
+    v2, _ = register_checklist(store, edited, created_by="alice", rules=rules)
+    assert v2 is not None and v2["version"] == 2
+    [status] = task_status(store)
+    assert (status.judged, status.stale, status.next_step) == ({}, {"probe": 1}, "judge")
+    assert "stale: probe 1/1" in status_frame([status])["judged"][0]
