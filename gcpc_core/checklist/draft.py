@@ -13,8 +13,10 @@ no LLM, so a project without an endpoint still has a way forward. It holds
 - when that is still under the item budget, `judge` items for the inputs the instruction names.
 
 By construction every quote is a verbatim span of instruction.md (G1), every ref a parsed test node (G2),
-every test covered (G5) and the schema and budget met (G6). G3 and G4 are tried (the first candidate text
-G3 accepts is taken; an item G4 would call a duplicate is dropped or named by its test), not guaranteed.
+every test covered (G5) and the schema met (G6); the budget is met whenever the instruction has at least
+the minimum number of sentences (sentences become judge items when tests and files are too few). G3 and G4
+are tried, not guaranteed: of an item's candidate texts the first that G3 accepts and G4 would not call a
+duplicate of an earlier item is taken, else the first (the author fixes it).
 The source is `draft:<rules version>`, which the registry never freezes: a person reviews the draft and
 saves it under their own name.
 """
