@@ -1,5 +1,6 @@
-"""Checklists: stored versions per task with gate results; hand edits gated live and saved as a new
-frozen version; LLM synthesis when an endpoint is configured.
+"""Checklists: stored versions per task with gate results; the editor beside its sources (the instruction's
+sentences to quote, the verifier tests to mirror), gated live and saved as a new frozen version; LLM synthesis
+when an endpoint is configured. `?task=T&start=draft` opens the editor on T's offline draft.
 
 Layout and widgets only: `gcpc_core.review.checklists` parses, gates and stores; synthesis runs as a
 background job (`gcpc_core.review.runs`). Checklist and task text is shown with st.text / st.code /
@@ -8,22 +9,37 @@ st.dataframe only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import streamlit as st
 
 from gcpc_core.llm import llm_status
+from gcpc_core.checklist import GATES
 from gcpc_core.review.checklists import (
+    EditError,
+    add_quoted_item,
+    add_ref,
+    add_test_item,
     check_text,
     checklist_text,
+    draft_text,
+    failures_by_item,
     failures_frame,
     gate_table,
     human_source,
+    instruction_spans,
+    is_verbatim,
+    item_ids,
     save_text,
+    set_quote,
     skeleton,
     stored_gate_results,
+    verifier_source,
     versions_frame,
 )
 from gcpc_core.review.runs import JOBS
+from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import cached_rules, cached_task_table, require_store, reviewer, visible_frame
 
 store = require_store()
@@ -36,6 +52,11 @@ if tasks.empty:
     st.info("No tasks imported yet.")
     st.stop()
 st.dataframe(tasks, hide_index=True, width="stretch")
+query = (st.query_params.get("task"), st.query_params.get("start"))
+fresh_query = query[0] in set(tasks["task"]) and st.session_state.get("checklists:query") != query
+if fresh_query:  # a link from the Overview's guided path: open its task (once; later choices are the user's)
+    st.session_state["checklists:query"] = query
+    st.session_state["checklists:task"] = query[0]
 task_id = st.selectbox("Task", list(tasks["task"]), key="checklists:task")
 task = store.get_task(task_id)
 assert task is not None
@@ -49,11 +70,13 @@ def show_gates(failures: list, *, heading: str) -> None:
         st.dataframe(failures_frame(failures), hide_index=True, width="stretch")
 
 
-stored_tab, edit_tab, synth_tab = st.tabs(["Stored versions", "Edit by hand", "Synthesize"])
+has_frozen = any(r["status"] == "frozen" for r in rows)
+stored_tab, edit_tab, synth_tab = st.tabs(["Stored versions", "Edit by hand", "Synthesize"],
+                                          default="Edit by hand" if not has_frozen or query[1] == "draft" else None)
 
 with stored_tab:
     if not rows:
-        st.info("This task has no checklist yet: write one under 'Edit by hand', or synthesize one.")
+        st.info("This task has no checklist yet: start from the offline draft under 'Edit by hand', or synthesize one.")
     else:
         st.dataframe(versions_frame(rows), hide_index=True, width="stretch")
         by_version = {r["version"]: r for r in rows}
@@ -81,31 +104,130 @@ with edit_tab:
     who = reviewer()
     source = human_source(who)
     frozen = [r for r in rows if r["status"] == "frozen" and r["checklist"]]
-    starts = {f"v{r['version']} ({r['source']})": r for r in reversed(frozen)}
-    start = st.selectbox("Start from", [*starts, "an empty skeleton (one item per verifier test)"],
-                         key=f"checklists:start:{task_id}")
-    text_key = f"checklists:text:{task_id}"
+    DRAFT, SKELETON = "the offline draft (from the instruction and the verifier, no LLM)", "an empty skeleton"
+    starts: dict[str, dict | str] = {f"v{r['version']} ({r['source']})": r for r in reversed(frozen)}
+    starts = {**starts, DRAFT: "draft", SKELETON: "skeleton"} if frozen else {DRAFT: "draft", **starts, SKELETON: "skeleton"}
+    start_key, text_key = f"checklists:start:{task_id}", f"checklists:text:{task_id}"
+    notice_key, span_key = "checklists:notice", f"checklists:span:{task_id}"
+    if fresh_query and query[1] == "draft":
+        st.session_state[start_key] = DRAFT
+        st.session_state.pop(text_key, None)
+    start = st.selectbox("Start from", list(starts), key=start_key)
 
     def load_start() -> None:
-        picked = starts.get(st.session_state[f"checklists:start:{task_id}"])
-        st.session_state[text_key] = (checklist_text(picked["checklist"], source=source) if picked
-                                      else skeleton(task, source=source))
+        picked = starts.get(st.session_state[start_key])
+        if picked == "draft":
+            st.session_state[text_key] = draft_text(task, rules)
+        elif picked == "skeleton" or picked is None:
+            st.session_state[text_key] = skeleton(task, source=source)
+        else:
+            st.session_state[text_key] = checklist_text(picked["checklist"], source=source)
+
+    def edit(change: Callable[[str], tuple[str, str]]) -> None:
+        """Apply one editor tool to the text; say what it did (or why not) above the editor."""
+        try:
+            st.session_state[text_key], st.session_state[notice_key] = change(st.session_state[text_key])
+        except (EditError, ValueError) as exc:
+            st.session_state[notice_key] = f"Not changed: {exc}"
+
+    NEW = {"a new generated item": "generated", "a new judge item": "judge"}
+
+    def quote(span: str | None) -> None:
+        text = st.session_state.get(span_key, "") if span is None else span
+        target = st.session_state.get(f"checklists:quote_target:{task_id}")
+        if target in NEW:
+            edit(lambda t: (lambda r: (r[0], f"Added {r[1]} ({NEW[target]}) quoting the instruction."))(
+                add_quoted_item(t, NEW[target], text)))
+        elif target:
+            edit(lambda t: (set_quote(t, target, text), f"Task quote of {target} set."))
+
+    def use_test(node_id: str) -> None:
+        target = st.session_state.get(f"checklists:ref_target:{task_id}")
+        if target and target != NEW_ASSERTION:
+            edit(lambda t: (add_ref(t, target, node_id), f"{node_id} added to the refs of {target}."))
+        else:
+            edit(lambda t: (lambda r: (r[0], f"Added {r[1]} (assertion) for {node_id}."))(
+                add_test_item(t, task, node_id, rules)))
 
     if text_key not in st.session_state:
         load_start()
     st.button("Load into the editor (replaces the text below)", key=f"checklists:load:{task_id}", on_click=load_start)
-    st.text_area("Checklist (YAML or JSON, the checklist-file schema)", key=text_key, height=480,
-                 help="Gates re-run on every change (click outside the box or press Ctrl+Enter)")
+    notice = st.session_state.pop(notice_key, None)
+    if notice:
+        (st.warning if notice.startswith("Not changed") else st.success)(md_escape(notice, limit=1000))
+
+    ids = item_ids(st.session_state[text_key])
+    NEW_ASSERTION = "a new assertion item"
+    src = st.columns(2, gap="medium")
+    with src[0]:
+        st.subheader("Instruction")
+        st.selectbox("Quote into", [*ids, *NEW], key=f"checklists:quote_target:{task_id}",
+                     help="Press Quote beside a sentence to make it this item's task quote (G1 needs a verbatim span)")
+        with st.container(height=460, key=f"checklists-instruction-{task_id}"):
+            for k, span in enumerate(instruction_spans(task, rules)):
+                row = st.columns([9, 2], vertical_alignment="center")
+                row[0].text(span.text)
+                row[1].button("Quote", key=f"checklists:quote:{task_id}:{k}", on_click=quote, args=(span.text,))
+        st.text_input("Or quote part of a sentence: paste or trim a span of the instruction", key=span_key)
+        part = st.session_state.get(span_key, "")
+        if part.strip():
+            ok = is_verbatim(part, task, rules)
+            st.text("✓ verbatim in instruction.md" if ok else "✗ not a verbatim span of instruction.md (G1 would fail)")
+        st.button("Use as task quote", key=f"checklists:quote_part:{task_id}", on_click=quote, args=(None,),
+                  disabled=not part.strip())
+    with src[1]:
+        st.subheader("Verifier tests")
+        st.selectbox("Add the test to", [NEW_ASSERTION, *ids], key=f"checklists:ref_target:{task_id}",
+                     help="A new assertion item mirrors the test (ref set, text from its docstring); an existing "
+                          "item gets the test as one more verifier ref")
+        with st.container(height=460, key=f"checklists-tests-{task_id}"):
+            if not task.tests:
+                st.text("This task's verifier has no pytest test nodes: no assertion items are needed (G5).")
+            for k, test in enumerate(task.tests):
+                with st.container(border=True, key=f"checklists-test-{k}"):
+                    head = st.columns([9, 2], vertical_alignment="center")
+                    head[0].text(test.node_id + (" (parametrized)" if test.parametrized else ""))
+                    head[1].button("Add", key=f"checklists:test:{task_id}:{test.node_id}", on_click=use_test,
+                                   args=(test.node_id,))
+                    if test.docstring:
+                        st.text(test.docstring)
+                    with st.expander("Source"):
+                        st.code(verifier_source(task, test), language="python")
+
+    editor, gates_col = st.columns(2, gap="medium")
+    with editor:
+        st.subheader("Checklist")
+        st.text_area("Checklist (YAML or JSON, the checklist-file schema)", key=text_key, height=620,
+                     help="Gates re-run on every change (click outside the box or press Ctrl+Enter)")
     check = check_text(st.session_state[text_key], task, rules)
-    if check.ok:
-        st.success("Every gate passes: this can be saved as a new frozen version.")
-    else:
-        st.error(f"{len(check.failures)} gate failure(s): fix them to save.")
-    show_gates(list(check.failures), heading="Gates on the text above")
+    with gates_col:
+        st.subheader("Gates")
+        if check.ok:
+            st.success("Every gate passes: this can be saved as a new frozen version.")
+        else:
+            st.error(f"{len(check.failures)} gate failure(s): fix them to save.")
+        st.dataframe(gate_table(list(check.failures)), hide_index=True, width="stretch")
+        by_item = failures_by_item(list(check.failures))
+        with st.container(height=420, key=f"checklists-gates-{task_id}"):
+            for item_id, failures in by_item.items():
+                if check.checklist is not None and item_id in {i.id for i in check.checklist.items}:
+                    continue
+                with st.container(border=True):
+                    st.text("Checklist as a whole" if item_id == "-" else item_id)
+                    for f in failures:
+                        st.error(md_escape(f"{f.gate} {GATES.get(f.gate, '')}: {f.message}", limit=2000))
+            for k, item in enumerate(check.checklist.items if check.checklist is not None else []):
+                with st.container(border=True, key=f"checklists-item-{k}"):
+                    st.text(f"{item.id} · {item.route}: {item.text}")
+                    for f in by_item.get(item.id, []):
+                        st.error(md_escape(f"{f.gate} {GATES.get(f.gate, '')}: {f.message}", limit=2000))
+                    if item.id not in by_item:
+                        st.caption("passes every item gate")
     if not who:
         st.warning("Set your reviewer name in the sidebar: a hand edit is stored under it.")
     if st.button("Save as a new version", key=f"checklists:save:{task_id}", type="primary",
-                 disabled=not (check.ok and who)):
+                 disabled=not (check.ok and who),
+                 help="Freezes the text as the task's next version under your name (a draft becomes human:<you>)"):
         row, _ = save_text(store, st.session_state[text_key], task, rules, reviewer=who)
         if row is None:
             st.error("Not saved: a gate failed.")

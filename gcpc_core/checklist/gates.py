@@ -30,7 +30,8 @@ __all__ = [
     "gate_refs",
     "gate_requirements",
     "gate_schema",
-    "mask_quoted",
+    "literals",
+    "mask_literals",
     "normalize_whitespace",
     "requirement_problems",
     "run_gates",
@@ -80,15 +81,6 @@ def normalize_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
-_QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^'\n]*'(?!\w)")
-_QUOTE_MASK = "QUOTED"
-
-
-def mask_quoted(text: str) -> str:
-    """Replace quoted literals with a placeholder word: quoted task data is not phrasing."""
-    return _QUOTED.sub(_QUOTE_MASK, text)
-
-
 _PARAM = re.compile(r"^(?P<base>[^\[]+)\[(?P<param>.*)\]$", re.DOTALL)
 
 
@@ -108,12 +100,41 @@ def similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, _similarity_text(a), _similarity_text(b), autojunk=False).ratio()
 
 
+_LITERAL_MASK = "LITERAL"
+
+
+def mask_literals(text: str, rules: Rules) -> str:
+    """Replace every literal (quoted value, path, file name, identifier; `rules.contract.literals`)
+    with a placeholder word: task data is not phrasing."""
+    return rules.contract.literals.regex.sub(_LITERAL_MASK, text)
+
+
+def literals(text: str, rules: Rules) -> frozenset[str]:
+    """The literals an item names, numbers included, normalized (quotes stripped, lower case): its
+    distinct content for G4."""
+    rule = rules.contract.literals
+    found = [m[0] for m in rule.regex.finditer(text)]
+    found += rule.number_regex.findall(rule.regex.sub(" ", text))
+    return frozenset(f.strip("`'\"“”‘’ ").rstrip(".,;:").lower() for f in found if f.strip("`'\"“”‘’ "))
+
+
 # ---------------------------------------------------------------- G3 core
 
 
 _AND = re.compile(r"(?<![\w/])and(?![\w/])")
 _AND_FOLLOWER = re.compile(r"(?<![\w/])and\s+([a-z][\w'-]*)")
 _SENTENCE_BREAK = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)[.!?]\s+[A-Z]")
+
+
+def _same_object(before: str, after: str, rules: Rules) -> bool:
+    """Whether the predicate `after` an "and" is another aspect of the object of the predicate
+    `before` it, not a second requirement (`compound.same_object` in the rules)."""
+    rule = rules.contract.compound.same_object
+    after = " ".join(after.split()).rstrip(".")
+    if rule.complement_regex.search(after):
+        return True
+    ends_in_existence = any(re.search(rf"(?<!\w){re.escape(w)}\s*,?\s*$", before) for w in rule.existence)
+    return ends_in_existence and bool(rule.kind_regex.match(after))
 
 
 def _compound_signal(masked: str, rules: Rules) -> str | None:
@@ -123,10 +144,19 @@ def _compound_signal(masked: str, rules: Rules) -> str | None:
         if sep.lower() in low:
             return f"separator {sep.strip() or sep!r} joins two requirements"
     starters = {w.lower() for w in rule.clause_starters_after_and}
-    for match in _AND_FOLLOWER.finditer(low):
-        if match[1] in starters:
-            return f"'and {match[1]}' starts a second requirement"
-    count = len(_AND.findall(low))
+    ands = list(_AND.finditer(low))
+    excused = 0
+    for k, match in enumerate(ands):
+        follower = _AND_FOLLOWER.match(low, match.start())
+        if follower is None or follower[1] not in starters:
+            continue
+        start = ands[k - 1].end() if k else 0
+        end = ands[k + 1].start() if k + 1 < len(ands) else len(low)
+        if _same_object(low[start:match.start()], low[match.end():end], rules):
+            excused += 1
+            continue
+        return f"'and {follower[1]}' starts a second requirement"
+    count = len(ands) - excused
     if count > rule.max_and:
         return f"{count} standalone 'and's (at most {rule.max_and})"
     if rule.sentence_boundary and _SENTENCE_BREAK.search(masked):
@@ -143,22 +173,40 @@ def _first_hit(matchers: Iterable[tuple[str, re.Pattern[str]]], text: str) -> st
     return None
 
 
-def requirement_problems(text: str, rules: Rules) -> list[str]:
-    """G3's findings for one item text, as messages; empty when the text is requirement-level.
-
-    Length is measured on the whole text; phrase and compound checks run on the text with quoted
-    literals masked (see `mask_quoted`).
-    """
-    item_rule = rules.contract.item
+def _length_problems(text: str, rules: Rules) -> list[str]:
+    """Length bounds, literals not counted against them (see `item` in the rules)."""
+    rule = rules.contract.item
+    masked = mask_literals(text, rules)
+    has_literal = masked != text
+    words = len(text.split())
+    measured_words = len(masked.split())
+    measured_chars = len(masked.replace(_LITERAL_MASK, "")) if has_literal else len(text)
     problems: list[str] = []
+    min_words = rule.min_words_with_literal if has_literal else rule.min_words
+    if words < min_words:
+        problems.append(f"text has {words} words; allowed {min_words}-{rule.max_words}"
+                        + (" (an item naming a literal needs a predicate too)" if has_literal else ""))
+    elif measured_words > rule.max_words:
+        problems.append(f"text has {measured_words} words besides literals; allowed {min_words}-{rule.max_words}")
+    if not has_literal and len(text) < rule.min_chars:
+        problems.append(f"text has {len(text)} characters; allowed {rule.min_chars}-{rule.max_chars}")
+    elif measured_chars > rule.max_chars:
+        problems.append(f"text has {measured_chars} characters besides literals; allowed at most {rule.max_chars}")
+    return problems
+
+
+def requirement_problems(text: str, rules: Rules, route: str | None = None) -> list[str]:
+    """G3's findings for one item text on `route`, as messages; empty when the text is requirement-level.
+
+    Phrase and compound checks run on the text with literals masked (see `mask_literals`); a phrase
+    family may be allowed on some routes (run phrasing on `judge`); `route` None applies every family.
+    """
     stripped = text.strip()
-    words, chars = len(stripped.split()), len(stripped)
-    if not item_rule.min_words <= words <= item_rule.max_words:
-        problems.append(f"text has {words} words; allowed {item_rule.min_words}-{item_rule.max_words}")
-    if not item_rule.min_chars <= chars <= item_rule.max_chars:
-        problems.append(f"text has {chars} characters; allowed {item_rule.min_chars}-{item_rule.max_chars}")
-    masked = mask_quoted(stripped)
+    problems = _length_problems(stripped, rules)
+    masked = mask_literals(stripped, rules)
     for family in rules.contract.banned.values():
+        if route is not None and route in family.allowed_routes:
+            continue
         hit = _first_hit(family.matchers, masked)
         if hit is not None:
             problems.append(f"{family.label} {hit!r}")
@@ -244,17 +292,25 @@ def gate_requirements(checklist: Checklist, task: Task, rules: Rules) -> list[Ga
     return [
         GateFailure(item_id=item.id, gate="G3", message=problem)
         for item in checklist.items
-        for problem in requirement_problems(item.text, rules)
+        for problem in requirement_problems(item.text, rules, item.route)
     ]
 
 
 def gate_duplicates(checklist: Checklist, task: Task, rules: Rules) -> list[GateFailure]:
-    """G4: no item's normalized text is as similar as the threshold to an earlier item's."""
+    """G4: no item names the same literals as an earlier item with text as similar as the threshold.
+
+    Items naming different literals (two output files, two titles) are distinct content whatever
+    their wording; the similarity is taken over the text with literals masked, so shared phrasing
+    around equal literals still counts.
+    """
     threshold = rules.contract.duplicates.threshold
     failures: list[GateFailure] = []
+    keys = [(literals(item.text, rules), mask_literals(item.text, rules)) for item in checklist.items]
     for i, item in enumerate(checklist.items):
-        for earlier in checklist.items[:i]:
-            score = similarity(item.text, earlier.text)
+        for j, earlier in enumerate(checklist.items[:i]):
+            if keys[i][0] != keys[j][0]:
+                continue
+            score = similarity(keys[i][1], keys[j][1])
             if score >= threshold:
                 failures.append(
                     GateFailure(

@@ -20,7 +20,8 @@ __all__ = ["export_checklists", "register_checklist"]
 def register_checklist(
     store: Store, checklist: Checklist, *, created_by: str, rules: Rules | None = None
 ) -> tuple[dict | None, list[GateFailure]]:
-    """Gate and freeze `checklist` as its task's next version; nothing is stored when a gate fails.
+    """Gate and freeze `checklist` as its task's next version; nothing is stored when a gate fails
+    or when its source is an unreviewed draft (`unfrozen_sources` in the rules).
 
     Storing identical content again returns the stored row (same sha), so this is idempotent.
     """
@@ -29,6 +30,12 @@ def register_checklist(
         raise KeyError(f"unknown task {checklist.task!r}: import its task folder first")
     rules = rules or load_rules()
     failures = run_gates(checklist, task, rules)
+    prefix = checklist.source.partition(":")[0]
+    if prefix in rules.contract.unfrozen_sources:
+        failures.append(GateFailure(
+            item_id="-", gate="G6",
+            message=f"source {checklist.source!r} marks an unreviewed {prefix}: review it and save it under "
+                    "'human:<your name>' to freeze it"))
     if failures:
         return None, failures
     frozen = freeze(checklist, rules_version=rules.version)

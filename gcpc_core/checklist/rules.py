@@ -29,11 +29,13 @@ __all__ = [
     "DuplicateRule",
     "FixedQuestion",
     "ItemRule",
+    "LiteralRule",
     "PhraseRule",
     "QuoteRule",
     "RouteRule",
     "Rules",
     "RulesError",
+    "SameObjectRule",
     "fixed_checklist",
     "load_rules",
     "rules_version",
@@ -79,13 +81,15 @@ class ItemRule(_Rule):
     """Length bounds of an item's text (G3) and the shape of its id (G6)."""
 
     min_words: int = Field(ge=1)
-    """Fewest whitespace-separated words."""
+    """Fewest whitespace-separated words of an item that names no literal."""
+    min_words_with_literal: int = Field(ge=1)
+    """Fewest words of an item that names a literal (a literal and a predicate: "`/app/x.csv` exists")."""
     max_words: int = Field(ge=1)
     """Most whitespace-separated words."""
     min_chars: int = Field(ge=1)
-    """Fewest characters after stripping."""
+    """Fewest characters after stripping, for an item that names no literal."""
     max_chars: int = Field(ge=1)
-    """Most characters after stripping."""
+    """Most characters after stripping, literals not counted."""
     id_pattern: str
     """Regex an item id must fully match."""
 
@@ -94,6 +98,38 @@ class ItemRule(_Rule):
     def _compiles(cls, value: str) -> str:
         re.compile(value)
         return value
+
+
+class LiteralRule(_Rule):
+    """What counts as a literal (task data inside an item): masked for G3, distinct content for G4."""
+
+    patterns: dict[str, str] = Field(min_length=1)
+    """Named Python regexes, tried in file order (quoted values, paths, file names, identifiers)."""
+    numbers: str
+    """Regex for numbers: literals for G4 only, so G3's outcome check still sees "a score of 1.0"."""
+
+    @field_validator("patterns")
+    @classmethod
+    def _compile_all(cls, value: dict[str, str]) -> dict[str, str]:
+        for pattern in value.values():
+            re.compile(pattern)
+        return value
+
+    @field_validator("numbers")
+    @classmethod
+    def _compile_one(cls, value: str) -> str:
+        re.compile(value)
+        return value
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        """One alternation of every pattern, in file order (the first that matches at a position wins)."""
+        return re.compile("|".join(f"(?:{p})" for p in self.patterns.values()))
+
+    @cached_property
+    def number_regex(self) -> re.Pattern[str]:
+        """`numbers`, compiled."""
+        return re.compile(self.numbers)
 
 
 class QuoteRule(_Rule):
@@ -114,6 +150,8 @@ class PhraseRule(_Rule):
     """Literal phrases: case-insensitive, whole words, any whitespace between words."""
     patterns: list[str] = Field(default_factory=list)
     """Python regexes (compiled case-insensitive) for word families."""
+    allowed_routes: list[Route] = Field(default_factory=list)
+    """Routes on which this wording is allowed (run phrasing on `judge`); empty: banned everywhere."""
 
     @field_validator("patterns")
     @classmethod
@@ -133,6 +171,32 @@ class PhraseRule(_Rule):
         return tuple(literal + [(p, re.compile(p, re.IGNORECASE)) for p in self.patterns])
 
 
+class SameObjectRule(_Rule):
+    """When a second predicate after "and" is another aspect of the same object, not a second
+    requirement (G3); the YAML explains the two cases."""
+
+    existence: list[str] = Field(min_length=1)
+    """Predicates stating that an object exists ("exists", "is present")."""
+    kind: str
+    """Regex (case-insensitive) a whole second predicate must match to name only the object's kind."""
+    complement: str
+    """Regex (case-insensitive) found in a second predicate that states what happens to the rest."""
+
+    @field_validator("kind", "complement")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        re.compile(value, re.IGNORECASE)
+        return value
+
+    @cached_property
+    def kind_regex(self) -> re.Pattern[str]:
+        return re.compile(self.kind, re.IGNORECASE)
+
+    @cached_property
+    def complement_regex(self) -> re.Pattern[str]:
+        return re.compile(self.complement, re.IGNORECASE)
+
+
 class CompoundRule(_Rule):
     """Signals that an item states more than one requirement (G3); see the YAML for the rule."""
 
@@ -144,6 +208,8 @@ class CompoundRule(_Rule):
     """More standalone "and"s than this makes an item compound."""
     sentence_boundary: bool = True
     """Whether more than one sentence makes an item compound."""
+    same_object: SameObjectRule
+    """Second predicates that are another aspect of the same object (not compound)."""
 
 
 class DuplicateRule(_Rule):
@@ -175,9 +241,12 @@ class ContractRules(_Rule):
     """Version of this file's layout (not of its content; the rules version hashes content)."""
     budget: BudgetRule
     item: ItemRule
+    literals: LiteralRule
     quote: QuoteRule
     sources: list[str] = Field(min_length=1)
     """Allowed `source` prefixes (`human` in `human:alice`)."""
+    unfrozen_sources: list[str] = Field(default_factory=list)
+    """Source prefixes that pass the gates but are never frozen (`draft`: reviewed by a person first)."""
     banned: dict[str, PhraseRule]
     """Banned wording families; must include `vague`, `outcome` and `run_specific`."""
     compound: CompoundRule

@@ -1,4 +1,4 @@
-"""Checklist verbs: `validate`, `checklist add`, `synthesize`."""
+"""Checklist verbs: `validate`, `checklist add`, `checklist draft`, `synthesize`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..checklist import ChecklistFileError, load_checklist_file, validate_files
+from ..checklist import ChecklistFileError, RulesError, load_checklist_file, load_rules, validate_files
+from ..checklist.draft import draft_checklist, draft_yaml
 from ..checklist.registry import register_checklist
 from .common import (
     ENDPOINT_FROM,
@@ -15,6 +16,7 @@ from .common import (
     add_force,
     add_model,
     add_quiet,
+    fail,
     open_db,
     reported,
     require_llm,
@@ -54,6 +56,41 @@ def _cmd_checklist_add(args: argparse.Namespace) -> int:
     return status
 
 
+def _cmd_checklist_draft(args: argparse.Namespace) -> int:
+    from ..ingest.tasks import TaskError, load_task
+
+    verb = "checklist draft"
+    if (args.task_dir is None) == (args.db is None):
+        fail(verb, "give either --task-dir DIR or --db FILE --task T")
+    with reported(verb, RulesError, TaskError, ValueError):
+        rules = load_rules(args.rules)
+        if args.task_dir is not None:
+            task = load_task(args.task_dir)
+        else:
+            if not args.task:
+                fail(verb, "--db needs --task T")
+            task = open_db(verb, args.db).get_task(args.task)
+            if task is None:
+                fail(verb, f"{args.db}: no task {args.task!r} (import its task folder first)")
+        draft = draft_checklist(task, rules)
+    text = draft_yaml(draft)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            Path(args.out).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            fail(verb, f"{args.out}: cannot write: {exc}")
+    counts = {route: sum(i.route == route for i in draft.checklist.items) for route in ("assertion", "generated", "judge")}
+    where = f" to {args.out}" if args.out else ""
+    print(f"drafted {task.id}{where}: {len(draft.checklist.items)} items ("
+          + ", ".join(f"{n} {r}" for r, n in counts.items() if n) + f"), {len(draft.failures)} gate failure(s); "
+          "review it, set 'source: human:<name>', then `checklist add`", file=sys.stderr)
+    for f in draft.failures:
+        print(f.line(), file=sys.stderr)
+    return 0
+
+
 def _cmd_synthesize(args: argparse.Namespace) -> int:
     from ..llm import LLMNotConfigured
     from ..synthesis import synthesize_project
@@ -80,9 +117,10 @@ def add_validate(sub: argparse._SubParsersAction) -> None:
 
 
 def add_checklist(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("checklist", help="store hand-written checklists in a project DB",
-                       description="Gate, freeze and store checklist files (JSON or YAML) as their task's "
-                       "next version. A file failing a gate is reported and not stored.")
+    p = sub.add_parser("checklist", help="draft checklists offline, or store hand-written ones in a project DB",
+                       description="`add`: gate, freeze and store checklist files (JSON or YAML) as their task's "
+                       "next version; a file failing a gate is reported and not stored. `draft`: an offline draft "
+                       "to edit.")
     checklist_sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     add = checklist_sub.add_parser("add", help="gate, freeze and store checklist files",
                                    description="Gate, freeze and store checklist files in a project DB.")
@@ -90,6 +128,19 @@ def add_checklist(sub: argparse._SubParsersAction) -> None:
     add.add_argument("files", type=Path, nargs="+", help="checklist files")
     add.add_argument("--by", default="human", help="author recorded as created_by (default %(default)s)")
     add.set_defaults(func=_cmd_checklist_add)
+    draft = checklist_sub.add_parser(
+        "draft", help="draft a checklist offline from a task's instruction and verifier (no LLM)",
+        description="Write an editable draft checklist: one assertion item per verifier test (its text from the "
+        "test's docstring, assertion messages or name; its verifier ref set), generated items for the output "
+        "files the instruction names, each with a verbatim quote of instruction.md. The draft passes G1, G2, G5 "
+        "and G6 by construction; its source is draft:<rules version>, which is never frozen: review it, set "
+        "'source: human:<name>' and store it with `checklist add`. Gate failures left to fix go to stderr.")
+    draft.add_argument("--task-dir", type=Path, help="Harbor task folder (instruction.md, tests/)")
+    add_db(draft, "project DB holding the task (with --task)", required=False)
+    draft.add_argument("--task", help="task id in --db")
+    draft.add_argument("--out", type=Path, help="write the YAML here (default: standard output)")
+    draft.add_argument("--rules", type=Path, help="rules folder (default: the repository's rules/)")
+    draft.set_defaults(func=_cmd_checklist_draft)
 
 
 def add_synthesize(sub: argparse._SubParsersAction) -> None:

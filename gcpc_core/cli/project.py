@@ -7,6 +7,7 @@ import itertools
 import json
 import sys
 from collections.abc import Iterable
+from dataclasses import asdict
 from pathlib import Path
 from typing import TextIO
 
@@ -57,12 +58,43 @@ def _cmd_info(args: argparse.Namespace) -> int:
     store = open_db("info", args.db)
     info = {"db": str(args.db), "schema_version": store.schema_version, **store.counts()}
     info["demo"] = store.get_meta("is_demo") == "1"
+    statuses = _task_statuses(store) if args.tasks else None
     if args.json:
+        if statuses is not None:
+            info["task_status"] = [asdict(s) for s in statuses]
         print(json.dumps(info, sort_keys=True))
-    else:
-        for key, value in info.items():
-            print(f"{key}: {value}")
+        return 0
+    for key, value in info.items():
+        print(f"{key}: {value}")
+    if statuses is not None:
+        _print_statuses(statuses)
     return 0
+
+
+def _task_statuses(store: Store) -> list:
+    """The guided path per task (`gcpc_core.review.overview.task_status`), with the endpoint's state."""
+    from ..llm import llm_status
+    from ..review.overview import task_status
+
+    return task_status(store, llm_ready=llm_status()[0])
+
+
+def _print_statuses(statuses: list) -> None:
+    """One block per task with trajectories (what exists, the next step and its command); the rest summed up."""
+    active = [s for s in statuses if s.trajectories]
+    print(f"\nper task ({len(active)} with trajectories):")
+    for s in active:
+        checklist = f"v{s.checklist_version} ({s.checklist_items} items)" if s.checklist_version else "none"
+        print(f"  {s.task}: {s.trajectories} trajectories, {s.verifier_tests} verifier tests; checklist {checklist}; "
+              f"judged {s.counts(s.judged)}; scored {s.counts(s.scored)}; audited items {s.audited_items}")
+        if s.stale:
+            print(f"    judged against an older checklist: {s.counts(s.stale)} (judging again updates them)")
+        print(f"    next: {s.next_step}" + (f": {s.command}" if s.command else ""))
+        if s.then:
+            print(f"    then: {s.then}")
+    idle = len(statuses) - len(active)
+    if idle:
+        print(f"  {idle} more task(s) without trajectories (import their trials to judge them)")
 
 
 def _write_rows(rows: Iterable[dict], fmt: str, out: TextIO) -> int:
@@ -144,6 +176,9 @@ def add_info(sub: argparse._SubParsersAction) -> None:
                        "(no recorded reward: left out of outcome statistics), events, …")
     add_db(p)
     p.add_argument("--json", action="store_true", help="one JSON object instead of lines")
+    p.add_argument("--tasks", action="store_true",
+                   help="also, per task: checklist, judgments per judge, scores, audits and the next step with its "
+                   "command (with --json: a task_status list)")
     p.set_defaults(func=_cmd_info)
 
 

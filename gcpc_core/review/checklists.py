@@ -4,10 +4,16 @@ A hand edit is YAML (or JSON) text in the DESIGN.md checklist-file schema. `chec
 as strictly as a checklist file and runs every gate, so the page can show failures as the editor
 types; `save_text` stores it through `register_checklist` as the task's next frozen version, which
 refuses anything a gate objects to. A frozen version is never changed.
+
+The editor's tools work on that text too, so the text stays the one thing the author edits and saves:
+`set_quote` / `add_quoted_item` take a span of the instruction as an item's task quote, `add_test_item` /
+`add_ref` turn a verifier test into an assertion item or a ref. Each returns the new text, or raises
+`EditError` when the text is not a checklist mapping the tool can change (the author fixes it by hand).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,23 +21,36 @@ from dataclasses import dataclass
 import pandas as pd
 import yaml
 
-from ..checklist import GATES, Checklist, GateFailure, Rules, check_checklist_data, run_gates
+from ..checklist import GATES, Checklist, ChecklistItem, GateFailure, Rules, check_checklist_data, run_gates
+from ..checklist.draft import Sentence, assertion_item, draft_checklist, draft_yaml, instruction_sentences, requirement_text
+from ..checklist.gates import normalize_whitespace
 from ..checklist.registry import register_checklist
 from ..checklist.schema import _StrictLoader  # the checklist-file loader: duplicate keys are errors
-from ..models import Task
+from ..models import Task, VerifierTest
 from ..store import Store
 
 __all__ = [
     "EditCheck",
+    "EditError",
+    "add_quoted_item",
+    "add_ref",
+    "add_test_item",
     "check_text",
     "checklist_text",
+    "draft_text",
+    "failures_by_item",
     "failures_frame",
     "gate_table",
     "human_source",
+    "instruction_spans",
+    "is_verbatim",
+    "item_ids",
     "save_text",
+    "set_quote",
     "skeleton",
     "stored_gate_results",
     "task_table",
+    "verifier_source",
     "versions_frame",
 ]
 
@@ -138,11 +157,141 @@ def check_text(text: str, task: Task, rules: Rules) -> EditCheck:
 def save_text(store: Store, text: str, task: Task, rules: Rules, *, reviewer: str) -> tuple[dict | None, EditCheck]:
     """Gate the edit and, when every gate passes, freeze it as the task's next version.
 
-    Returns (stored row, check); the row is None when a gate failed. Identical content returns the
-    version already stored (same sha).
+    Saving is the reviewer's decision: a draft (`draft:` source, never frozen as such) is stored under
+    `human:<reviewer>`. Returns (stored row, check); the row is None when a gate failed. Identical
+    content returns the version already stored (same sha).
     """
     check = check_text(text, task, rules)
     if not check.ok or check.checklist is None:
         return None, check
-    row, failures = register_checklist(store, check.checklist, created_by=f"app:{reviewer}", rules=rules)
-    return row, EditCheck(check.checklist, tuple(failures))
+    checklist = check.checklist
+    if checklist.source.partition(":")[0] in rules.contract.unfrozen_sources:
+        checklist = checklist.model_copy(update={"source": human_source(reviewer)})
+    row, failures = register_checklist(store, checklist, created_by=f"app:{reviewer}", rules=rules)
+    return row, EditCheck(checklist, tuple(failures))
+
+
+# ---------------------------------------------------------------- the editor's tools
+
+
+class EditError(ValueError):
+    """The editor text is not a checklist mapping a tool can change; the message says what to fix."""
+
+
+def draft_text(task: Task, rules: Rules) -> str:
+    """The offline draft (`gcpc_core.checklist.draft`) as editor text."""
+    return draft_yaml(draft_checklist(task, rules))
+
+
+def instruction_spans(task: Task, rules: Rules) -> list[Sentence]:
+    """The instruction's sentences and list entries: what the editor offers as task quotes."""
+    return instruction_sentences(task.instruction, rules.contract.quote.min_chars)
+
+
+def is_verbatim(quote: str, task: Task, rules: Rules) -> bool:
+    """Whether `quote` would pass G1: long enough and a whitespace-normalized span of instruction.md."""
+    quote = normalize_whitespace(quote)
+    return len(quote) >= rules.contract.quote.min_chars and quote in normalize_whitespace(task.instruction)
+
+
+def verifier_source(task: Task, test: VerifierTest) -> str:
+    """The test function's source lines, from the verifier file it was parsed from."""
+    lines = task.verifier_files.get(test.file, "").splitlines()
+    return "\n".join(lines[test.lineno - 1:test.end_lineno])
+
+
+def _edit_data(text: str) -> dict:
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise EditError("the checklist text is not valid YAML; fix it first: " + " ".join(str(exc).split())) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("items", []), list):
+        raise EditError("the checklist text must be a mapping with an 'items' list; fix it first")
+    data.setdefault("items", [])
+    return data
+
+
+def _dump(data: dict) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def item_ids(text: str) -> list[str]:
+    """Ids of the items in the editor text, in order (empty when the text cannot be read)."""
+    try:
+        items = _edit_data(text)["items"]
+    except EditError:
+        return []
+    return [str(i["id"]) for i in items if isinstance(i, dict) and i.get("id") is not None]
+
+
+def _item(data: dict, item_id: str) -> dict:
+    for item in data["items"]:
+        if isinstance(item, dict) and str(item.get("id")) == item_id:
+            return item
+    raise EditError(f"no item {item_id!r} in the checklist text")
+
+
+def _next_id(data: dict) -> str:
+    numbers = [int(m[1]) for i in data["items"] if isinstance(i, dict)
+               for m in [re.fullmatch(r"C(\d+)", str(i.get("id", "")))] if m]
+    return f"C{max(numbers, default=0) + 1}"
+
+
+def set_quote(text: str, item_id: str, quote: str) -> str:
+    """The text with item `item_id`'s task quote replaced by `quote`."""
+    data = _edit_data(text)
+    _item(data, item_id)["task_quote"] = quote
+    return _dump(data)
+
+
+def add_quoted_item(text: str, route: str, quote: str) -> tuple[str, str]:
+    """The text with a new `route` item quoting `quote` (its text a first rewrite of the quote); and its id."""
+    data = _edit_data(text)
+    item_id = _next_id(data)
+    data["items"].append({"id": item_id, "route": route, "text": requirement_text(quote), "task_quote": quote,
+                          "verifier_refs": []})
+    return _dump(data), item_id
+
+
+def _parsed_items(data: dict) -> list[ChecklistItem]:
+    """The items of the text that are valid items (for the duplicate check of a new item's text)."""
+    out = []
+    for raw in data["items"]:
+        try:
+            out.append(ChecklistItem.model_validate(raw))
+        except ValueError:
+            continue
+    return out
+
+
+def add_test_item(text: str, task: Task, node_id: str, rules: Rules) -> tuple[str, str]:
+    """The text with a new assertion item for verifier test `node_id` (ref set; text and quote as the
+    draft builds them); and its id."""
+    test = next((t for t in task.tests if t.node_id == node_id), None)
+    if test is None:
+        raise EditError(f"{node_id!r} is not a verifier test of {task.id}")
+    data = _edit_data(text)
+    item = assertion_item(task, test, rules, item_id=_next_id(data), taken=_parsed_items(data))
+    data["items"].append(item.model_dump(mode="json", exclude={"probes"}))
+    return _dump(data), item.id
+
+
+def add_ref(text: str, item_id: str, node_id: str) -> str:
+    """The text with `node_id` added to item `item_id`'s verifier refs (once)."""
+    data = _edit_data(text)
+    item = _item(data, item_id)
+    refs = item.get("verifier_refs") or []
+    if not isinstance(refs, list):
+        raise EditError(f"item {item_id}: verifier_refs is not a list; fix it first")
+    if node_id not in refs:
+        refs.append(node_id)
+    item["verifier_refs"] = refs
+    return _dump(data)
+
+
+def failures_by_item(failures: Sequence[GateFailure]) -> dict[str, list[GateFailure]]:
+    """Gate failures keyed by the item (or waiver ref) they concern; `-` for the checklist as a whole."""
+    out: dict[str, list[GateFailure]] = {}
+    for f in failures:
+        out.setdefault(f.item_id, []).append(f)
+    return out

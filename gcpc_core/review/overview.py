@@ -1,13 +1,144 @@
-"""The overview page's data: what the project holds and how far judging, auditing and studies got."""
+"""The overview page's data: what the project holds and how far judging, auditing and studies got.
+
+`task_status` is the guided path: per task, what exists (checklist, judgments per judge, scores,
+audits), what is missing and the next step with the command that takes it. The Overview page and
+`info --tasks` both show it, so the app and the command line tell a new user the same way forward.
+"""
 
 from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
 from ..store import Store
 from .audit import AuditFilters, audit_list
 
-__all__ = ["judges_frame", "overview_trajectories", "studies_frame"]
+__all__ = [
+    "CHECKLIST_JUDGES",
+    "NEXT_STEPS",
+    "TaskStatus",
+    "judges_frame",
+    "overview_trajectories",
+    "status_frame",
+    "studies_frame",
+    "task_status",
+]
+
+CHECKLIST_JUDGES: tuple[str, ...] = ("gcpc", "probe")
+"""Judges that judge the task's own frozen checklist (a new checklist version makes their verdicts stale)."""
+
+NEXT_STEPS: tuple[str, ...] = ("import trials", "synthesize a checklist", "draft a checklist", "judge", "score",
+                               "audit", "done")
+"""The guided path's steps, in order."""
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    """How far one task got along the guided path, and what to do next."""
+
+    task: str
+    verifier_tests: int
+    trajectories: int
+    checklist_version: int | None
+    """The latest frozen checklist's version; None when the task has none."""
+    checklist_items: int | None
+    failed_versions: int
+    """Stored versions that failed their gates (an LLM synthesis that could not be repaired)."""
+    judged: dict[str, int] = field(default_factory=dict)
+    """Judge → trajectories judged (checklist judges: against the latest frozen checklist)."""
+    stale: dict[str, int] = field(default_factory=dict)
+    """Checklist judge → trajectories judged against an older checklist version (a rerun judges them again)."""
+    scored: dict[str, int] = field(default_factory=dict)
+    """Judge → trajectories with scores."""
+    audited_items: int = 0
+    """Item verdicts of this task's trajectories with a current audit."""
+    next_step: str = "done"
+    """One of `NEXT_STEPS`."""
+    command: str = ""
+    """The command line that takes the next step (empty when the app is the only way, or nothing is left)."""
+    then: str = ""
+    """What follows the command before the step is done (a draft is edited and stored)."""
+
+    def counts(self, what: dict[str, int]) -> str:
+        """`probe 12/12, gcpc 3/12`: a per-judge count over this task's trajectories."""
+        return ", ".join(f"{j} {n}/{self.trajectories}" for j, n in sorted(what.items())) or "none"
+
+
+def _next(status: TaskStatus, db: str, llm_ready: bool) -> tuple[str, str, str]:
+    """(next step, its command, what follows it) for a status whose counts are filled in."""
+    if status.trajectories == 0:
+        return "import trials", f"python -m gcpc_core import --trials DIR --db {db}", ""
+    if status.checklist_version is None:
+        if llm_ready:
+            return "synthesize a checklist", f"python -m gcpc_core synthesize --db {db} --task {status.task}", ""
+        out = f"{status.task}.yaml"
+        return ("draft a checklist", f"python -m gcpc_core checklist draft --db {db} --task {status.task} --out {out}",
+                f"edit {out}, set 'source: human:<your name>', then: python -m gcpc_core checklist add --db {db} {out}")
+    if not any(status.judged.get(j, 0) >= status.trajectories for j in CHECKLIST_JUDGES):
+        judge = "gcpc" if llm_ready else "probe"
+        return "judge", f"python -m gcpc_core judge --db {db} --judge {judge}", ""
+    if any(status.scored.get(j, 0) < n for j, n in status.judged.items()):
+        return "score", f"python -m gcpc_core score --db {db}", ""
+    if status.audited_items == 0:
+        return "audit", "", "open the Item audit page of the app (streamlit run app.py)"
+    return "done", "", ""
+
+
+def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
+    """One `TaskStatus` per task: tasks with trajectories first, then by id."""
+    trajectories = store.trajectories()
+    task_of = {t.id: t.task for t in trajectories}
+    n_traj = Counter(task_of.values())
+    latest: dict[str, dict] = {}
+    failed: Counter[str] = Counter()
+    for row in store.checklists(status=None):
+        if row["status"] == "frozen":
+            if row["task"] not in latest or row["version"] > latest[row["task"]]["version"]:
+                latest[row["task"]] = row
+        else:
+            failed[row["task"]] += 1
+    judged: dict[str, Counter[str]] = {}
+    stale: dict[str, Counter[str]] = {}
+    for (traj_id, judge), unit in store.judge_units().items():
+        task = task_of.get(traj_id)
+        if task is None:
+            continue
+        current = latest.get(task)
+        fresh = judge not in CHECKLIST_JUDGES or (current is not None and unit["checklist_sha"] == current["sha"])
+        (judged if fresh else stale).setdefault(task, Counter())[judge] += 1
+    scored: dict[str, Counter[str]] = {}
+    for row in store.scores():
+        if row["trajectory_id"] in task_of:
+            scored.setdefault(task_of[row["trajectory_id"]], Counter())[row["judge"]] += 1
+    audited = Counter(task_of.get(a["trajectory_id"]) for a in store.annotations(kind="item_audit"))
+    out = []
+    for task in store.tasks():
+        row = latest.get(task.id)
+        status = TaskStatus(
+            task=task.id, verifier_tests=len(task.tests), trajectories=n_traj[task.id],
+            checklist_version=row["version"] if row else None,
+            checklist_items=len(row["checklist"]["items"]) if row else None,
+            failed_versions=failed[task.id], judged=dict(judged.get(task.id, {})),
+            stale=dict(stale.get(task.id, {})), scored=dict(scored.get(task.id, {})),
+            audited_items=audited[task.id],
+        )
+        step, command, then = _next(status, str(store.path), llm_ready)
+        out.append(TaskStatus(**{**asdict(status), "next_step": step, "command": command, "then": then}))
+    return sorted(out, key=lambda s: (s.trajectories == 0, s.task))
+
+
+def status_frame(statuses: list[TaskStatus]) -> pd.DataFrame:
+    """The statuses as a table with one readable column per stage."""
+    rows = [{"task": s.task, "trajectories": s.trajectories, "verifier tests": s.verifier_tests,
+             "checklist": (f"v{s.checklist_version} ({s.checklist_items} items)" if s.checklist_version
+                           else ("failed synthesis only" if s.failed_versions else "none")),
+             "judged": s.counts(s.judged) + (f" (stale: {s.counts(s.stale)})" if s.stale else ""),
+             "scored": s.counts(s.scored), "audited items": s.audited_items, "next step": s.next_step}
+            for s in statuses]
+    return pd.DataFrame(rows, columns=["task", "trajectories", "verifier tests", "checklist", "judged", "scored",
+                                       "audited items", "next step"])
 
 
 def judges_frame(trajectories: pd.DataFrame, stats: pd.DataFrame) -> pd.DataFrame:

@@ -21,7 +21,7 @@ from gcpc_core.checklist import (
     run_gates,
     split_ref,
 )
-from gcpc_core.checklist.gates import mask_quoted, normalize_whitespace, similarity
+from gcpc_core.checklist.gates import literals, mask_literals, normalize_whitespace, similarity
 from gcpc_core.models import Task
 
 from .toy import TOY_REFS, toy_checklist, toy_data
@@ -187,8 +187,13 @@ def test_g3_accepts_requirement_level_text(text: str, rules: Rules) -> None:
         ("The task is completed by the written report", "outcome phrasing 'The task is completed'"),
         ("The run earns a reward of one point", "outcome phrasing 'reward'"),
         ("In this run the report file was written", "run-specific phrasing 'In this run'"),
-        ("The trajectory shows report.json being written", "run-specific phrasing 'trajectory'"),
-        ("The agent ran wc on the input file", "run-specific phrasing 'The agent ran'"),
+        ("The trajectory shows report.json being written", "run phrasing outside the judge route 'trajectory'"),
+        ("The agent ran wc on the input file", "run phrasing outside the judge route 'The agent ran'"),
+        ("The agent claimed the report was written", "run-specific phrasing 'The agent claimed'"),
+        ("`/app/a.csv` exists and is valid CSV", "compound item: 'and is'"),
+        ("/app/out exists and is a directory and has two files", "compound item: 'and has'"),
+        ("writes report.json and prints the word total", "compound item: 'and prints'"),
+        ("`/app/x.csv`", "text has 1 words"),
         ("The output shown at E17 lists the words", "run-specific phrasing 'E17'"),
         ("Words counted", "text has 2 words"),
         ("x " * 50, "text has 50 words"),
@@ -206,9 +211,49 @@ def test_g3_reports_each_item_with_its_id(toy_task: Task, rules: Rules) -> None:
     assert [(f.item_id, f.gate) for f in failures] == [("T4", "G3"), ("T4", "G3")]
 
 
-def test_mask_quoted() -> None:
-    assert mask_quoted("lists 'A and B' and `c; d` and \"e\"") == "lists QUOTED and QUOTED and QUOTED"
-    assert mask_quoted("the agent's file isn't here") == "the agent's file isn't here"
+@pytest.mark.parametrize(
+    "text",
+    [
+        "`/app/x.csv` exists",  # a literal and a predicate: short, observable
+        "/app/learned_dag.csv exists",
+        "`a.csv` exists",  # under min_chars, but the literal makes it specific
+        "/app/out exists and is a directory",  # existence and kind: one object, one requirement
+        "The intervened DAG removes every edge into Y and keeps the other learned edges",  # complement
+        "sorted.txt holds the sorted lines and leaves the remaining files unchanged",
+        "reward.txt holds the number of processed rows",  # a file name is data, not outcome phrasing
+        "The file /app/trajectory.csv has a header row",  # ... nor run phrasing
+        "The file '" + "very long title " * 40 + "' is listed",  # literals do not count against length
+    ],
+)
+def test_g3_accepts_short_and_same_object_items(text: str, rules: Rules) -> None:
+    assert requirement_problems(text, rules, "assertion") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The agent ran pytest on tests/ before finishing", "During the run the agent never edited /data/input.txt",
+     "The agent tried the provided script before writing its own"],
+)
+def test_g3_allows_run_phrasing_on_the_judge_route_only(text: str, rules: Rules) -> None:
+    assert requirement_problems(text, rules, "judge") == []
+    assert any("run phrasing outside the judge route" in p for p in requirement_problems(text, rules, "generated"))
+
+
+def test_g3_run_specific_phrasing_is_banned_on_every_route(rules: Rules) -> None:
+    for text in ("In this run the agent opened /root/test.bib", "The agent opened the bib file at E17"):
+        assert any("run-specific phrasing" in p for p in requirement_problems(text, rules, "judge")), text
+
+
+def test_mask_literals(rules: Rules) -> None:
+    assert mask_literals("lists 'A and B' and `c; d` and \"e\"", rules) == "lists LITERAL and LITERAL and LITERAL"
+    assert mask_literals("the agent's file isn't here", rules) == "the agent's file isn't here"
+    assert mask_literals("/app/a.csv and out.json and main_part_mass, e.g. and/or", rules) == (
+        "LITERAL and LITERAL and LITERAL, e.g. and/or")
+
+
+def test_literals_are_normalized_content(rules: Rules) -> None:
+    assert literals("`/app/a.csv` holds 3 rows within 0.1%", rules) == {"/app/a.csv", "3", "0.1%"}
+    assert literals("The report is sorted", rules) == frozenset()
 
 
 # ---------------------------------------------------------------- G4
@@ -231,6 +276,18 @@ def test_g4_keeps_items_that_differ_in_their_values(toy_task: Task, rules: Rules
     a = "fake_citations contains the title 'Blockchain Applications in Supply Chain Management'"
     b = "fake_citations contains the title 'Advances in Artificial Intelligence for Natural Language Processing'"
     assert similarity(a, b) < rules.contract.duplicates.threshold
+
+
+def test_g4_items_naming_different_files_are_distinct(toy_task: Task, rules: Rules) -> None:
+    def change(d: dict[str, Any]) -> None:
+        d["items"][4:4] = [
+            {"id": "T8", "route": "generated", "text": "The file /out/learned_dag.csv exists", "task_quote": "Sort the keys"},
+            {"id": "T9", "route": "generated", "text": "The file /out/intervened_dag.csv exists", "task_quote": "Sort the keys"},
+            {"id": "T10", "route": "generated", "text": "The file /out/learned_dag.csv exists.", "task_quote": "Sort the keys"},
+        ]
+    failures = gate(mutated(change), toy_task, rules)
+    assert [(f.item_id, f.gate) for f in failures] == [("T10", "G4")]
+    assert failures[0].message.startswith("duplicates T8")
 
 
 def test_g4_threshold_comes_from_rules(toy_task: Task, rules: Rules) -> None:

@@ -97,5 +97,6 @@ def test_fixed_checklist(rules: Rules) -> None:
 
 def test_rules_obey_themselves(rules: Rules) -> None:
     """Route examples and fixed questions are what the prompt shows as good items: they must pass G3."""
-    texts = [e for r in rules.contract.routes.values() for e in r.examples] + [q.text for q in rules.fixed]
-    assert {t: requirement_problems(t, rules) for t in texts} == {t: [] for t in texts}
+    texts = [(e, route) for route, r in rules.contract.routes.items() for e in r.examples]
+    texts += [(q.text, q.route) for q in rules.fixed]
+    assert {t: requirement_problems(t[0], rules, t[1]) for t in texts} == {t: [] for t in texts}

@@ -1,0 +1,162 @@
+"""The offline checklist draft: built from the task alone, grounded by construction, never frozen as is.
+
+The real-task test drafts every task of ../shared/skillsbench (skipped when absent), asserts G1, G2, G5
+and G6 on each, and prints the share of drafts that pass every gate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gcpc_core.checklist import Rules, parse_checklist, run_gates
+from gcpc_core.checklist.draft import Sentence, draft_checklist, draft_yaml, instruction_sentences
+from gcpc_core.checklist.gates import normalize_whitespace
+from gcpc_core.checklist.registry import register_checklist
+from gcpc_core.cli import main
+from gcpc_core.ingest.tasks import find_task_dirs, load_task
+from gcpc_core.models import Task
+from gcpc_core.store import Store
+
+from .toy import TOY_REFS
+
+CONSTRUCTED = {"G1", "G2", "G5", "G6"}
+"""Gates a draft passes by construction."""
+
+
+def test_sentences_are_verbatim_spans_outside_code(toy_task: Task) -> None:
+    text = "Write `/out/a.json`. Then stop!\n\n```\nnot. a sentence\n```\n- Sort keys\n  alphabetically.\n"
+    sentences = instruction_sentences(text)
+    assert [s.text for s in sentences] == ["Write `/out/a.json`.", "Then stop!", "Sort keys\n  alphabetically."]
+    assert all(text[s.start:s.end] == s.text for s in sentences)
+    toy = toy_task.instruction
+    assert all(toy[s.start:s.end] == s.text for s in instruction_sentences(toy))
+
+
+@pytest.mark.parametrize(
+    ("sentence", "artifact", "output"),
+    [
+        ("Save the result to `/root/mass_report.json` in this format:", "/root/mass_report.json", True),
+        ("The input (`/root/scan_data.stl`) is used to store the Material ID", "/root/scan_data.stl", False),
+        ("Reference it with `/root/table.md` and write `/root/out.json`", "/root/table.md", False),
+        ("Reference it with `/root/table.md` and write `/root/out.json`", "/root/out.json", True),
+        ("You will be given `/app/script.txt`, and output `/app/dialogue.json`", "/app/script.txt", False),
+    ],
+)
+def test_output_artifacts_are_told_from_inputs(sentence: str, artifact: str, output: bool) -> None:
+    assert Sentence(sentence, 0, len(sentence)).is_output(artifact) is output
+
+
+def test_toy_draft_items_refs_quotes_and_source(toy_task: Task, rules: Rules) -> None:
+    draft = draft_checklist(toy_task, rules)
+    items = draft.checklist.items
+    assertions = [i for i in items if i.route == "assertion"]
+    assert [i.verifier_refs for i in assertions] == [[TOY_REFS["exists"]], [TOY_REFS["words"]], [TOY_REFS["ints"]]]
+    assert [i.text for i in assertions[:2]] == ["The report file exists", "Words equals the true word count"]
+    generated = [i for i in items if i.route == "generated"]
+    assert [i.text for i in generated] == ["The file `/out/report.json` exists"]
+    assert "/out/report.json" in generated[0].task_quote
+    assert [(i.text, i.task_quote) for i in items if i.route == "judge"] == [
+        ("Do **not** modify `/data/input.txt`", "Do **not** modify `/data/input.txt`.")]
+    instruction = normalize_whitespace(toy_task.instruction)
+    assert all(normalize_whitespace(i.task_quote) in instruction for i in items)
+    assert draft.checklist.source == f"draft:{rules.version}"
+    assert draft.failures == run_gates(draft.checklist, toy_task, rules) == []
+
+
+def test_draft_yaml_round_trips_and_lists_what_is_left(toy_task: Task, rules: Rules) -> None:
+    draft = draft_checklist(toy_task, rules)
+    text = draft_yaml(draft)
+    assert text.startswith("# DRAFT checklist for toy-count")
+    assert parse_checklist(yaml.safe_load(text)) == draft.checklist
+    assert "# every gate passes" in text
+
+
+def test_draft_lists_the_gate_failures_left_to_fix(toy_task: Task, rules: Rules) -> None:
+    from gcpc_core.ingest.tasks import parse_verifier_source
+
+    source = toy_task.verifier_files["test_outputs.py"] + (
+        '\ndef test_copy_trajectory():\n    """Copy outputs for trajectory inspection."""\n')
+    task = toy_task.model_copy(update={"verifier_files": {"test_outputs.py": source},
+                                       "tests": parse_verifier_source("test_outputs.py", source)})
+    draft = draft_checklist(task, rules)
+    assert [(f.item_id, f.gate) for f in draft.failures] == [("C4", "G3")]
+    text = draft_yaml(draft)
+    assert "# 1 gate failure(s) to fix:" in text and "#   C4 G3 run phrasing outside the judge route" in text
+
+
+def test_a_draft_is_never_frozen_until_a_person_saves_it(store: Store, toy_task: Task, rules: Rules) -> None:
+    store.upsert_task(toy_task)
+    draft = draft_checklist(toy_task, rules)
+    row, failures = register_checklist(store, draft.checklist, created_by="test", rules=rules)
+    assert row is None and [(f.item_id, f.gate) for f in failures] == [("-", "G6")]
+    assert "unreviewed draft" in failures[0].message
+    assert store.checklists(status=None) == []
+    reviewed = draft.checklist.model_copy(update={"source": "human:alice"})
+    row, failures = register_checklist(store, reviewed, created_by="alice", rules=rules)
+    assert failures == [] and row is not None and row["status"] == "frozen"
+
+
+def test_too_many_tests_are_grouped_into_the_budget(toy_task: Task, rules: Rules) -> None:
+    from gcpc_core.ingest.tasks import parse_verifier_source
+
+    source = "".join(f"class TestPart{k}:\n" + "".join(
+        f"    def test_value_{k}_{j}(self):\n        \"\"\"Value {k}.{j} is present in the report.\"\"\"\n"
+        for j in range(3)) for k in range(8))
+    task = toy_task.model_copy(update={"verifier_files": {"test_outputs.py": source},
+                                       "tests": parse_verifier_source("test_outputs.py", source)})
+    draft = draft_checklist(task, rules)
+    assert len(task.tests) == 24 and len(draft.checklist.items) <= rules.contract.budget.max_items
+    refs = [r for i in draft.checklist.items for r in i.verifier_refs]
+    assert sorted(refs) == sorted(task.test_ids)
+    assert draft.notes and "grouped" in draft.notes[0]
+    assert not {f.gate for f in draft.failures} & CONSTRUCTED
+
+
+def test_cli_draft_then_add_after_review(tmp_path: Path, capsys: pytest.CaptureFixture[str], rules: Rules) -> None:
+    task_dir = tmp_path / "toy-count"
+    (task_dir / "tests").mkdir(parents=True)
+    from .toy import TOY_INSTRUCTION, TOY_VERIFIER
+
+    (task_dir / "instruction.md").write_text(TOY_INSTRUCTION)
+    (task_dir / "tests" / "test_outputs.py").write_text(TOY_VERIFIER)
+    out = tmp_path / "draft.yaml"
+    assert main(["checklist", "draft", "--task-dir", str(task_dir), "--out", str(out)]) == 0
+    assert "drafted toy-count to" in capsys.readouterr().err
+    assert main(["validate", "--task-dir", str(task_dir), "--checklist", str(out)]) == 0
+    db = tmp_path / "p.db"
+    from gcpc_core.ingest import import_project
+
+    import_project(Store(db), tasks_dir=tmp_path, trials_dir=None, progress=False)
+    assert main(["checklist", "add", "--db", str(db), str(out)]) == 1
+    assert "unreviewed draft" in capsys.readouterr().out
+    out.write_text(out.read_text().replace(f"source: draft:{rules.version}", "source: human:alice"))
+    assert main(["checklist", "add", "--db", str(db), str(out)]) == 0
+    capsys.readouterr()
+    assert main(["checklist", "draft", "--db", str(db), "--task", "toy-count"]) == 0
+    assert capsys.readouterr().out.startswith("# DRAFT checklist for toy-count")
+    assert main(["checklist", "draft", "--db", str(db), "--task", "nope"]) == 2
+    assert "no task 'nope'" in capsys.readouterr().err
+    assert main(["checklist", "draft"]) == 2
+
+
+@pytest.mark.skillsbench
+def test_drafts_of_every_real_task(skillsbench: Path, rules: Rules, capsys: pytest.CaptureFixture[str]) -> None:
+    dirs = find_task_dirs(skillsbench / "tasks")
+    assert len(dirs) == 87
+    passing, gates_failed = 0, {}
+    for d in dirs:
+        task = load_task(d)
+        draft = draft_checklist(task, rules)
+        gates = {f.gate for f in draft.failures}
+        assert not gates & CONSTRUCTED, (task.id, [f.line() for f in draft.failures])
+        assert sorted({r for i in draft.checklist.items for r in i.verifier_refs}) == sorted(task.test_ids)
+        passing += not draft.failures
+        for g in gates:
+            gates_failed[g] = gates_failed.get(g, 0) + 1
+    with capsys.disabled():
+        print(f"\ndrafts passing every gate: {passing}/{len(dirs)} ({passing / len(dirs):.0%}); "
+              f"tasks failing a gate, by gate: {gates_failed or 'none'}")
+    assert passing / len(dirs) >= 0.9

@@ -1,0 +1,47 @@
+"""Gate precision on the real SkillsBench tasks (skipped when ../shared/skillsbench is absent): no good
+hand-written item rejected (the documented examples in docs/examples/checklists/ and the positive fixtures),
+every negative fixture rejected by its intended gate only. Prints both counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gcpc_core.checklist import load_checklist_file
+from gcpc_core.checklist.precision import checklist_files, main, measure
+
+from .toy import FIXTURES
+
+pytestmark = pytest.mark.skillsbench
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "checklists"
+
+
+def test_documented_examples_cover_real_tasks_with_at_least_30_items() -> None:
+    examples = checklist_files([EXAMPLES])
+    items = [i for p in examples for i in load_checklist_file(p).items]
+    assert len(items) >= 30 and len(examples) >= 3
+    assert all(load_checklist_file(p).task == p.stem for p in examples)  # named after their task
+
+
+def test_gate_precision(skillsbench: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = measure(skillsbench / "tasks", checklist_files([EXAMPLES, FIXTURES]),
+                     checklist_files([FIXTURES / "negative"]), negative_task="citation-check")
+    with capsys.disabled():
+        print("\n" + "\n".join(report.lines()))
+    assert report.rejected_good == [] and report.good_items >= 100
+    assert report.missed == [] and report.caught == report.negatives >= 24
+
+
+def test_precision_cli_exit_code_says_whether_both_targets_hold(skillsbench: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "good"
+    good.mkdir()
+    text = (EXAMPLES / "video-silence-remover.yaml").read_text()
+    (good / "video-silence-remover.yaml").write_text(text.replace("text: compressed_video.mp4 exists",
+                                                                  "text: compressed_video.mp4 exists properly"))
+    assert main(["--tasks", str(skillsbench / "tasks"), "--good", str(good)]) == 1
+    out = capsys.readouterr().out
+    assert "rejected by a gate: 1" in out and "C1 G3 vague phrase 'properly'" in out
+    assert main(["--tasks", str(skillsbench / "tasks"), "--good", str(EXAMPLES)]) == 0

@@ -1,0 +1,194 @@
+"""The guided path and the checklist editor in a real browser, on the real SkillsBench sample without an LLM
+(`../shared/skillsbench`; skipped when absent).
+
+- The guided path on a fresh project: import (Runs page) → the Overview's "Draft a checklist" → the editor
+  opens on the offline draft → edit by quoting an instruction sentence → save → "Judge with probe" → "Score"
+  → "Audit item verdicts" → agree; the Overview then shows the task done.
+- The editor's click-to-quote (a sentence, or a trimmed span checked verbatim) and click-to-ref (a verifier
+  test as a new assertion item, or as one more ref of an item), with gate messages shown whole beside the
+  item they concern.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from playwright.sync_api import Locator, expect
+
+from gcpc_core.store import Store
+
+from .conftest import REVIEWER
+from .helpers import App, Server, Watch, running, server_env
+
+pytestmark = pytest.mark.skillsbench
+
+EDITOR = "Checklist (YAML or JSON, the checklist-file schema)"
+TASK = "citation-check"
+
+
+@pytest.fixture(scope="module")
+def fresh_server(skillsbench: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The app on an empty project DB (nothing imported yet), no LLM configured."""
+    root = tmp_path_factory.mktemp("e2e-fresh")
+    Store(root / "fresh.db").close()
+    env = server_env(root / "fresh.db", root / "home", GCPC_REVIEWER=REVIEWER)
+    with running(Server("fresh", root / "fresh.db", root / "server.log", env)) as server:
+        yield server
+
+
+@pytest.fixture
+def fresh(fresh_server: Server, page, watch: Watch) -> App:  # noqa: ANN001 - playwright's Page
+    return App(page, fresh_server, watch)
+
+
+def task_row(app: App, task: str) -> Locator:
+    return app.main.locator(f".st-key-overview-task-{task}")
+
+
+def until(app: App, check: Callable[[], bool], *, what: str, timeout_s: float = 60) -> None:
+    """Reload the page until `check()` holds (a background job's result shows on the next run)."""
+    for _ in range(int(timeout_s * 2)):
+        if check():
+            return
+        app.page.wait_for_timeout(500)
+        app.page.reload()
+        app.settled()
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def editor_text(app: App) -> str:
+    return app.main.get_by_role("textbox", name=EDITOR).input_value()
+
+
+def quote_button(app: App, sentence: str) -> Locator:
+    """The Quote button on the row of one instruction sentence."""
+    row = app.main.locator('[data-testid="stHorizontalBlock"]').filter(
+        has=app.page.get_by_text(sentence, exact=True)).last
+    return row.get_by_role("button", name="Quote")
+
+
+@pytest.mark.timeout(480)  # four background jobs (import, judge, score) on a shared, loaded machine
+def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench: Path) -> None:
+    store = Store(fresh.server.db)
+    fresh.open("runs")
+    fresh.main.get_by_role("textbox", name="Tasks folder (Harbor task layout)").fill(str(skillsbench / "tasks"))
+    trials = fresh.main.get_by_role("textbox", name="Trials folder (Harbor trial folders)")
+    trials.fill(str(skillsbench / "trials"))
+    fresh.rerun(lambda: trials.press("Enter"))
+    fresh.click(fresh.button("Start import"))
+    fresh.open("")
+    until(fresh, lambda: task_row(fresh, TASK).count() > 0, what="the import to finish", timeout_s=120)
+    row = task_row(fresh, TASK)
+    expect(row.get_by_text("no checklist")).to_be_visible()
+    expect(row.get_by_text(re.compile(r"checklist draft --db .* --task citation-check"))).to_be_visible()
+
+    # next step: draft a checklist -> the editor opens on the offline draft of this task
+    fresh.click(row.get_by_role("link", name="Draft a checklist"))
+    expect(fresh.title()).to_have_text("Checklists")
+    assert fresh.selected("Task") == TASK
+    text = editor_text(fresh)
+    assert "source: draft:" in text and f"task: {TASK}" in text, text[:300]
+    expect(fresh.text("Every gate passes: this can be saved as a new frozen version.")).to_be_visible()
+    assert store.checklists(status=None) == []  # a draft is not stored until saved
+
+    # edit: quote an instruction sentence as a new judge item
+    fresh.select("Quote into", "a new judge item")
+    sentence = "Sort titles alphabetically for consistency"
+    fresh.click(quote_button(fresh, sentence))
+    expect(fresh.text(re.compile(r"^Added C\d+ \(judge\) quoting the instruction\.$"))).to_be_visible()
+    added = yaml.safe_load(editor_text(fresh))["items"][-1]
+    assert added["route"] == "judge" and added["task_quote"] == sentence, added
+    expect(fresh.text("Every gate passes: this can be saved as a new frozen version.")).to_be_visible()
+    fresh.click(fresh.button("Save as a new version"))
+    expect(fresh.text(re.compile(r"^Stored as version 1 \(sha [0-9a-f]{12}\)\.$"))).to_be_visible()
+    [stored] = store.checklists(task=TASK, status=None)
+    assert stored["status"] == "frozen" and stored["source"] == f"human:{REVIEWER}"
+    assert stored["checklist"]["items"][-1]["task_quote"] == sentence
+
+    # next steps on the Overview: judge with probe (offline), score, audit
+    fresh.open("")
+    row = task_row(fresh, TASK)
+    expect(row.get_by_text(f"v1 · {len(stored['checklist']['items'])} items")).to_be_visible()
+    fresh.click(row.get_by_role("button", name="Judge with probe (offline)"))
+    until(fresh, lambda: task_row(fresh, TASK).get_by_role("button", name="Score").count() > 0,
+          what="the probe judge to finish")
+    expect(task_row(fresh, TASK).get_by_text("probe 4/4").first).to_be_visible()
+    fresh.click(task_row(fresh, TASK).get_by_role("button", name="Score"))
+    until(fresh, lambda: task_row(fresh, TASK).get_by_role("link", name="Audit item verdicts").count() > 0,
+          what="scoring to finish")
+    assert {s["task"] for s in store.scores(judge="probe")} == {TASK}  # the only task with a checklist
+    fresh.click(task_row(fresh, TASK).get_by_role("link", name="Audit item verdicts"))
+    expect(fresh.title()).to_have_text("Item audit")
+    fresh.click(fresh.button("Agree"))
+    expect(fresh.text(re.compile(rf"{REVIEWER}: agree$")).first).to_be_visible()
+    audits = store.annotations(kind="item_audit")
+    assert len(audits) == 1 and audits[0]["task"] == TASK and audits[0]["rater"] == REVIEWER
+
+    fresh.open("")
+    row = task_row(fresh, TASK)
+    expect(row.get_by_text("1 item", exact=True)).to_be_visible()
+    expect(row.get_by_text("done", exact=True)).to_be_visible()
+    assert not fresh.watch.errors and not fresh.watch.dialogs
+
+
+def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: App) -> None:
+    store = Store(real.server.db)
+    task = "dialogue-parser"
+    versions = len(store.checklists(task=task, status=None))
+    real.open("checklists", task=task)
+    assert real.selected("Task") == task
+    real.tab("Edit by hand")
+    real.select("Start from", "an empty skeleton")
+    real.click(real.button("Load into the editor (replaces the text below)"))
+    skeleton = yaml.safe_load(editor_text(real))
+    assert [i["task_quote"] for i in skeleton["items"]] == [""] * len(skeleton["items"])
+    # the skeleton's empty quote: G1's message, whole, next to C1
+    c1 = real.main.locator(".st-key-checklists-item-0")
+    expect(c1.get_by_text(re.compile(r"^C1 · assertion:\s*$"))).to_be_visible()
+    expect(c1.get_by_text("G1 verbatim quote: task quote is empty")).to_be_visible()
+
+    # click-to-quote: a sentence of the instruction becomes C1's task quote
+    real.select("Quote into", "C1")
+    sentence = ("The constraints are: (1) All nodes must be reachable from the first node; (2) All edge targets must "
+                "exist except the last node; (3) multiple paths can lead to the node \"End\".")
+    real.click(quote_button(real, sentence))
+    expect(real.text("Task quote of C1 set.")).to_be_visible()
+    assert yaml.safe_load(editor_text(real))["items"][0]["task_quote"] == sentence
+    expect(c1.get_by_text("G1 verbatim quote: task quote is empty")).to_have_count(0)
+
+    # a trimmed span: checked verbatim live, then used as C2's quote
+    span = real.main.get_by_role("textbox", name="Or quote part of a sentence: paste or trim a span of the instruction")
+    span.fill("All nodes must be reachable from the first node")
+    real.rerun(lambda: span.press("Enter"))
+    expect(real.text("✓ verbatim in instruction.md")).to_be_visible()
+    real.select("Quote into", "C2")
+    real.click(real.button("Use as task quote"))
+    assert yaml.safe_load(editor_text(real))["items"][1]["task_quote"] == "All nodes must be reachable from the first node"
+    span.fill("All nodes must be reachable from the last node")
+    real.rerun(lambda: span.press("Enter"))
+    expect(real.text("✗ not a verbatim span of instruction.md (G1 would fail)")).to_be_visible()
+
+    # click-to-ref: a verifier test becomes a new assertion item with its ref and docstring text ...
+    tests = real.main.locator(f".st-key-checklists-tests-{task}")
+    node = "test_outputs.py::test_graph_logic"
+    card = tests.locator('[class*="st-key-checklists-test-"]').filter(
+        has=real.page.get_by_text(f"{node} (parametrized)", exact=True))
+    expect(card.get_by_text("Verify graph connectivity, validity, and branching logic.", exact=True)).to_be_visible()
+    real.click(card.get_by_role("button", name="Add"))
+    expect(real.text(re.compile(rf"^Added C\d+ \(assertion\) for {re.escape(node)}\.$"))).to_be_visible()
+    item = yaml.safe_load(editor_text(real))["items"][-1]
+    assert item["route"] == "assertion" and item["verifier_refs"] == [node] and item["task_quote"], item
+    # ... or one more ref of an existing item
+    real.select("Add the test to", "C1")
+    other = "test_outputs.py::test_system_basics"
+    card = tests.locator('[class*="st-key-checklists-test-"]').filter(
+        has=real.page.get_by_text(f"{other} (parametrized)", exact=True))
+    real.click(card.get_by_role("button", name="Add"))
+    expect(real.text(f"{other} added to the refs of C1.")).to_be_visible()
+    assert other in yaml.safe_load(editor_text(real))["items"][0]["verifier_refs"]
+    assert len(store.checklists(task=task, status=None)) == versions  # nothing saved
+    assert not real.watch.errors and not real.watch.dialogs
