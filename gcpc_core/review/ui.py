@@ -2,9 +2,10 @@
 the reviewer's identity, and safe renderers for untrusted text (events, excerpts, the log viewer).
 
 Untrusted text (logs, task instructions, verifier sources, judge rationales) is only ever passed to
-`st.text`, `st.code` or `st.dataframe`, which show it literally. Highlighting is a `diff` code
-block whose marked lines start with `+` (see `text.marked_excerpt`); no HTML is produced anywhere.
-Where a data value must sit in a Markdown-rendered string (a header, a caption), `md_escape` it.
+`st.text`, `st.code` or `st.dataframe`, which show it literally. The one exception is a highlighted
+excerpt: `st.html` of `text.highlighted_html`, which escapes every character of the text itself (and
+Streamlit's DOMPurify sanitizes what it renders again). Where a data value must sit in a
+Markdown-rendered string (a header, a caption), `md_escape` it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..models import Event
 from ..store import Store
 from . import agreement, audit, checklists, pairs
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
-from .text import Excerpt, collapse, excerpt, line_range, marked_excerpt, md_escape
+from .text import Excerpt, collapse, excerpt, highlighted_html, line_range, marked_excerpt, md_escape
 
 __all__ = [
     "RESUME_PAGE_KEY",
@@ -198,8 +199,14 @@ def render_plain(text: str) -> None:
 
 
 def render_excerpt(ex: Excerpt) -> None:
-    """Lines around a located span, the span's lines highlighted (`+`), as a literal code block."""
-    st.code(marked_excerpt(ex), language="diff", wrap_lines=True)
+    """Lines around a located span, each line once, the span highlighted inside its line.
+
+    An excerpt holding a line too long to lay out quickly (a whole instruction with a megabyte-long
+    line, see `PLAIN_TEXT_MAX_LINE`) is shown as a `diff` code block instead, the span's rows marked `+`."""
+    if max((len(line.text) for line in ex.lines), default=0) > PLAIN_TEXT_MAX_LINE:
+        st.code(marked_excerpt(ex), language="diff", wrap_lines=True)
+    else:
+        st.html(highlighted_html(ex))
 
 
 def render_event(event: Event, key: str, *, max_lines: int = 30, query: str = "") -> None:

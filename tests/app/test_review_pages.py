@@ -3,6 +3,7 @@ links, keyboard shortcuts, the checklist editor, jobs; hostile log text shown as
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,11 @@ def no_llm(monkeypatch: pytest.MonkeyPatch) -> None:
 def texts(at: AppTest) -> list[str]:
     """Values of every text and code element (where untrusted text may go)."""
     return [e.value for e in [*at.text, *at.code]]
+
+
+def highlights(at: AppTest) -> list[str]:
+    """The HTML of every highlighted excerpt (`st.html`, built by `text.highlighted_html`)."""
+    return [e.proto.body for e in at.get("html")]
 
 
 def markdown_values(at: AppTest) -> list[str]:
@@ -124,7 +130,7 @@ def test_audit_of_the_largest_real_trial_shows_refs_and_citations(real_db: Path)
     at = open_page("audit", trajectory=largest.id, judge="probe", item=cited["item_id"])
     assert not at.exception
     assert at.selectbox(key="audit:trajectory").value == largest.id
-    assert any(c.language == "diff" and c.value.count("\n+") + c.value.startswith("+") >= 1 for c in at.code)
+    assert any("<mark" in h for h in highlights(at))  # a located citation or task quote, highlighted in its line
     assert any(c.language == "python" and "def test_" in c.value for c in at.code)  # a verifier test's source
 
 
@@ -245,7 +251,7 @@ def test_long_outputs_are_collapsed_and_search_shows_the_hidden_hit(demo_db: Pat
     assert not any("the NEEDLE is here" in c.value for c in at.code)  # collapsed: the hit is not rendered yet
     at.text_input(key=f"audit:log:{traj.id}:search").input("needle").run()
     assert any("First match of the search, line 80" in t for t in texts(at))
-    assert any("+ 80 │ NEEDLE\n  80 │  is here" in c.value for c in at.code if c.language == "diff")
+    assert any('80 │ </span>the <mark style="' in h and ">NEEDLE</mark> is here" in h for h in highlights(at))
     at.toggle(key=f"audit:log:{traj.id}:{target.id}:full").set_value(True).run()
     assert any(c.value == long_text for c in at.code)
 
@@ -271,12 +277,14 @@ def test_hostile_log_text_is_shown_as_text_only(demo_db: Path) -> None:
     assert not at.exception
     shown = texts(at)
     assert f"because {HOSTILE}" in shown  # the rationale, verbatim, in a text element
-    assert any(f"+ 2 │ {HOSTILE}" in c.value for c in at.code if c.language == "diff")  # the cited span, marked
+    assert any(f">{html.escape(HOSTILE)}</mark>" in h for h in highlights(at))  # the cited span, escaped, marked
     assert any(HOSTILE in c.value and c.language == "plaintext" for c in at.code)  # the log viewer, literal
     for value in markdown_values(at):
         for raw in ("<script", "<img", "onerror=", "](javascript:", "![img]"):
             assert raw not in value, f"{raw!r} reached a Markdown element: {value!r}"
-    assert not at.get("html")
+    for body in highlights(at):
+        for raw in ("<script", "<img"):  # escaped, `onerror=` is inert text inside `&lt;img …`
+            assert raw not in body, f"{raw!r} reached a highlighted excerpt unescaped"
 
 
 # ---------------------------------------------------------------- links
