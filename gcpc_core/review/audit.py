@@ -37,6 +37,7 @@ __all__ = [
     "RefView",
     "audit_list",
     "checklist_items",
+    "correction_options",
     "explain_reason",
     "filter_items",
     "history_lines",
@@ -384,9 +385,22 @@ def item_flags(view: ItemView, audits: Sequence[dict]) -> dict[str, bool]:
 
 
 def item_label(view: ItemView, audits: Sequence[dict]) -> str:
-    """One line for the item chooser: id, route, raw verdict and what is notable about it."""
-    flags = [name for name, on in item_flags(view, audits).items() if on]
-    return " · ".join([view.item_id, view.route, view.verdict_raw, *flags])
+    """One line for the item chooser: id, route, raw verdict (→ the scored one when postprocessing
+    changed it) and what else is notable, each said once: the verdict already says Abstain and a
+    change, and the endpoint item's id already names its route."""
+    verdict = view.verdict_raw + (f" → scored {view.verdict}" if view.overwritten else "")
+    flags = [name for name, on in item_flags(view, audits).items()
+             if on and name not in ("Abstain", "changed by postprocessing")]
+    parts: list[str] = []
+    for part in (view.item_id, view.route, verdict, *flags):
+        if part.lower() not in {p.lower() for p in parts}:
+            parts.append(part)
+    return " · ".join(parts)
+
+
+def correction_options(view: ItemView) -> list[str]:
+    """The verdicts an auditor who disagrees may record instead of the judge's raw one."""
+    return [v for v in VERDICTS if v != view.verdict_raw]
 
 
 def filter_items(views: Sequence[ItemView], audits: Sequence[dict], show: str) -> list[ItemView]:

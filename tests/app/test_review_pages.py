@@ -153,14 +153,25 @@ def test_an_audit_writes_one_row_and_shows_it_in_the_history(demo_db: Path) -> N
     assert rows[0]["value"] == {"agree": True, "verdict": None}
     assert any("alice: agree" in t for t in texts(at))
     assert "Audit history (1)" in [c.value for c in at.caption]
+    label = next(o for o in at.selectbox(key="audit:trajectory").options if o.startswith(f"{traj} ·"))
+    item_now = next(o for o in at.selectbox(key="audit:item").options if o.startswith(f"{item} ·"))
+    assert " · audited 1/" in label and "audited" in item_now.split(" · ")  # the labels follow at once
     at.run()  # a rerun stores nothing new
     assert store.counts()["annotations"] == before + 1
 
     at.text_input(key=audit_key(traj, item, "note")).input("the output was overwritten later")
     at.button(key=audit_key(traj, item, "disagree")).click().run()
+    assert store.counts()["annotations"] == before + 1  # D alone records nothing: it asks for the verdict
+    assert any("Which verdict is right?" in w.value for w in at.warning)
+    corrected = at.segmented_control(key=audit_key(traj, item, "corrected"))
+    assert corrected.value is None and len(corrected.options) == 2  # nothing pre-selected
+    right = corrected.options[-1]
+    at.button(key=audit_key(traj, item, f"correct:{right}")).click().run()
+    assert not at.exception
     rows = store.annotations(kind="item_audit", current=False)
     assert len(rows) == 2 and rows[1]["supersedes"] == rows[0]["id"] and rows[1]["value"]["agree"] is False
-    assert rows[1]["value"]["verdict"] in ("Yes", "No") and rows[1]["note"] == "the output was overwritten later"
+    assert rows[1]["value"]["verdict"] == right and rows[1]["note"] == "the output was overwritten later"
+    assert not any("Which verdict is right?" in w.value for w in at.warning)
     history = [t for t in texts(at) if "alice:" in t]
     assert "(superseded)" in history[0] and "disagree →" in history[1] and "overwritten later" in history[1]
 
@@ -217,7 +228,9 @@ def test_item_filter_shows_disagreements_with_auditors(demo_db: Path) -> None:
     store = Store(demo_db)
     traj, item = fail_trajectory(store)
     at = open_page("audit", trajectory=traj, judge="probe", item=item)
-    at.button(key=audit_key(traj, item, "disagree")).click().run()
+    at.segmented_control(key=audit_key(traj, item, "corrected")).set_value("Abstain")
+    at.button(key=audit_key(traj, item, "disagree")).click().run()  # a verdict chosen first: D records it
+    assert store.annotations(kind="item_audit")[0]["value"] == {"agree": False, "verdict": "Abstain"}
     at.segmented_control(key="audit:item_show").set_value("auditors disagree").run()
     assert at.selectbox(key="audit:item").options == [o for o in at.selectbox(key="audit:item").options
                                                       if o.startswith(f"{item} ·")]
