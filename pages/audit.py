@@ -39,6 +39,7 @@ from gcpc_core.review.ui import (
     cached_trajectory_frame,
     pin_choice,
     render_event,
+    render_citations,
     render_excerpt,
     render_log,
     require_store,
@@ -188,26 +189,7 @@ def item_panel(view: ItemView, focused: bool) -> None:
                     if result.message:
                         st.code(f"{result.name}: {result.status}\n{result.message}", language=None, wrap_lines=True)
 
-        st.caption(f"Citations ({len(view.citations)})")
-        if not view.citations:
-            st.text("(none)")
-        for k, c in enumerate(view.citations):
-            event = c.event
-            where = f"{c.event_id} · {event.kind}" if event else f"{c.event_id} · not in this log"
-            if event is not None and not c.in_evidence:
-                where += " · NOT EVIDENCE (agent narration or thinking)"
-            if c.span is not None and c.excerpt is not None:
-                first, last = line_range(event.text, c.span)
-                where += (f" · quote at lines {first}–{last} of {c.excerpt.total_lines}, "
-                          f"characters {c.span.start:,}–{c.span.end:,} of {len(event.text):,}")
-            st.text(where)
-            if c.excerpt is None:
-                st.warning("The quote was not found verbatim in the cited event.")
-                st.code(c.quote, language=None, wrap_lines=True)
-            else:
-                render_excerpt(c.excerpt)
-            if event is not None and st.toggle(f"Full event {c.event_id}", key=f"{key}:cite:{k}"):
-                render_event(event, f"{key}:cite:{k}:event")
+        render_citations(view.citations, key)
 
         if not view.auditable:
             st.text("The endpoint item is the official outcome itself: nothing to audit.")

@@ -46,6 +46,7 @@ __all__ = [
     "cached_trajectory_frame",
     "highlight_rows",
     "pin_choice",
+    "render_citations",
     "render_event",
     "render_excerpt",
     "render_log",
@@ -207,6 +208,31 @@ def render_excerpt(ex: Excerpt) -> None:
         st.code(marked_excerpt(ex), language="diff", wrap_lines=True)
     else:
         st.html(highlighted_html(ex))
+
+
+def render_citations(citations: Sequence[audit.CitationView], key: str) -> None:
+    """An item's citations, each located in its event: where the quote sits, the lines around it with the
+    quote highlighted (or a warning when it is not verbatim there), the full event one toggle away."""
+    st.caption(f"Citations ({len(citations)})")
+    if not citations:
+        st.text("(none)")
+    for k, c in enumerate(citations):
+        event = c.event
+        where = f"{c.event_id} · {event.kind}" if event else f"{c.event_id} · not in this log"
+        if event is not None and not c.in_evidence:
+            where += " · NOT EVIDENCE (agent narration or thinking)"
+        if c.span is not None and c.excerpt is not None:
+            first, last = line_range(event.text, c.span)
+            where += (f" · quote at lines {first}–{last} of {c.excerpt.total_lines}, "
+                      f"characters {c.span.start:,}–{c.span.end:,} of {len(event.text):,}")
+        st.text(where)
+        if c.excerpt is None:
+            st.warning("The quote was not found verbatim in the cited event.")
+            st.code(c.quote, language=None, wrap_lines=True)
+        else:
+            render_excerpt(c.excerpt)
+        if event is not None and st.toggle(f"Full event {c.event_id}", key=f"{key}:cite:{k}"):
+            render_event(event, f"{key}:cite:{k}:event")
 
 
 def render_event(event: Event, key: str, *, max_lines: int = 30, query: str = "") -> None:

@@ -322,6 +322,13 @@ def test_pairs_page_highlights_changed_items(demo_db: Path) -> None:
     at = open_page("pairs")
     assert not at.exception
     assert any("items changed" in t for t in texts(at))
+    opened = at.selectbox(key="pairs:pick:probe:all")
+    label = opened.format_func(opened.value)
+    assert "FAIL→FAIL" in label or "PASS→PASS" in label  # an outcome the Skill did not change
+    assert "Δ +0.00" not in label and "Δ -0.00" not in label
+    assert "Evidence side by side" in [h.value for h in at.subheader]
+    assert [c.value for c in at.caption].count("Without Skills") == 2  # the pair's header and the evidence column
+    assert len([c for c in at.caption if c.value.startswith("Citations (")]) == 2
     at.toggle(key="pairs:only_changed").set_value(True).run()
     assert not at.exception
 
