@@ -4,6 +4,7 @@ links, keyboard shortcuts, the checklist editor, jobs; hostile log text shown as
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 import pytest
@@ -119,7 +120,31 @@ def test_agreement_on_the_real_corpus_says_what_cannot_be_computed(real_db: Path
     at = open_page("agreement")
     shown = " ".join(texts(at))
     assert "no human study data yet" in shown and "paired ΔAUC needs at least two judges" in shown
+    assert {m.label: m.value for m in at.metric}["Paired ΔAUC"] == "not computed"
+    at.session_state["agreement:open:0"] = True  # the AUC section
+    at.run()
     assert at.dataframe  # what can be computed (AUC, item accuracy) is there
+
+
+def test_agreement_leads_with_a_headline_and_opens_sections_on_demand(demo_db: Path) -> None:
+    at = open_page("agreement")
+    assert not at.exception
+    values = {m.label: m.value for m in at.metric}
+    assert re.fullmatch(r"0\.\d{3} \[0\.\d{3}, 1\.000\]", values["AUC · probe"]), values
+    assert values["Paired ΔAUC"] == "not computed"
+    assert {"Pairwise agreement · probe", "Pairwise agreement · humans with each other", "Spearman ρ · probe",
+            "α · progress ratings · humans"} <= set(values)
+    readings = [c.value for c in at.caption]
+    assert any(r.startswith("A PASS run outscores a FAIL run") for r in readings)
+    assert "Paired ΔAUC needs at least two judges\\." in readings  # why it is missing, in words
+    assert not at.dataframe and not at.get("plotly_chart")  # the details wait until a section is opened
+    for key in ("agreement:open:0", "agreement:open:2"):
+        at.session_state[key] = True
+    at.run()
+    assert not at.exception and at.dataframe and at.get("plotly_chart")
+    captions = [c.value for c in at.caption]
+    assert "AUC per judge" in captions
+    assert not [c for c in captions if re.search(r"\b[a-z]+_[a-z_]+\b", c)]  # human words, no snake_case
 
 
 @pytest.mark.skillsbench
