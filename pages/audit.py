@@ -30,6 +30,7 @@ from gcpc_core.review.audit import (
     trajectory_label,
     trajectory_summary,
 )
+from gcpc_core.review.scores import score_explanation
 from gcpc_core.review.text import excerpt, line_range, md_escape
 from gcpc_core.review.ui import (
     badge,
@@ -37,6 +38,7 @@ from gcpc_core.review.ui import (
     cached_item_views,
     cached_judge_stats,
     cached_trajectory_frame,
+    cached_trajectory_score,
     pin_choice,
     render_event,
     render_citations,
@@ -116,8 +118,13 @@ nav[2].button("Next", key="audit:next_traj", shortcut="n", on_click=step_traject
 
 row = listing[listing["trajectory_id"] == traj_id].iloc[0]
 st.subheader(md_escape(traj_id))
-for line in trajectory_summary(row, judge):
+score = cached_trajectory_score(store, traj_id, judge) if judge else None
+for line in trajectory_summary(row, judge, score):
     st.text(line)
+if score is not None:
+    with st.expander("What these scores mean"):
+        for line in score_explanation(score):
+            st.text(line)
 task = store.get_task(row["task"])
 
 

@@ -21,6 +21,7 @@ from gcpc_core.review.pairs import (
     side_by_side,
     transitions,
 )
+from gcpc_core.review.scores import SCORE_HELP
 from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import (
     badge,
@@ -35,7 +36,8 @@ from gcpc_core.review.ui import (
 store = require_store()
 st.title("Skill pairs")
 st.caption("A matched pair: a with-Skills and a without-Skills trajectory of the same task, agent, model and trial "
-           "index. Δ = score(with) − score(without); the transition is <without>→<with> official outcome.")
+           "index. Δ = score(with) − score(without), where a score is the judge's partial credit: "
+           + SCORE_HELP["partial_credit"] + " The transition is <without>→<with> official outcome.")
 scores = cached_frames(store)["scores"]
 if scores.empty:
     st.info("No scores yet: judge and score the project first (Runs page), then pairs can be compared.")

@@ -169,15 +169,26 @@ def trajectory_label(row: Mapping[str, Any]) -> str:
                        f"audited {row['audited']}/{row['n_items']}", *flags])
 
 
-def trajectory_summary(row: Mapping[str, Any], judge: str | None) -> list[str]:
-    """Plain lines about a trajectory: identity and official outcome, then the judge's counts and score."""
+def trajectory_summary(row: Mapping[str, Any], judge: str | None, score: Mapping[str, Any] | None = None) -> list[str]:
+    """Plain lines about a trajectory: identity and official outcome, the judge's raw counts, and (given
+    its stored score row) the scores after the official outcome was applied."""
     lines = [f"{row['task']} · {row['agent']} · {row['model']} · {row['condition']} · trial #{row['trial_index']} · "
              f"official {row['outcome']} (reward {row['reward']}) · CTRF {row['ctrf_passed']} passed, "
              f"{row['ctrf_failed']} failed · {row['n_events']} events"]
     if judge and row["n_items"]:
         pc = row["partial_credit"]
         lines.append(f"{judge}: {row['n_items']} items, {row['n_yes']} Yes / {row['n_no']} No / {row['n_abstain']} "
-                     f"Abstain (raw) · partial credit {'n/a' if pd.isna(pc) else f'{pc:.3f}'}")
+                     "Abstain as judged (raw)"
+                     + ("" if score is not None else f" · partial credit {'n/a' if pd.isna(pc) else f'{pc:.3f}'}"))
+    if judge and score is not None and score["n_items"]:
+        def share(v: object) -> str:
+            return "n/a" if v is None or pd.isna(v) else f"{float(v):.3f}"  # type: ignore[arg-type]
+
+        lines.append(f"scored: partial credit {share(score['partial_credit'])} · evidence coverage "
+                     f"{share(score['evidence_coverage'])} · Perfect {score['perfect']} · Perfect with endpoint "
+                     f"{score['perfect_with_endpoint']} · after the official outcome {score['n_yes']} Yes / "
+                     f"{score['n_no']} No / {score['n_abstain']} Abstain"
+                     + (" (endpoint item included)" if score["outcome"] == "FAIL" else ""))
     return lines
 
 

@@ -27,7 +27,7 @@ from ..analysis.loader import frames_from_store
 from ..checklist import Rules, load_rules
 from ..models import Event
 from ..store import Store
-from . import agreement, audit, checklists, pairs
+from . import agreement, audit, checklists, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
 from .text import Excerpt, collapse, excerpt, highlighted_html, line_range, marked_excerpt, md_escape
 
@@ -44,6 +44,7 @@ __all__ = [
     "cached_rules",
     "cached_task_table",
     "cached_trajectory_frame",
+    "cached_trajectory_score",
     "highlight_rows",
     "pin_choice",
     "render_citations",
@@ -159,6 +160,7 @@ cached_frames = cached(*_ANALYSIS_TABLES)(frames_from_store)
 cached_dashboard = cached(*_ANALYSIS_TABLES)(_dashboard)
 cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
 cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
+cached_trajectory_score = cached("scores")(scores.trajectory_score)
 
 
 @st.cache_resource(show_spinner=False)

@@ -201,6 +201,16 @@ def test_an_audit_writes_one_row_and_shows_it_in_the_history(demo_db: Path) -> N
     assert "(superseded)" in history[0] and "disagree →" in history[1] and "overwritten later" in history[1]
 
 
+def test_the_audit_page_explains_the_scores(demo_db: Path) -> None:
+    traj, item = fail_trajectory(Store(demo_db))
+    at = open_page("audit", trajectory=traj, judge="probe", item=item)
+    assert "What these scores mean" in [e.label for e in at.expander]
+    shown = texts(at)
+    assert any(t.startswith("scored: partial credit ") and "(endpoint item included)" in t for t in shown)
+    assert any(t.startswith("Partial credit ") and "the endpoint item's No included" in t for t in shown)
+    assert any("the official FAIL adds the endpoint item" in t for t in shown)
+
+
 def test_auditing_needs_a_reviewer_name(demo_db: Path) -> None:
     traj, item = fail_trajectory(Store(demo_db))
     at = open_page("audit", reviewer="", trajectory=traj, judge="probe", item=item)

@@ -241,3 +241,19 @@ def test_correction_options_leave_out_the_judges_verdict(demo: Store) -> None:
     for view in item_views(demo, first_fail(demo), "probe"):
         options = correction_options(view)
         assert view.verdict_raw not in options and len(options) == 2 and set(options) < {"Yes", "No", "Abstain"}
+
+
+def test_the_summary_shows_every_score_after_the_official_outcome(demo: Store) -> None:
+    from gcpc_core.review.audit import trajectory_summary
+    from gcpc_core.review.scores import trajectory_score
+
+    traj_id = first_fail(demo)
+    row = audit_list(trajectory_frame(demo), judge_stats(demo), "probe", AuditFilters()).set_index(
+        "trajectory_id").loc[traj_id].to_dict() | {"trajectory_id": traj_id}
+    score = trajectory_score(demo, traj_id, "probe")
+    lines = trajectory_summary(row, "probe", score)
+    assert len(lines) == 3 and lines[1].endswith("Abstain as judged (raw)")
+    assert lines[2].startswith(f"scored: partial credit {score['partial_credit']:.3f} · evidence coverage ")
+    assert f"Perfect {score['perfect']} · Perfect with endpoint 0" in lines[2]
+    assert lines[2].endswith("(endpoint item included)")
+    assert trajectory_score(demo, "no-such-trajectory", "probe") is None
