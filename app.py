@@ -58,7 +58,7 @@ ADMIN_PAGES = {  # URL path → (script, title); "" is the default page, served 
     "pairs": ("pages/pairs.py", "Skill pairs"),
     "agreement": ("pages/agreement.py", "Agreement"),
     "runs": ("pages/runs.py", "Runs"),
-    "study_admin": ("pages/study_admin.py", "Study admin"),
+    "study_admin": ("pages/study_admin.py", "Human study"),
 }
 if not is_admin(st.session_state.get("admin_token"), os.environ.get(ADMIN_TOKEN_ENV)):
     # Every admin URL shows the sign-in form (not a "page not found" dialog) and keeps its path, so signing in

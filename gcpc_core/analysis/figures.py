@@ -72,7 +72,7 @@ def delta_histogram_figure(pairs: pd.DataFrame) -> go.Figure:
                                        xbins={"start": -1.025, "end": 1.025, "size": 0.05}),
                           row=t // 2 + 1, col=t % 2 + 1)
     fig.update_xaxes(range=[-1.05, 1.05], showticklabels=True)
-    fig.update_yaxes(showticklabels=True)
+    fig.update_yaxes(showticklabels=True, rangemode="nonnegative")
     fig.update_layout(barmode="overlay", title="Δ score (with − without Skills) by outcome transition (without→with)",
                       height=620, width=900)
     return fig

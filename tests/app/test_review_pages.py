@@ -73,6 +73,12 @@ def test_every_page_renders_on_the_demo_without_an_llm(demo_db: Path, page: str)
     assert any("LLM not configured" in t.value for t in at.sidebar.text)
 
 
+def test_the_sidebar_names_each_page_as_its_title(demo_db: Path) -> None:
+    at = open_page("overview")
+    listed = {Path(p["script_path"]).stem: p["page_name"] for p in at._registered_pages.values()}
+    assert {page: listed[page] for page in PAGES} == PAGES  # e.g. "Human study" in both places
+
+
 @pytest.fixture(scope="module")
 def imported_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo corpus imported, nothing else: no checklist, no judgment, no study."""
