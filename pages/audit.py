@@ -48,8 +48,7 @@ from gcpc_core.review.ui import (
     reviewer,
 )
 
-FLASH_KEY = "audit:flash"
-"""A message for the next run: an audit saved in an item's fragment reruns the page, then says so."""
+FLASH_KEY = "audit:flash"  # a message for the next run: an audit saved in an item's fragment reruns the page
 
 store = require_store()
 st.title("Item audit")
@@ -83,10 +82,11 @@ with st.expander("Filters", expanded=True):
     judge = f[0].selectbox("Judge", judges, key="audit:judge", placeholder="none yet",
                            help="Whose item verdicts you audit")
     filters = AuditFilters(
-        tasks=tuple(f[1].multiselect("Task", sorted(trajectories["task"].unique()), key="audit:tasks")),
-        outcomes=tuple(f[2].multiselect("Outcome", ["PASS", "FAIL"], key="audit:outcomes")),
+        tasks=tuple(f[1].multiselect("Task", sorted(trajectories["task"].unique()), key="audit:tasks",
+                                     placeholder="any")),
+        outcomes=tuple(f[2].multiselect("Outcome", ["PASS", "FAIL"], key="audit:outcomes", placeholder="any")),
         conditions=tuple(f[3].multiselect("Condition", sorted(trajectories["condition"].unique()),
-                                          key="audit:conditions")),
+                                          key="audit:conditions", placeholder="any")),
         show=f[4].selectbox("Show", TRAJECTORY_SHOW, key="audit:show",
                             help="Disagreement between judges (same item, different raw verdicts) or with "
                                  "auditors (a current audit disagrees with this judge)"),

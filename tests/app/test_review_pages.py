@@ -73,6 +73,14 @@ def test_every_page_renders_on_the_demo_without_an_llm(demo_db: Path, page: str)
     assert any("LLM not configured" in t.value for t in at.sidebar.text)
 
 
+@pytest.mark.parametrize("page", ["audit", "pairs", "agreement"])
+def test_no_stray_markdown_on_the_review_pages(demo_db: Path, page: str) -> None:
+    """A bare string in a page script is written out by Streamlit's "magic": only badges may be Markdown."""
+    at = open_page(page)
+    stray = [e.value for e in at.main.markdown if not re.fullmatch(r":\w+-badge\[.*\]", e.value, flags=re.S)]
+    assert stray == []
+
+
 def test_the_sidebar_names_each_page_as_its_title(demo_db: Path) -> None:
     at = open_page("overview")
     listed = {Path(p["script_path"]).stem: p["page_name"] for p in at._registered_pages.values()}
