@@ -46,8 +46,8 @@ st.session_state["store"] = store
 if st.query_params.get("token"):
     # Streamlit serves the default page at the root URL only: the link's `/rate` needs a page of its own (else
     # the rater lands on a "page not found" dialog); a bare `/?token=` runs the same script.
-    st.navigation([st.Page("pages/rate.py", title="Rate", url_path="rate-start", default=True),
-                   st.Page("pages/rate.py", title="Rate", url_path="rate")], position="hidden").run()
+    st.navigation([st.Page("pages/rate.py", title="Rating study", url_path="rate-start", default=True),
+                   st.Page("pages/rate.py", title="Rating study", url_path="rate")], position="hidden").run()
     st.stop()
 if st.query_params.get("admin"):
     st.session_state["admin_token"] = st.query_params.get("admin")

@@ -87,6 +87,11 @@ def test_the_sidebar_names_each_page_as_its_title(demo_db: Path) -> None:
     assert {page: listed[page] for page in PAGES} == PAGES  # e.g. "Human study" in both places
 
 
+def test_the_rate_page_is_named_as_its_title(demo_db: Path) -> None:
+    at = app(token=issue_link(Store(demo_db), DEMO_STUDY_ID, "demo-you"))
+    assert {p["page_name"] for p in at._registered_pages.values()} == {at.title[0].value} == {"Rating study"}
+
+
 @pytest.fixture(scope="module")
 def imported_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo corpus imported, nothing else: no checklist, no judgment, no study."""
