@@ -12,7 +12,7 @@ import uuid
 
 import streamlit as st
 
-from annotations.audits import VERDICTS, item_audit_history, item_audits
+from annotations.audits import item_audit_history, item_audits
 from gcpc_core.analysis.frames import ordered_judges
 from gcpc_core.review.audit import (
     ITEM_SHOW,
@@ -40,7 +40,6 @@ from gcpc_core.review.ui import (
     cached_trajectory_frame,
     cached_trajectory_score,
     pin_choice,
-    render_event,
     render_citations,
     render_excerpt,
     render_log,
