@@ -15,7 +15,7 @@ import streamlit as st
 from gcpc_core.analysis import FrameContractError
 from gcpc_core.review.agreement import AUDIT_CAPTION, SECTIONS, audit_agreement, headline, table_bytes
 from gcpc_core.review.text import md_escape
-from gcpc_core.review.ui import cached_dashboard, cached_frames, require_store
+from gcpc_core.review.ui import cached_dashboard, cached_frames, cached_section_figures, require_store
 
 store = require_store()
 st.title("Agreement")
@@ -56,13 +56,13 @@ with st.expander("Inputs of the analysis", key="agreement:open:inputs", on_chang
         st.caption(dash.caption("inputs"))
         st.dataframe(dash.tables["inputs"], hide_index=True, width="stretch")
 for k, name in enumerate(SECTIONS):
-    tables, figures = dash.section_tables(name), dash.figures.get(name, [])
-    if not tables and not figures:
+    tables = dash.section_tables(name)
+    if not tables:
         continue
     with st.expander(name, key=f"agreement:open:{k}", on_change="rerun") as section:
         if not section.open:
             continue
-        for j, (_, figure) in enumerate(figures):
+        for j, (_, figure) in enumerate(cached_section_figures(store, name, n_boot, 0, include_simulated)):
             st.plotly_chart(figure, key=f"agreement:fig:{k}:{j}")
         for table, frame in tables:
             st.caption(dash.caption(table))

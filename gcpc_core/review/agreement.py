@@ -31,7 +31,7 @@ from ..analysis.figures import (
 from ..store import Store
 
 __all__ = ["AUDIT_CAPTION", "SECTIONS", "Dashboard", "Headline", "audit_agreement", "auc_ci_figure", "dashboard",
-           "headline", "table_bytes"]
+           "headline", "section_figures", "table_bytes"]
 
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Outcome discrimination: AUC vs official PASS": ("judges", "discrimination_auc", "discrimination_delta_auc",
@@ -78,32 +78,43 @@ def auc_ci_figure(aucs: pd.DataFrame) -> go.Figure:
 
 
 def dashboard(frames: Mapping[str, pd.DataFrame | None], *, n_boot: int = 1000, seed: int = 0, ci: float = 0.95,
-              threshold: float = 0.10) -> Dashboard:
-    """Run the analysis report on `frames` and gather its tables, statements and figures."""
+              threshold: float = 0.10, figures: bool = True) -> Dashboard:
+    """Run the analysis report on `frames` and gather its tables, statements and (unless `figures` is
+    False: the page builds a section's figures only when it is opened, see `section_figures`) figures."""
     with tempfile.TemporaryDirectory(prefix="gcpc-dashboard-") as out:
         result = build_report(frames, Path(out), n_boot=n_boot, seed=seed, ci=ci, threshold=threshold, figures=False)
     tables = dict(result.tables)
-    figures: dict[str, list[tuple[str, go.Figure]]] = {s: [] for s in SECTIONS}
-    aucs = tables.get("discrimination_auc")
-    if aucs is not None and aucs["auc"].notna().any():
-        figures["Outcome discrimination: AUC vs official PASS"].append(("AUC with CI", auc_ci_figure(aucs)))
-        curves, bands = roc_data(bootstrap_auc(frames["scores"], n_boot=n_boot, seed=seed), ci=ci)  # type: ignore[arg-type]
-        if len(curves):
-            figures["Outcome discrimination: AUC vs official PASS"].append(("ROC", roc_figure(curves, bands, aucs)))
-    if is_available(tables.get("agreement_pairwise")):
-        figures["Agreement with human raters"].append(
-            ("Pairwise agreement", agreement_figure(tables["agreement_pairwise"])))
-    if is_available(tables.get("skills_pairs")):
-        figures["Skill effects on matched pairs"].append(("Δ by transition", delta_histogram_figure(tables["skills_pairs"])))
-    changes = tables.get("skills_item_changes")
-    if is_available(changes):
-        for judge in ordered_judges(changes["judge"].unique()):  # type: ignore[index]
-            figures["Skill effects on matched pairs"].append(
-                (f"Item changes ({judge})", item_change_heatmap(changes, judge)))  # type: ignore[arg-type]
-    sensitivity = tables.get("sensitivity")
-    if is_available(sensitivity) and sensitivity["n"].gt(0).any():  # type: ignore[index]
-        figures["Evidence sensitivity"].append(("Perturbed Yes items judged No", sensitivity_figure(sensitivity)))
-    return Dashboard(tables=tables, missing=result.missing, figures=figures, captions=dict(result.captions), ci=ci)
+    drawn = {s: section_figures(s, tables, frames, n_boot=n_boot, seed=seed, ci=ci) if figures else [] for s in SECTIONS}
+    return Dashboard(tables=tables, missing=result.missing, figures=drawn, captions=dict(result.captions), ci=ci)
+
+
+def section_figures(section: str, tables: Mapping[str, pd.DataFrame], frames: Mapping[str, pd.DataFrame | None], *,
+                    n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> list[tuple[str, go.Figure]]:
+    """The interactive figures of one dashboard section, from the report's tables (and, for the ROC
+    curves, the scores frame bootstrapped again with the same seed)."""
+    out: list[tuple[str, go.Figure]] = []
+    if section == "Outcome discrimination: AUC vs official PASS":
+        aucs = tables.get("discrimination_auc")
+        if aucs is not None and aucs["auc"].notna().any():
+            out.append(("AUC with CI", auc_ci_figure(aucs)))
+            curves, bands = roc_data(bootstrap_auc(frames["scores"], n_boot=n_boot, seed=seed), ci=ci)  # type: ignore[arg-type]
+            if len(curves):
+                out.append(("ROC", roc_figure(curves, bands, aucs)))
+    elif section == "Agreement with human raters":
+        if is_available(tables.get("agreement_pairwise")):
+            out.append(("Pairwise agreement", agreement_figure(tables["agreement_pairwise"])))
+    elif section == "Skill effects on matched pairs":
+        if is_available(tables.get("skills_pairs")):
+            out.append(("Δ by transition", delta_histogram_figure(tables["skills_pairs"])))
+        changes = tables.get("skills_item_changes")
+        if is_available(changes):
+            for judge in ordered_judges(changes["judge"].unique()):  # type: ignore[index]
+                out.append((f"Item changes ({judge})", item_change_heatmap(changes, judge)))  # type: ignore[arg-type]
+    elif section == "Evidence sensitivity":
+        sensitivity = tables.get("sensitivity")
+        if is_available(sensitivity) and sensitivity["n"].gt(0).any():  # type: ignore[index]
+            out.append(("Perturbed Yes items judged No", sensitivity_figure(sensitivity)))
+    return out
 
 
 # ---------------------------------------------------------------- the headline

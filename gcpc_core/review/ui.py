@@ -42,6 +42,7 @@ __all__ = [
     "cached_judge_stats",
     "cached_pair_items",
     "cached_rules",
+    "cached_section_figures",
     "cached_task_table",
     "cached_trajectory_frame",
     "cached_trajectory_score",
@@ -148,7 +149,15 @@ def _events(store: Store, trajectory_id: str) -> list[Event]:
 
 
 def _dashboard(store: Store, n_boot: int, seed: int, include_simulated: bool) -> agreement.Dashboard:
-    return agreement.dashboard(frames_from_store(store, include_simulated=include_simulated), n_boot=n_boot, seed=seed)
+    return agreement.dashboard(cached_frames(store, include_simulated=include_simulated), n_boot=n_boot, seed=seed,
+                               figures=False)
+
+
+def _section_figures(store: Store, section: str, n_boot: int, seed: int, include_simulated: bool) -> list:
+    """One section's figures, drawn when the page opens that section (and then cached like the tables)."""
+    dash = cached_dashboard(store, n_boot, seed, include_simulated)
+    return agreement.section_figures(section, dash.tables, cached_frames(store, include_simulated=include_simulated),
+                                     n_boot=n_boot, seed=seed, ci=dash.ci)
 
 
 cached_events = cached("trajectories")(_events)
@@ -158,6 +167,7 @@ cached_item_views = cached("judgments", "checklists", "trajectories", "tasks")(a
 _ANALYSIS_TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists", "perturbations")
 cached_frames = cached(*_ANALYSIS_TABLES)(frames_from_store)
 cached_dashboard = cached(*_ANALYSIS_TABLES)(_dashboard)
+cached_section_figures = cached(*_ANALYSIS_TABLES)(_section_figures)
 cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
 cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
 cached_trajectory_score = cached("scores")(scores.trajectory_score)

@@ -120,3 +120,18 @@ def test_delta_histograms_share_both_axes() -> None:
         anchors = [a.matches for a in axes]
         assert anchors.count(None) == 1 and len(set(anchors) - {None}) == 1, anchors
     assert all(tuple(a.range) == (-1.05, 1.05) for a in xs)
+
+
+def test_figures_can_wait_until_their_section_is_opened(demo: Store) -> None:
+    from gcpc_core.review.agreement import SECTIONS, section_figures
+
+    frames = frames_from_store(demo)
+    lazy = dashboard(frames, n_boot=100, seed=0, figures=False)
+    eager = dashboard(frames, n_boot=100, seed=0)
+    assert all(not figs for figs in lazy.figures.values())
+    for section in SECTIONS:
+        drawn = section_figures(section, lazy.tables, frames, n_boot=100, seed=0)
+        assert [t for t, _ in drawn] == [t for t, _ in eager.figures[section]]
+        for (_, a), (_, b) in zip(drawn, eager.figures[section]):
+            assert a.to_json() == b.to_json()
+    assert section_figures("Ablations", lazy.tables, frames) == []
