@@ -57,8 +57,8 @@ if st.query_params.get("token"):
         st.stop()
     # Streamlit serves the default page at the root URL only: the link's `/rate` needs a page of its own (else
     # the rater lands on a "page not found" dialog); a bare `/?token=` runs the same script.
-    st.navigation([st.Page("pages/rate.py", title="Rate", url_path="rate-start", default=True),
-                   st.Page("pages/rate.py", title="Rate", url_path=RATE_PATH)], position="hidden").run()
+    st.navigation([st.Page("pages/rate.py", title="Rating study", url_path="rate-start", default=True),
+                   st.Page("pages/rate.py", title="Rating study", url_path=RATE_PATH)], position="hidden").run()
     st.stop()
 if presented is not None:
     problem = sign_in(presented)
@@ -71,7 +71,7 @@ ADMIN_PAGES = {  # URL path → (script, title); "" is the default page, served 
     "pairs": ("pages/pairs.py", "Skill pairs"),
     "agreement": ("pages/agreement.py", "Agreement"),
     "runs": ("pages/runs.py", "Runs"),
-    "study_admin": ("pages/study_admin.py", "Study admin"),
+    "study_admin": ("pages/study_admin.py", "Human study"),
 }
 if not signed_in():
     # Every admin URL shows the sign-in form (not a "page not found" dialog) and keeps its path, so signing in

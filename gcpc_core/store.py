@@ -25,7 +25,7 @@ from sqlite_utils.migrations import Migrations
 
 from .models import CtrfTest, Event, Task, Trajectory, VerifierTest
 
-__all__ = ["SCHEMA_VERSION", "Store", "TrajectoryClash", "utcnow"]
+__all__ = ["Store", "TrajectoryClash", "utcnow"]
 
 MIGRATIONS = Migrations("gcpc")
 BUSY_TIMEOUT_S = 60.0

@@ -1,6 +1,7 @@
-"""Agreement: the analysis results as interactive charts and tables — AUC with CIs, agreement with
-human raters (pairwise, Spearman, Krippendorff's α), skill effects, ablations, item accuracy vs the
-verifier's CTRF results — plus how item auditors agree with each judge; CSV / JSONL downloads.
+"""Agreement: a headline of the main statistics — AUC of each judge vs official PASS with its CI, paired
+ΔAUC, pairwise agreement with human preferences, Spearman ρ with human progress ratings, Krippendorff's
+α — each with a one-line reading; below, every analysis table and chart by section (opened on demand),
+how item auditors agree with each judge, and CSV / JSONL downloads.
 
 Layout and widgets only: every number comes from `gcpc_core.analysis.build_report` (through
 `gcpc_core.review.agreement`), so this page and `report.html` always agree. What cannot be
@@ -12,9 +13,9 @@ from __future__ import annotations
 import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
-from gcpc_core.review.agreement import SECTIONS, audit_agreement, table_bytes
+from gcpc_core.review.agreement import AUDIT_CAPTION, SECTIONS, audit_agreement, headline, table_bytes
 from gcpc_core.review.text import md_escape
-from gcpc_core.review.ui import cached_dashboard, cached_frames, require_store
+from gcpc_core.review.ui import cached_dashboard, cached_frames, cached_section_figures, require_store
 
 store = require_store()
 st.title("Agreement")
@@ -33,38 +34,56 @@ except FrameContractError as exc:  # the project's data break a frame contract: 
     st.error("The analysis cannot run on this project's data: " + md_escape(exc, limit=400))
     st.stop()
 
-st.subheader("Inputs")
-st.dataframe(dash.tables["inputs"], hide_index=True, width="stretch")
+# ---- the headline: each statistic, its value and what it means ------------------------------------------
+st.subheader("Headline")
+st.caption(f"Intervals: {dash.ci:.0%} percentile intervals from {n_boot:,} task-clustered bootstrap draws (seed 0). "
+           "Every table behind these numbers is in the sections below.")
+lines = headline(dash)
+for start in range(0, len(lines), 3):
+    for col, line in zip(st.columns(3), lines[start : start + 3]):
+        with col.container(border=True):
+            st.metric(md_escape(line.statistic), line.value)
+            st.caption(md_escape(line.reading, limit=600))
 if dash.missing:
-    st.subheader("Not computed yet")
-    for statement in dash.missing:
-        st.text("• " + statement)
+    with st.expander(f"Not computed yet ({len(dash.missing)})"):
+        for statement in dash.missing:
+            st.text("• " + statement)
 
-for section in SECTIONS:
-    tables, figures = dash.section_tables(section), dash.figures.get(section, [])
-    if not tables and not figures:
+# ---- every table and chart, one section at a time (computed only when opened) ---------------------------
+st.subheader("Details")
+with st.expander("Inputs of the analysis", key="agreement:open:inputs", on_change="rerun") as section:
+    if section.open:
+        st.caption(dash.caption("inputs"))
+        st.dataframe(dash.tables["inputs"], hide_index=True, width="stretch")
+for k, name in enumerate(SECTIONS):
+    tables = dash.section_tables(name)
+    if not tables:
         continue
-    st.subheader(section)
-    for k, (title, figure) in enumerate(figures):
-        st.plotly_chart(figure, key=f"agreement:fig:{section}:{k}")
-    for name, table in tables:
-        st.caption(name)
-        st.dataframe(table, hide_index=True, width="stretch")
+    with st.expander(name, key=f"agreement:open:{k}", on_change="rerun") as section:
+        if not section.open:
+            continue
+        for j, (_, figure) in enumerate(cached_section_figures(store, name, n_boot, 0, include_simulated)):
+            st.plotly_chart(figure, key=f"agreement:fig:{k}:{j}")
+        for table, frame in tables:
+            st.caption(dash.caption(table))
+            st.dataframe(frame, hide_index=True, width="stretch")
 
-st.subheader("Item auditors vs judges")
 audits = audit_agreement(store)
-if audits.empty:
-    st.text("No item audits yet: record some on the Item audit page.")
-else:
-    st.caption("Current audits of each judge's raw item verdicts")
-    st.dataframe(audits, hide_index=True, width="stretch")
+with st.expander("Item auditors vs judges", key="agreement:open:audits", on_change="rerun") as section:
+    if section.open:
+        if audits.empty:
+            st.text("No item audits yet: record some on the Item audit page.")
+        else:
+            st.caption(AUDIT_CAPTION)
+            st.dataframe(audits, hide_index=True, width="stretch")
 
 st.subheader("Downloads")
-downloads = {**{f"table: {n}": t for n, t in dash.tables.items()}, **{f"input frame: {n}": f for n, f in frames.items()},
-             "item auditors vs judges": audits}
+downloads = {**{f"{dash.caption(n)} ({n})": (n, t) for n, t in dash.tables.items()},
+             **{f"Input frame: {n}": (n, f) for n, f in frames.items()},
+             f"{AUDIT_CAPTION} (item_audits)": ("item_audits", audits)}
 cols = st.columns([4, 1, 1])
-name = cols[0].selectbox("Table", list(downloads), key="agreement:download_table")
-stem = name.split(": ")[-1].replace(" ", "_")
+choice = cols[0].selectbox("Table", list(downloads), key="agreement:download_table")
+stem, table = downloads[choice]
 for col, fmt, mime in ((cols[1], "csv", "text/csv"), (cols[2], "jsonl", "application/jsonl")):
-    col.download_button(fmt.upper(), table_bytes(downloads[name], fmt), file_name=f"{stem}.{fmt}", mime=mime,
+    col.download_button(fmt.upper(), table_bytes(table, fmt), file_name=f"{stem}.{fmt}", mime=mime,
                         key=f"agreement:download:{fmt}", width="stretch")

@@ -12,7 +12,7 @@ import uuid
 
 import streamlit as st
 
-from annotations.audits import VERDICTS, item_audit_history, item_audits
+from annotations.audits import item_audit_history, item_audits
 from gcpc_core.analysis.frames import ordered_judges
 from gcpc_core.review.audit import (
     ITEM_SHOW,
@@ -20,6 +20,7 @@ from gcpc_core.review.audit import (
     AuditFilters,
     ItemView,
     audit_list,
+    correction_options,
     explain_reason,
     filter_items,
     history_lines,
@@ -29,6 +30,7 @@ from gcpc_core.review.audit import (
     trajectory_label,
     trajectory_summary,
 )
+from gcpc_core.review.scores import score_explanation
 from gcpc_core.review.text import excerpt, line_range, md_escape, show_invisible
 from gcpc_core.review.ui import (
     badge,
@@ -36,8 +38,9 @@ from gcpc_core.review.ui import (
     cached_item_views,
     cached_judge_stats,
     cached_trajectory_frame,
+    cached_trajectory_score,
     pin_choice,
-    render_event,
+    render_citations,
     render_excerpt,
     render_log,
     require_store,
@@ -46,8 +49,12 @@ from gcpc_core.review.ui import (
     show_text,
 )
 
+FLASH_KEY = "audit:flash"  # a message for the next run: an audit saved in an item's fragment reruns the page
+
 store = require_store()
 st.title("Item audit")
+if flash := st.session_state.pop(FLASH_KEY, None):
+    st.toast(flash)
 trajectories = cached_trajectory_frame(store)
 if trajectories.empty:
     st.info("No trajectories yet: import some on the Runs page.")
@@ -73,13 +80,14 @@ if any(query.values()) and st.session_state.get("audit:applied") != query:
 # ---- which trajectory --------------------------------------------------------------------------------
 with st.expander("Filters", expanded=True):
     f = st.columns([1.2, 2, 1.2, 1.6, 1.6])
-    judge = f[0].selectbox("Judge", judges, key="audit:judge", placeholder="no judge has run",
+    judge = f[0].selectbox("Judge", judges, key="audit:judge", placeholder="none yet",
                            help="Whose item verdicts you audit")
     filters = AuditFilters(
-        tasks=tuple(f[1].multiselect("Task", sorted(trajectories["task"].unique()), key="audit:tasks")),
-        outcomes=tuple(f[2].multiselect("Outcome", ["PASS", "FAIL", "unscored"], key="audit:outcomes")),
+        tasks=tuple(f[1].multiselect("Task", sorted(trajectories["task"].unique()), key="audit:tasks",
+                                     placeholder="any")),
+        outcomes=tuple(f[2].multiselect("Outcome", ["PASS", "FAIL", "unscored"], key="audit:outcomes", placeholder="any")),
         conditions=tuple(f[3].multiselect("Condition", sorted(trajectories["condition"].unique()),
-                                          key="audit:conditions")),
+                                          key="audit:conditions", placeholder="any")),
         show=f[4].selectbox("Show", TRAJECTORY_SHOW, key="audit:show",
                             help="Disagreement between judges (same item, different raw verdicts) or with "
                                  "auditors (a current audit disagrees with this judge)"),
@@ -111,8 +119,13 @@ nav[2].button("Next", key="audit:next_traj", shortcut="n", on_click=step_traject
 
 row = listing[listing["trajectory_id"] == traj_id].iloc[0]
 st.subheader(md_escape(traj_id))
-for line in trajectory_summary(row, judge):
+score = cached_trajectory_score(store, traj_id, judge) if judge else None
+for line in trajectory_summary(row, judge, score):
     st.text(line)
+if score is not None:
+    with st.expander("What these scores mean"):
+        for line in score_explanation(score):
+            st.text(line)
 task = store.get_task(row["task"])
 
 
@@ -184,56 +197,60 @@ def item_panel(view: ItemView, focused: bool) -> None:
                     if result.message:
                         show_code(f"{result.name}: {result.status}\n{result.message}")
 
-        st.caption(f"Citations ({len(view.citations)})")
-        if not view.citations:
-            st.text("(none)")
-        for k, c in enumerate(view.citations):
-            event = c.event
-            where = f"{c.event_id} · {event.kind}" if event else f"{c.event_id} · not in this log"
-            if event is not None and not c.in_evidence:
-                where += " · NOT EVIDENCE (agent narration or thinking)"
-            if c.span is not None and c.excerpt is not None:
-                first, last = line_range(event.text, c.span)
-                where += (f" · quote at lines {first}–{last} of {c.excerpt.total_lines}, "
-                          f"characters {c.span.start:,}–{c.span.end:,} of {len(event.text):,}")
-            st.text(where)
-            if c.excerpt is None:
-                st.warning("The quote was not found verbatim in the cited event.")
-                show_code(c.quote)
-            else:
-                render_excerpt(c.excerpt)
-            if event is not None and st.toggle(f"Full event {c.event_id}", key=f"{key}:cite:{k}"):
-                render_event(event, f"{key}:cite:{k}:event")
+        render_citations(view.citations, key)
 
         if not view.auditable:
             st.text("The endpoint item is the official outcome itself: nothing to audit.")
             return
         st.divider()
         who = reviewer()
-        token_key = f"{key}:token"
+        token_key, asking_key = f"{key}:token", f"{key}:asking"
         st.session_state.setdefault(token_key, uuid.uuid4().hex)
-        others = [v for v in VERDICTS if v != view.verdict_raw]
-        st.session_state.setdefault(f"{key}:corrected", {"Yes": "No", "No": "Yes"}.get(view.verdict_raw))
-        controls = st.columns([2, 3, 1, 1])
-        corrected = controls[0].segmented_control("Corrected verdict (if you disagree)", others, key=f"{key}:corrected")
-        note = controls[1].text_input("Note (optional)", key=f"{key}:note")
-        agree = controls[2].button("Agree", key=f"{key}:agree", shortcut="a", type="primary", disabled=not who,
-                                   help="Agree with the judge's raw verdict (A)", width="stretch")
-        disagree = controls[3].button("Disagree", key=f"{key}:disagree", shortcut="d", disabled=not who,
-                                      help="Disagree; record the corrected verdict (D)", width="stretch")
-        if not who:
-            st.warning("Set your reviewer name in the sidebar to record audits.")
-        if agree or disagree:
+        others = correction_options(view)
+
+        def save(agree: bool, corrected: str | None) -> None:
+            """Store the audit, then rerun the whole page: the trajectory's "audited k/n" and the item
+            labels outside this fragment show it at once."""
             try:
                 _, written = record_audit(store, view, trajectory_id=traj_id, judge=judge, reviewer=who, agree=agree,
-                                          corrected_verdict=None if agree else corrected, note=note,
+                                          corrected_verdict=corrected, note=st.session_state.get(f"{key}:note"),
                                           client_token=st.session_state[token_key])
             except ValueError as exc:
                 st.error(md_escape(exc))
-            else:
-                st.session_state[token_key] = uuid.uuid4().hex
-                st.toast("Audit saved." if written else "Same as your current audit: nothing new stored.")
-                history = item_audit_history(store, trajectory_id=traj_id, item_id=view.item_id, judge=judge)
+                return
+            st.session_state[token_key] = uuid.uuid4().hex
+            st.session_state.pop(asking_key, None)
+            st.session_state[FLASH_KEY] = ("Audit saved: " + ("agree" if agree else f"disagree → {corrected}")
+                                           if written else "Same as your current audit: nothing new stored.")
+            st.rerun()
+
+        controls = st.columns([2, 3, 1, 1])
+        corrected = controls[0].segmented_control("Corrected verdict (if you disagree)", others, key=f"{key}:corrected")
+        controls[1].text_input("Note (optional)", key=f"{key}:note")
+        agree = controls[2].button("Agree", key=f"{key}:agree", shortcut="a", type="primary", disabled=not who,
+                                   help="Agree with the judge's raw verdict (A)", width="stretch")
+        disagree = controls[3].button("Disagree", key=f"{key}:disagree", shortcut="d", disabled=not who,
+                                      help="Disagree and give the corrected verdict (D)", width="stretch")
+        if not who:
+            st.warning("Set your reviewer name in the sidebar to record audits.")
+        if agree:
+            save(True, None)
+        elif disagree and corrected:
+            save(False, corrected)
+        elif disagree:
+            st.session_state[asking_key] = True  # D alone: ask which verdict is right, never assume one
+        if st.session_state.get(asking_key) and who:
+            with st.container(border=True):
+                st.warning(f"You disagree with the judge's {view.verdict_raw}. Which verdict is right? "
+                           + " · ".join(f"{k} = {v}" for k, v in enumerate(others, 1)))
+                ask = st.columns([1] * len(others) + [1, 3])
+                for k, verdict in enumerate(others):
+                    if ask[k].button(f"{verdict}", key=f"{key}:correct:{verdict}", shortcut=str(k + 1),
+                                     type="primary", help=f"Record: disagree, the right verdict is {verdict} ({k + 1})",
+                                     width="stretch"):
+                        save(False, verdict)
+                ask[len(others)].button("Cancel", key=f"{key}:cancel", width="stretch",
+                                        on_click=st.session_state.pop, args=(asking_key, None))
         st.caption(f"Audit history ({len(history)})")
         for line in history_lines(history) or ["(no audit yet)"]:
             st.text(line)

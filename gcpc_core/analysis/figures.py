@@ -8,6 +8,7 @@ plotly, because plotly.js renders a subset of HTML in text; escaped, a task name
 from __future__ import annotations
 
 import html
+import re
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -16,13 +17,20 @@ from plotly.subplots import make_subplots
 
 from .skills import TRANSITIONS
 
-__all__ = ["agreement_figure", "delta_histogram_figure", "item_change_heatmap", "roc_figure", "sensitivity_figure"]
+__all__ = ["agreement_figure", "delta_histogram_figure", "item_change_heatmap", "natural_key", "roc_figure",
+           "sensitivity_figure"]
 
 PALETTE = qualitative.Plotly
 
 
 def _label(value: object) -> str:
     return html.escape(str(value))
+
+
+def natural_key(value: object) -> tuple:
+    """Sort key reading digit runs as numbers: C1, C2, …, C10 (not C1, C10, C2)."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in re.split(r"(\d+)", str(value)) if part)
 
 
 def _rgba(hex_color: str, alpha: float) -> str:
@@ -53,8 +61,9 @@ def roc_figure(curves: pd.DataFrame, bands: pd.DataFrame, aucs: pd.DataFrame) ->
 
 
 def delta_histogram_figure(pairs: pd.DataFrame) -> go.Figure:
-    """Histogram of Δ = score(with) − score(without) per transition, one colour per judge."""
-    fig = make_subplots(rows=2, cols=2, subplot_titles=TRANSITIONS, shared_xaxes=True)
+    """Histogram of Δ = score(with) − score(without) per transition, one colour per judge; the four
+    panels share both axes (Δ from −1 to 1, one count scale) so they can be compared at a glance."""
+    fig = make_subplots(rows=2, cols=2, subplot_titles=TRANSITIONS, shared_xaxes="all", shared_yaxes="all")
     for k, judge in enumerate(pairs["judge"].unique()):
         for t, transition in enumerate(TRANSITIONS):
             d = pairs.loc[(pairs["judge"] == judge) & (pairs["transition"] == transition), "delta"].dropna()
@@ -62,6 +71,8 @@ def delta_histogram_figure(pairs: pd.DataFrame) -> go.Figure:
                                        marker_color=PALETTE[k % len(PALETTE)], opacity=0.6,
                                        xbins={"start": -1.025, "end": 1.025, "size": 0.05}),
                           row=t // 2 + 1, col=t % 2 + 1)
+    fig.update_xaxes(range=[-1.05, 1.05], showticklabels=True)
+    fig.update_yaxes(showticklabels=True, rangemode="nonnegative")
     fig.update_layout(barmode="overlay", title="Δ score (with − without Skills) by outcome transition (without→with)",
                       height=620, width=900)
     return fig
@@ -95,9 +106,11 @@ def sensitivity_figure(table: pd.DataFrame) -> go.Figure:
 
 
 def item_change_heatmap(changes: pd.DataFrame, judge: str) -> go.Figure:
-    """Task × item heatmap of net item change (gained − lost) / pairs, for one judge."""
+    """Task × item heatmap of net item change (gained − lost) / pairs, for one judge; items in natural
+    order (C1, C2, …, C10)."""
     c = changes[changes["judge"] == judge]
     grid = c.pivot(index="task", columns="item_id", values="net_share")
+    grid = grid[sorted(grid.columns, key=natural_key)]
     counts = c.pivot(index="task", columns="item_id", values="n_pairs").reindex_like(grid)
     fig = go.Figure(go.Heatmap(
         z=grid.to_numpy(), x=[_label(i) for i in grid.columns], y=[_label(t) for t in grid.index],

@@ -68,6 +68,8 @@ class ReportResult:
     """Plain statements of what could not be computed, and why."""
     figures: tuple[str, ...]
     """Titles of the figures embedded in the HTML (empty when figures were off)."""
+    captions: dict[str, str] = field(default_factory=dict)
+    """Table name → the plain-language caption the report prints above it."""
 
 
 # ---------------------------------------------------------------- blocks, rendered to both formats
@@ -519,4 +521,5 @@ def build_report(
         out_dir=out_dir, markdown=md, html=page, csv=csv, tables=tables,
         missing=tuple(b.text for b in blocks if isinstance(b, _Missing)),
         figures=tuple(b.caption for b in blocks if isinstance(b, _Figure)),
+        captions={b.name: b.caption for b in blocks if isinstance(b, _Table)},
     )

@@ -9,12 +9,19 @@ checks in `common`.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import sys
 from collections.abc import Sequence
 
 from . import checklists, judging, project, study
 from .common import Exit
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_BROKEN_PIPE", "build_parser", "main"]
+
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+"""Exit code when the reader closed stdout early (`export … | head`): a shell's code for a command
+ended by SIGPIPE, so a pipeline can still tell that the output was cut short."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # here, not at interpreter exit, so a closed pipe is caught below
+        return code
     except Exit as stop:
         return stop.code
+    except BrokenPipeError:
+        # The reader stopped reading (`… | head`): end quietly. Python would flush stdout again at exit
+        # and report that failure too, so stdout is pointed at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE

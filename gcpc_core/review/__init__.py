@@ -9,9 +9,10 @@
 - `runs`: background import / judge / score / synthesize jobs and live run progress.
 - `agreement`: the analysis dashboard (report tables, figures) and auditor agreement.
 - `overview`: project status per judge and per study.
+- `scores`: what each score means, and one trajectory's scores read back as sentences.
 - `ui`: the Streamlit glue (page guard, caches, safe renderers); the only module importing streamlit.
 """
 
 from __future__ import annotations
 
-__all__ = ["agreement", "audit", "checklists", "logview", "overview", "pairs", "runs", "text"]
+__all__ = ["agreement", "audit", "checklists", "logview", "overview", "pairs", "runs", "scores", "text"]

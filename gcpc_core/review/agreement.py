@@ -1,9 +1,11 @@
-"""The agreement dashboard's data: the analysis report's tables and plain "not computed" statements,
-its figures, and how item auditors agree with each judge.
+"""The agreement dashboard's data: a headline of the main statistics with a plain reading of each,
+the analysis report's tables with their captions and "not computed" statements, its figures, and how
+item auditors agree with each judge.
 
 Everything statistical is `analysis.build_report` (written to a scratch folder and read back as
-tables), so the dashboard and `report.html` can never disagree; this module only groups the tables
-for display, builds the interactive figures and serialises tables for download.
+tables), so the dashboard and `report.html` can never disagree; this module only reads the headline
+numbers out of those tables and words them, groups the tables for display, builds the interactive
+figures and serialises tables for download.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..analysis import bootstrap_auc, build_report, is_available, ordered_judges, roc_data
+from ..analysis.agreement import HUMAN
 from ..analysis.figures import (
     agreement_figure,
     delta_histogram_figure,
@@ -28,7 +31,8 @@ from ..analysis.figures import (
 from ..csv_safe import frame_csv
 from ..store import Store
 
-__all__ = ["SECTIONS", "Dashboard", "audit_agreement", "auc_ci_figure", "dashboard", "table_bytes"]
+__all__ = ["AUDIT_CAPTION", "SECTIONS", "Dashboard", "Headline", "audit_agreement", "auc_ci_figure", "dashboard",
+           "headline", "section_figures", "table_bytes"]
 
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Outcome discrimination: AUC vs official PASS": ("judges", "discrimination_auc", "discrimination_delta_auc",
@@ -49,9 +53,16 @@ class Dashboard:
     tables: dict[str, pd.DataFrame]
     missing: tuple[str, ...]
     figures: dict[str, list[tuple[str, go.Figure]]] = field(default_factory=dict)
+    captions: dict[str, str] = field(default_factory=dict)
+    """Table name → the report's plain-language caption of it."""
+    ci: float = 0.95
 
     def section_tables(self, section: str) -> list[tuple[str, pd.DataFrame]]:
         return [(name, self.tables[name]) for name in SECTIONS[section] if name in self.tables]
+
+    def caption(self, name: str) -> str:
+        """The report's caption of table `name` (the name in words when the report gave none)."""
+        return self.captions.get(name) or name.replace("_", " ").capitalize()
 
 
 def auc_ci_figure(aucs: pd.DataFrame) -> go.Figure:
@@ -68,33 +79,211 @@ def auc_ci_figure(aucs: pd.DataFrame) -> go.Figure:
 
 
 def dashboard(frames: Mapping[str, pd.DataFrame | None], *, n_boot: int = 1000, seed: int = 0, ci: float = 0.95,
-              threshold: float = 0.10) -> Dashboard:
-    """Run the analysis report on `frames` and gather its tables, statements and figures."""
+              threshold: float = 0.10, figures: bool = True) -> Dashboard:
+    """Run the analysis report on `frames` and gather its tables, statements and (unless `figures` is
+    False: the page builds a section's figures only when it is opened, see `section_figures`) figures."""
     with tempfile.TemporaryDirectory(prefix="gcpc-dashboard-") as out:
         result = build_report(frames, Path(out), n_boot=n_boot, seed=seed, ci=ci, threshold=threshold, figures=False)
     tables = dict(result.tables)
-    figures: dict[str, list[tuple[str, go.Figure]]] = {s: [] for s in SECTIONS}
-    aucs = tables.get("discrimination_auc")
-    if aucs is not None and aucs["auc"].notna().any():
-        figures["Outcome discrimination: AUC vs official PASS"].append(("AUC with CI", auc_ci_figure(aucs)))
-        curves, bands = roc_data(bootstrap_auc(frames["scores"], n_boot=n_boot, seed=seed), ci=ci)  # type: ignore[arg-type]
-        if len(curves):
-            figures["Outcome discrimination: AUC vs official PASS"].append(("ROC", roc_figure(curves, bands, aucs)))
-    if is_available(tables.get("agreement_pairwise")):
-        figures["Agreement with human raters"].append(
-            ("Pairwise agreement", agreement_figure(tables["agreement_pairwise"])))
-    if is_available(tables.get("skills_pairs")):
-        figures["Skill effects on matched pairs"].append(("Δ by transition", delta_histogram_figure(tables["skills_pairs"])))
-    changes = tables.get("skills_item_changes")
-    if is_available(changes):
-        for judge in ordered_judges(changes["judge"].unique()):  # type: ignore[index]
-            figures["Skill effects on matched pairs"].append(
-                (f"Item changes ({judge})", item_change_heatmap(changes, judge)))  # type: ignore[arg-type]
-    sensitivity = tables.get("sensitivity")
-    if is_available(sensitivity) and sensitivity["n"].gt(0).any():  # type: ignore[index]
-        figures["Evidence sensitivity"].append(("Perturbed Yes items judged No", sensitivity_figure(sensitivity)))
-    return Dashboard(tables=tables, missing=result.missing, figures=figures)
+    drawn = {s: section_figures(s, tables, frames, n_boot=n_boot, seed=seed, ci=ci) if figures else [] for s in SECTIONS}
+    return Dashboard(tables=tables, missing=result.missing, figures=drawn, captions=dict(result.captions), ci=ci)
 
+
+def section_figures(section: str, tables: Mapping[str, pd.DataFrame], frames: Mapping[str, pd.DataFrame | None], *,
+                    n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> list[tuple[str, go.Figure]]:
+    """The interactive figures of one dashboard section, from the report's tables (and, for the ROC
+    curves, the scores frame bootstrapped again with the same seed)."""
+    out: list[tuple[str, go.Figure]] = []
+    if section == "Outcome discrimination: AUC vs official PASS":
+        aucs = tables.get("discrimination_auc")
+        if aucs is not None and aucs["auc"].notna().any():
+            out.append(("AUC with CI", auc_ci_figure(aucs)))
+            curves, bands = roc_data(bootstrap_auc(frames["scores"], n_boot=n_boot, seed=seed), ci=ci)  # type: ignore[arg-type]
+            if len(curves):
+                out.append(("ROC", roc_figure(curves, bands, aucs)))
+    elif section == "Agreement with human raters":
+        if is_available(tables.get("agreement_pairwise")):
+            out.append(("Pairwise agreement", agreement_figure(tables["agreement_pairwise"])))
+    elif section == "Skill effects on matched pairs":
+        if is_available(tables.get("skills_pairs")):
+            out.append(("Δ by transition", delta_histogram_figure(tables["skills_pairs"])))
+        changes = tables.get("skills_item_changes")
+        if is_available(changes):
+            for judge in ordered_judges(changes["judge"].unique()):  # type: ignore[index]
+                out.append((f"Item changes ({judge})", item_change_heatmap(changes, judge)))  # type: ignore[arg-type]
+    elif section == "Evidence sensitivity":
+        sensitivity = tables.get("sensitivity")
+        if is_available(sensitivity) and sensitivity["n"].gt(0).any():  # type: ignore[index]
+            out.append(("Perturbed Yes items judged No", sensitivity_figure(sensitivity)))
+    return out
+
+
+# ---------------------------------------------------------------- the headline
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline statistic: what it is, its value (with CI where there is one) and a plain reading."""
+
+    statistic: str
+    value: str
+    reading: str
+
+
+def _num(value: object) -> float | None:
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if out != out else out
+
+
+def _interval(low: object, high: object, digits: int = 2) -> str:
+    lo, hi = _num(low), _num(high)
+    return "" if lo is None or hi is None else f" [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _why_not(dash: Dashboard, *words: str) -> str:
+    """The report's statement of why a statistic is missing (the first mentioning one of `words`)."""
+    hit = next((m for m in dash.missing if any(w.lower() in m.lower() for w in words)), None)
+    hit = hit or "not computed: the project's data do not allow it yet"
+    return hit[0].upper() + hit[1:]
+
+
+def _rows(table: pd.DataFrame | None) -> list[dict]:
+    return [] if not is_available(table) else table.to_dict("records")  # type: ignore[union-attr]
+
+
+def _auc_lines(dash: Dashboard) -> list[Headline]:
+    rows = _rows(dash.tables.get("discrimination_auc"))
+    if not rows:
+        return [Headline("AUC vs official PASS", "not computed", _why_not(dash, "so no AUC", "no judge scores"))]
+    out = []
+    for r in rows:
+        auc = _num(r["auc"])
+        if auc is None:
+            out.append(Headline(f"AUC · {r['judge']}", "n/a", r.get("note") or "not computable on these trajectories"))
+            continue
+        lo, hi = _num(r["ci_low"]), _num(r["ci_high"])
+        versus = ("" if lo is None or hi is None else
+                  "; the interval lies above chance" if lo > 0.5 else
+                  "; the interval lies below chance" if hi < 0.5 else "; the interval includes chance (0.5)")
+        out.append(Headline(
+            f"AUC · {r['judge']}", f"{auc:.3f}{_interval(r['ci_low'], r['ci_high'], 3)}",
+            f"A PASS run outscores a FAIL run {auc:.0%} of the time (0.5 = chance, 1 = always){versus}; "
+            f"{r['n']} trajectories of {r['n_tasks']} tasks."))
+    return out
+
+
+def _delta_lines(dash: Dashboard) -> list[Headline]:
+    rows = _rows(dash.tables.get("discrimination_delta_auc"))
+    if not rows:
+        return [Headline("Paired ΔAUC", "not computed", _why_not(dash, "ΔAUC"))]
+    out = []
+    for r in rows:
+        a, b, delta = r["judge_a"], r["judge_b"], _num(r["delta_auc"])
+        if delta is None:
+            out.append(Headline(f"ΔAUC · {a} − {b}", "n/a", r.get("note") or "not computable"))
+            continue
+        lo, hi = _num(r["ci_low"]), _num(r["ci_high"])
+        clear = lo is not None and hi is not None and (lo > 0 or hi < 0)
+        better = a if delta > 0 else b
+        reading = (f"{better} separates PASS from FAIL better, by {abs(delta):.3f} AUC on the same trajectories; "
+                   + ("the interval excludes 0: a clear difference." if clear else
+                      "the interval includes 0: no clear difference."))
+        out.append(Headline(f"ΔAUC · {a} − {b}", f"{delta:+.3f}{_interval(lo, hi, 3)}", reading))
+    return out
+
+
+def _pairwise_lines(dash: Dashboard) -> list[Headline]:
+    rows = _rows(dash.tables.get("agreement_pairwise"))
+    if not rows:
+        return [Headline("Pairwise agreement", "not computed", _why_not(dash, "pairwise", "human study"))]
+    out = []
+    for r in rows:
+        share, n = _num(r["agreement_with_ties"]), r["n_votes_with_ties"]
+        without = _num(r["agreement_without_ties"])
+        if share is None:
+            out.append(Headline(f"Pairwise agreement · {r['judge']}", "n/a", r.get("note") or "no votes to compare"))
+            continue
+        rest = f"; {without:.0%} when ties are left out" if without is not None else ""
+        if r["judge"] == HUMAN:
+            reading = (f"Two human raters pick the same side of a pair in {share:.0%} of {n} comparisons{rest}: "
+                       "about the most a judge can be expected to reach.")
+            label = "Pairwise agreement · humans with each other"
+        else:
+            reading = f"Picks the same side of a pair as a human rater in {share:.0%} of {n} votes{rest}."
+            label = f"Pairwise agreement · {r['judge']}"
+        out.append(Headline(label, f"{share:.0%}", reading))
+    return out
+
+
+def _strength(rho: float) -> str:
+    size = abs(rho)
+    return ("no" if size < 0.1 else "a weak" if size < 0.3 else "a moderate" if size < 0.5 else "a strong")
+
+
+def _spearman_lines(dash: Dashboard) -> list[Headline]:
+    rows = _rows(dash.tables.get("agreement_spearman"))
+    if not rows:
+        return [Headline("Spearman ρ", "not computed", _why_not(dash, "Spearman", "human study"))]
+    out = []
+    for r in rows:
+        rho = _num(r["rho"])
+        if rho is None:
+            out.append(Headline(f"Spearman ρ · {r['judge']}", "n/a", r.get("note") or "not computable"))
+            continue
+        direction = "higher" if rho >= 0 else "lower"
+        out.append(Headline(
+            f"Spearman ρ · {r['judge']}", f"{rho:.2f}{_interval(r['ci_low'], r['ci_high'])}",
+            f"{_strength(rho).capitalize()} rank correlation: runs the judge scores higher get {direction} human "
+            f"progress ratings ({r['n']} trajectories)."))
+    return out
+
+
+def _reliability(alpha: float) -> str:
+    """Krippendorff's conventional thresholds."""
+    if alpha >= 0.8:
+        return "reliable (≥ 0.8)"
+    if alpha >= 0.667:
+        return "good enough for tentative conclusions only (0.667–0.8)"
+    return "too low to rely on (< 0.667)"
+
+
+def _alpha_lines(dash: Dashboard) -> list[Headline]:
+    rows = _rows(dash.tables.get("agreement_alpha"))
+    if not rows:
+        return [Headline("Krippendorff's α", "not computed", _why_not(dash, "α", "human study"))]
+    humans = {r["data"]: _num(r["alpha"]) for r in rows if r["coders"] == "humans"}
+    what = {"ratings": "progress ratings", "preferences": "pairwise preferences"}
+    out = []
+    for r in rows:
+        alpha, data = _num(r["alpha"]), what.get(r["data"], r["data"])
+        label = f"α · {data} · {r['coders']}"
+        if alpha is None:
+            out.append(Headline(label, "n/a", r.get("note") or "not computable"))
+        elif r["coders"] == "humans":
+            out.append(Headline(label, f"{alpha:.2f}", f"Humans' {data} agree beyond chance at α = {alpha:.2f}: "
+                                                        f"{_reliability(alpha)}; 0 = chance, 1 = perfect."))
+        else:
+            base = humans.get(r["data"])
+            effect = ("" if base is None else
+                      f"; α {'falls' if alpha < base else 'rises'} from {base:.2f} with the humans alone, so the judge "
+                      f"{'disagrees with them more' if alpha < base else 'agrees with them at least as well'} "
+                      "than they do with each other")
+            out.append(Headline(label, f"{alpha:.2f}", f"With the judge counted as one more rater{effect}."))
+    return out
+
+
+def headline(dash: Dashboard) -> list[Headline]:
+    """The statistics the page leads with, in order: AUC per judge with its CI, paired ΔAUC, pairwise
+    agreement, Spearman ρ and Krippendorff's α, each with a one-line reading; a statistic the data do not
+    allow yet says why instead."""
+    return [*_auc_lines(dash), *_delta_lines(dash), *_pairwise_lines(dash), *_spearman_lines(dash),
+            *_alpha_lines(dash)]
+
+
+AUDIT_CAPTION = "Item auditors vs judges: current audits of each judge's raw item verdicts, per route"
 
 AUDIT_COLUMNS = ["judge", "route", "audited_items", "reviewers", "agree", "disagree", "agreement",
                  "corrected_to_yes", "corrected_to_no", "corrected_to_abstain"]

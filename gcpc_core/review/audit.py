@@ -37,6 +37,7 @@ __all__ = [
     "RefView",
     "audit_list",
     "checklist_items",
+    "correction_options",
     "explain_reason",
     "filter_items",
     "history_lines",
@@ -168,15 +169,26 @@ def trajectory_label(row: Mapping[str, Any]) -> str:
                        f"audited {row['audited']}/{row['n_items']}", *flags])
 
 
-def trajectory_summary(row: Mapping[str, Any], judge: str | None) -> list[str]:
-    """Plain lines about a trajectory: identity and official outcome, then the judge's counts and score."""
+def trajectory_summary(row: Mapping[str, Any], judge: str | None, score: Mapping[str, Any] | None = None) -> list[str]:
+    """Plain lines about a trajectory: identity and official outcome, the judge's raw counts, and (given
+    its stored score row) the scores after the official outcome was applied."""
     lines = [f"{row['task']} · {row['agent']} · {row['model']} · {row['condition']} · trial #{row['trial_index']} · "
              f"official {row['outcome']} (reward {row['reward']}) · CTRF {row['ctrf_passed']} passed, "
              f"{row['ctrf_failed']} failed · {row['n_events']} events"]
     if judge and row["n_items"]:
         pc = row["partial_credit"]
         lines.append(f"{judge}: {row['n_items']} items, {row['n_yes']} Yes / {row['n_no']} No / {row['n_abstain']} "
-                     f"Abstain (raw) · partial credit {'n/a' if pd.isna(pc) else f'{pc:.3f}'}")
+                     "Abstain as judged (raw)"
+                     + ("" if score is not None else f" · partial credit {'n/a' if pd.isna(pc) else f'{pc:.3f}'}"))
+    if judge and score is not None and score["n_items"]:
+        def share(v: object) -> str:
+            return "n/a" if v is None or pd.isna(v) else f"{float(v):.3f}"  # type: ignore[arg-type]
+
+        lines.append(f"scored: partial credit {share(score['partial_credit'])} · evidence coverage "
+                     f"{share(score['evidence_coverage'])} · Perfect {score['perfect']} · Perfect with endpoint "
+                     f"{score['perfect_with_endpoint']} · after the official outcome {score['n_yes']} Yes / "
+                     f"{score['n_no']} No / {score['n_abstain']} Abstain"
+                     + (" (endpoint item included)" if score["outcome"] == "FAIL" else ""))
     return lines
 
 
@@ -384,9 +396,22 @@ def item_flags(view: ItemView, audits: Sequence[dict]) -> dict[str, bool]:
 
 
 def item_label(view: ItemView, audits: Sequence[dict]) -> str:
-    """One line for the item chooser: id, route, raw verdict and what is notable about it."""
-    flags = [name for name, on in item_flags(view, audits).items() if on]
-    return " · ".join([view.item_id, view.route, view.verdict_raw, *flags])
+    """One line for the item chooser: id, route, raw verdict (→ the scored one when postprocessing
+    changed it) and what else is notable, each said once: the verdict already says Abstain and a
+    change, and the endpoint item's id already names its route."""
+    verdict = view.verdict_raw + (f" → scored {view.verdict}" if view.overwritten else "")
+    flags = [name for name, on in item_flags(view, audits).items()
+             if on and name not in ("Abstain", "changed by postprocessing")]
+    parts: list[str] = []
+    for part in (view.item_id, view.route, verdict, *flags):
+        if part.lower() not in {p.lower() for p in parts}:
+            parts.append(part)
+    return " · ".join(parts)
+
+
+def correction_options(view: ItemView) -> list[str]:
+    """The verdicts an auditor who disagrees may record instead of the judge's raw one."""
+    return [v for v in VERDICTS if v != view.verdict_raw]
 
 
 def filter_items(views: Sequence[ItemView], audits: Sequence[dict], show: str) -> list[ItemView]:

@@ -1,19 +1,23 @@
 """The skill-pairs page's data: matched with/without-Skills pairs, and one pair item by item.
 
 Pairs, Δ and transitions come from `analysis.skills` over the loader's scores frame; this module
-adds what a reviewer browsing one pair needs: both sides' verdicts per item with the change named.
+adds what a reviewer browsing one pair needs: which pair to open first, both sides' verdicts per item
+with the change named, and a changed item's evidence from both sides.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import pandas as pd
 
 from ..analysis.skills import PAIR_KEY, TRANSITIONS, matched_pairs, transition_table
 from ..models import ENDPOINT_ITEM_ID
 from ..store import Store
-from .audit import checklist_items
+from .audit import ItemView, checklist_items
 
-__all__ = ["CHANGES", "change_of", "pair_items", "pair_label", "pairs_table", "transitions"]
+__all__ = ["CHANGES", "change_of", "item_choice_label", "most_informative_pair", "pair_items", "pair_label",
+           "pairs_table", "side_by_side", "transitions"]
 
 CHANGES = ("gained", "lost", "to Abstain", "from Abstain", "same", "only one side")
 """How an item's verdict moved from the without-Skills side to the with-Skills side."""
@@ -53,6 +57,20 @@ def transitions(pairs: pd.DataFrame, *, threshold: float = 0.10) -> pd.DataFrame
     return transition_table(pairs, threshold=threshold)
 
 
+def most_informative_pair(pairs: pd.DataFrame) -> int:
+    """Position (0-based) of the pair to open first: the largest |Δ| among pairs whose official outcome
+    did not change (PASS→PASS, FAIL→FAIL), where a Skill's effect is invisible to the binary outcome;
+    the largest |Δ| of any pair when no such pair has a Δ; 0 when no pair has one."""
+    if pairs.empty:
+        return 0
+    size = pd.to_numeric(pairs["delta"], errors="coerce").abs().reset_index(drop=True)
+    same = (pairs["outcome_without"] == pairs["outcome_with"]).reset_index(drop=True)
+    for candidates in (size[same].dropna(), size.dropna()):
+        if not candidates.empty:
+            return int(candidates.idxmax())
+    return 0
+
+
 def pair_label(row: pd.Series | dict) -> str:
     """One line naming a pair: task, agent, model, trial index, transition and Δ."""
     delta = row["delta"]
@@ -84,3 +102,15 @@ def pair_items(store: Store, without_id: str, with_id: str, judge: str) -> pd.Da
     merged["text"] = [texts.get(i, "official outcome (endpoint)" if i == ENDPOINT_ITEM_ID else "") for i in merged["item_id"]]
     return merged[["item_id", "route", "text", "verdict_without", "verdict_with", "change", "changed", "raw_without",
                    "raw_with", "reason_without", "reason_with"]].reset_index(drop=True)
+
+
+def item_choice_label(row: pd.Series | dict) -> str:
+    """One line naming an item of a pair: id, its change and the scored verdicts (without → with)."""
+    without, with_ = (v if isinstance(v, str) else "not judged" for v in (row["verdict_without"], row["verdict_with"]))
+    return f"{row['item_id']} · {row['change']} · {without} → {with_}"
+
+
+def side_by_side(without: Sequence[ItemView], with_: Sequence[ItemView], item_id: str) -> dict[str, ItemView | None]:
+    """One item's view on each side of a pair ("without", "with"); None where that side has no verdict."""
+    return {side: next((v for v in views if v.item_id == item_id), None)
+            for side, views in (("without", without), ("with", with_))}

@@ -1,10 +1,13 @@
 """Showing untrusted text (logs, task instructions, verifier sources) safely and precisely.
 
-Nothing here produces HTML. A quoted span is located as a character span in the original text
-(whitespace-tolerant, like the grounding check) and shown by marking whole lines of a plain-text
-excerpt with a leading `+`: rendered as a `diff` code block, the marked lines are highlighted while
-every character of the text stays literal. `md_escape` is for the few places where Streamlit reads a
-string as Markdown (widget labels, captions, headers) and a data value must still appear there.
+A quoted span is located as a character span in the original text (whitespace-tolerant, like the
+grounding check) and shown inside its own source line: `highlighted_html` draws the excerpt's lines
+once each, in a `<pre>`, with exactly the span wrapped in `<mark>`. It is the only HTML built from
+untrusted text, and every character of that text passes through `show_invisible` and `html.escape`
+first, so markup in a log shows as text. `marked_excerpt` is the plain-text form (the span's rows
+marked `+`, for a `diff` code block) used where a line is too long for the browser to lay out as HTML.
+`md_escape` is for the few places where Streamlit reads a string as Markdown (widget labels, captions,
+headers) and a data value must still appear there.
 
 Invisible characters are made visible before anything is shown (`show_invisible`): a right-to-left
 override (`\u202e`) reorders what a reader sees ("\u202eTXT.EXE" reads "EXE.TXT"), and zero-width
@@ -16,6 +19,7 @@ Every bidi control, zero-width and other format character (Unicode category Cf, 
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 
@@ -27,6 +31,7 @@ __all__ = [
     "Span",
     "collapse",
     "excerpt",
+    "highlighted_html",
     "line_range",
     "locate",
     "marked_excerpt",
@@ -201,6 +206,37 @@ def marked_excerpt(ex: Excerpt) -> str:
                 body += "…"
             rows.append(f"{MARK if marked else ' '} {line.number:>{width}} │ {body}")
     return "\n".join(rows)
+
+
+_EXCERPT_STYLE = ("margin:0;padding:0.6rem 0.8rem;border-radius:0.5rem;background:rgba(128,128,128,0.08);"
+                  "font-family:'Source Code Pro',monospace;font-size:0.85rem;line-height:1.5;"
+                  "white-space:pre-wrap;overflow-wrap:anywhere")
+_LINE_NUMBER_STYLE = "color:rgba(128,128,128,0.9);user-select:none"
+_MARK_STYLE = "background:rgba(255,196,0,0.45);color:inherit;padding:0;border-radius:2px"
+
+
+def highlighted_html(ex: Excerpt) -> str:
+    """The excerpt as one `<pre>` block: one row per source line (line number, `│`, the line), `…` where
+    a line was clipped, and the quoted span wrapped in `<mark>` inside the line it belongs to.
+
+    Every piece of the text has its invisible characters made visible and is then `html.escape`d (each
+    piece after slicing, so the span's offsets into the original text stay right); the markup is fixed
+    here (`pre`, `span`, `mark` with constant styles), so nothing from the text can add an element or an
+    attribute."""
+    def safe(piece: str) -> str:
+        return html.escape(show_invisible(piece))
+
+    width = len(str(ex.last_line or 1))
+    rows = []
+    for line in ex.lines:
+        a, b = (line.mark_from, line.mark_to) if line.marked else (len(line.text), len(line.text))
+        body = safe(line.text[:a])
+        if line.marked:
+            body += f'<mark style="{_MARK_STYLE}">{safe(line.text[a:b])}</mark>'
+        body += safe(line.text[b:])
+        body = ("…" if line.clipped_before else "") + body + ("…" if line.clipped_after else "")
+        rows.append(f'<span style="{_LINE_NUMBER_STYLE}">{line.number:>{width}} │ </span>{body}')
+    return f'<pre class="gcpc-excerpt" style="{_EXCERPT_STYLE}">' + "\n".join(rows) + "</pre>"
 
 
 def collapse(text: str, *, max_lines: int = 30, max_chars: int = 3000) -> tuple[str, int]:

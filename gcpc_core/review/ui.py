@@ -4,9 +4,10 @@ the reviewer's identity, and safe renderers for untrusted text (events, excerpts
 Untrusted text (logs, task instructions, verifier sources, judge rationales) is only ever passed to
 `st.text`, `st.code` or `st.dataframe`, which show it literally, through `show_text`, `show_code` and
 `visible_frame`, which first make bidi controls and zero-width characters visible (`text.show_invisible`).
-Highlighting is a `diff` code
-block whose marked lines start with `+` (see `text.marked_excerpt`); no HTML is produced anywhere.
-Where a data value must sit in a Markdown-rendered string (a header, a caption), `md_escape` it.
+The one exception is a highlighted excerpt: `st.html` of `text.highlighted_html`, which makes invisible
+characters visible and escapes every character of the text itself (and Streamlit's DOMPurify sanitizes
+what it renders again). Where a data value must sit in a Markdown-rendered string (a header, a caption),
+`md_escape` it.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from ..analysis.loader import frames_from_store
 from ..checklist import Rules, load_rules
 from ..models import Event
 from ..store import Store
-from . import agreement, audit, checklists, pairs
+from . import agreement, audit, checklists, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
-from .text import Excerpt, collapse, excerpt, line_range, marked_excerpt, md_escape, show_invisible
+from .text import Excerpt, collapse, excerpt, highlighted_html, line_range, marked_excerpt, md_escape, show_invisible
 
 __all__ = [
     "RESUME_PAGE_KEY",
@@ -48,11 +49,14 @@ __all__ = [
     "cached_judge_stats",
     "cached_pair_items",
     "cached_rules",
+    "cached_section_figures",
     "cached_task_table",
     "cached_trajectory_frame",
+    "cached_trajectory_score",
     "highlight_rows",
     "memo",
     "pin_choice",
+    "render_citations",
     "render_event",
     "render_excerpt",
     "render_log",
@@ -212,7 +216,15 @@ def _events(store: Store, trajectory_id: str) -> list[Event]:
 
 
 def _dashboard(store: Store, n_boot: int, seed: int, include_simulated: bool) -> agreement.Dashboard:
-    return agreement.dashboard(frames_from_store(store, include_simulated=include_simulated), n_boot=n_boot, seed=seed)
+    return agreement.dashboard(cached_frames(store, include_simulated=include_simulated), n_boot=n_boot, seed=seed,
+                               figures=False)
+
+
+def _section_figures(store: Store, section: str, n_boot: int, seed: int, include_simulated: bool) -> list:
+    """One section's figures, drawn when the page opens that section (and then cached like the tables)."""
+    dash = cached_dashboard(store, n_boot, seed, include_simulated)
+    return agreement.section_figures(section, dash.tables, cached_frames(store, include_simulated=include_simulated),
+                                     n_boot=n_boot, seed=seed, ci=dash.ci)
 
 
 cached_events = cached("trajectories")(_events)
@@ -222,8 +234,10 @@ cached_item_views = cached("judgments", "checklists", "trajectories", "tasks")(a
 _ANALYSIS_TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists", "perturbations")
 cached_frames = cached(*_ANALYSIS_TABLES)(frames_from_store)
 cached_dashboard = cached(*_ANALYSIS_TABLES)(_dashboard)
+cached_section_figures = cached(*_ANALYSIS_TABLES)(_section_figures)
 cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
 cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
+cached_trajectory_score = cached("scores")(scores.trajectory_score)
 
 
 @st.cache_resource(show_spinner=False)
@@ -284,8 +298,39 @@ def render_plain(text: str) -> None:
 
 
 def render_excerpt(ex: Excerpt) -> None:
-    """Lines around a located span, the span's lines highlighted (`+`), as a literal code block."""
-    show_code(marked_excerpt(ex), language="diff")
+    """Lines around a located span, each line once, the span highlighted inside its line.
+
+    An excerpt holding a line too long to lay out quickly (a whole instruction with a megabyte-long
+    line, see `PLAIN_TEXT_MAX_LINE`) is shown as a `diff` code block instead, the span's rows marked `+`."""
+    if max((len(line.text) for line in ex.lines), default=0) > PLAIN_TEXT_MAX_LINE:
+        show_code(marked_excerpt(ex), language="diff")
+    else:
+        st.html(highlighted_html(ex))
+
+
+def render_citations(citations: Sequence[audit.CitationView], key: str) -> None:
+    """An item's citations, each located in its event: where the quote sits, the lines around it with the
+    quote highlighted (or a warning when it is not verbatim there), the full event one toggle away."""
+    st.caption(f"Citations ({len(citations)})")
+    if not citations:
+        st.text("(none)")
+    for k, c in enumerate(citations):
+        event = c.event
+        where = f"{c.event_id} · {event.kind}" if event else f"{c.event_id} · not in this log"
+        if event is not None and not c.in_evidence:
+            where += " · NOT EVIDENCE (agent narration or thinking)"
+        if c.span is not None and c.excerpt is not None:
+            first, last = line_range(event.text, c.span)
+            where += (f" · quote at lines {first}–{last} of {c.excerpt.total_lines}, "
+                      f"characters {c.span.start:,}–{c.span.end:,} of {len(event.text):,}")
+        st.text(where)
+        if c.excerpt is None:
+            st.warning("The quote was not found verbatim in the cited event.")
+            show_code(c.quote)
+        else:
+            render_excerpt(c.excerpt)
+        if event is not None and st.toggle(f"Full event {c.event_id}", key=f"{key}:cite:{k}"):
+            render_event(event, f"{key}:cite:{k}:event")
 
 
 def render_event(event: Event, key: str, *, max_lines: int = 30, query: str = "") -> None:

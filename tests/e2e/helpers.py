@@ -311,3 +311,34 @@ class App:
 
     def toast(self, text: str | re.Pattern) -> Locator:
         return self.page.locator('[data-testid="stToast"]').filter(has_text=text)
+
+
+# ---------------------------------------------------------------- highlighted evidence
+
+
+HIGHLIGHT = "pre.gcpc-excerpt"
+"""A located quote or citation, each source line once, the span in a `<mark>` (text.highlighted_html)."""
+
+
+def highlighted(app: App, text: str) -> Locator:
+    """Visible highlighted excerpts whose text (line numbers included, as the browser shows it) holds `text`."""
+    return app.main.locator(HIGHLIGHT).filter(has_text=text).locator("visible=true")
+
+
+def excerpt_rows(excerpt: Locator) -> list[dict]:
+    """One highlighted excerpt as the browser holds it: per source line its number, its text, the marked
+    part of it and the mark's computed background colour (None when nothing in the line is marked)."""
+    return excerpt.evaluate("""pre => {
+        const row = () => ({number: '', text: '', marked: '', background: null});
+        const rows = [row()];
+        for (const node of pre.childNodes) {
+          if (node.nodeName === 'SPAN') { rows[rows.length - 1].number = node.textContent.split(' │ ')[0].trim(); continue; }
+          node.textContent.split('\\n').forEach((part, i) => {
+            if (i > 0) rows.push(row());
+            const last = rows[rows.length - 1];
+            last.text += part;
+            if (node.nodeName === 'MARK') { last.marked += part; last.background = getComputedStyle(node).backgroundColor; }
+          });
+        }
+        return rows;
+      }""")

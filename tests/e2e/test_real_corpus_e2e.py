@@ -15,7 +15,7 @@ from gcpc_core.review.audit import item_views
 from gcpc_core.store import Store
 
 from .conftest import REAL_RATER
-from .helpers import App
+from .helpers import App, highlighted
 
 pytestmark = pytest.mark.skillsbench
 
@@ -37,11 +37,11 @@ def test_real_trajectory_audit_with_evidence_and_log_search(real: App) -> None:
     real.open("audit", trajectory=traj_id, judge="probe", item=view.item_id)
     expect(real.main.get_by_role("heading", name=traj_id)).to_be_visible()
     expect(real.text(re.compile(r"^instruction\.md lines \d+–\d+"))).to_be_visible()
-    expect(real.main.locator('[data-testid="stCode"]').filter(has_text=view.quote.quote[:50]).first).to_be_visible()
+    expect(highlighted(real, view.quote.quote[:50]).first).to_be_visible()
     expect(real.text(view.refs[0].ref).first).to_be_visible()
     cite = view.citations[0]
     expect(real.text(f"{cite.event_id} · {cite.event.kind}").first).to_be_visible()
-    expect(real.main.locator('[data-testid="stCode"]').filter(has_text=cite.quote[:50]).first).to_be_visible()
+    expect(highlighted(real, cite.quote[:50]).first).to_be_visible()
     real.click(real.button("Agree"))
     expect(real.text(re.compile(r"e2e-reviewer: agree$")).first).to_be_visible()
 

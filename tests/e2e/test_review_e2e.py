@@ -16,7 +16,7 @@ from annotations.audits import item_audit_history
 from gcpc_core.review.audit import item_views
 from gcpc_core.store import Store
 
-from .helpers import App
+from .helpers import App, highlighted
 
 
 def fail_trajectory(store: Store) -> tuple[str, list]:
@@ -28,10 +28,6 @@ def fail_trajectory(store: Store) -> tuple[str, list]:
         if {"Yes", "No"} <= {v.verdict_raw for v in views}:
             return traj.id, views
     raise AssertionError("the demo has no FAIL trajectory with decided, cited items")
-
-
-def code_block(app: App, text: str):  # noqa: ANN201 - a Locator
-    return app.main.locator('[data-testid="stCode"]').filter(has_text=text).locator("visible=true")
 
 
 def test_item_audit_shows_evidence_records_agree_and_disagree_and_keeps_them(demo: App) -> None:
@@ -57,13 +53,13 @@ def test_item_audit_shows_evidence_records_agree_and_disagree_and_keeps_them(dem
     # a No item: task quote, verifier ref with its CTRF status, cited evidence
     demo.select("Item", re.compile(rf"^{no_item.item_id} · "))
     expect(demo.text("instruction.md lines")).to_be_visible()
-    expect(code_block(demo, no_item.quote.quote[:60]).first).to_be_visible()
+    expect(highlighted(demo, no_item.quote.quote[:60]).first).to_be_visible()
     ref = no_item.refs[0]
     expect(demo.text(ref.ref).first).to_be_visible()
     expect(demo.main.locator('[data-testid="stBadge"], span').filter(has_text=f"CTRF {ref.status}").first).to_be_visible()
     cite = no_item.citations[0]
     expect(demo.text(f"{cite.event_id} · {cite.event.kind}").first).to_be_visible()
-    expect(code_block(demo, cite.quote[:60]).first).to_be_visible()
+    expect(highlighted(demo, cite.quote[:60]).first).to_be_visible()
 
     # agree with the keyboard (A)
     demo.press("a")
@@ -81,7 +77,7 @@ def test_item_audit_shows_evidence_records_agree_and_disagree_and_keeps_them(dem
     demo.select("Item", re.compile(rf"^{yes_item.item_id} · "))
     expect(demo.text("Audit history (0)")).to_be_visible()
     corrected = demo.main.get_by_role("radiogroup", name="Corrected verdict (if you disagree)")
-    expect(corrected.get_by_role("radio", name="No")).to_be_checked()  # preset: the opposite of Yes
+    expect(corrected.get_by_role("radio", name="No")).not_to_be_checked()  # nothing preset: the auditor chooses
     demo.click(corrected.get_by_role("radio", name="Abstain"))
     expect(corrected.get_by_role("radio", name="Abstain")).to_be_checked()
     demo.main.get_by_role("textbox", name="Note (optional)").fill("e2e: the cited output is stale")
@@ -168,13 +164,14 @@ def test_pair_diff_links_into_the_audit_of_one_side(demo: App) -> None:
 def test_agreement_page_draws_its_charts(demo: App) -> None:
     demo.open("agreement")
     expect(demo.title()).to_have_text("Agreement")
+    demo.click(demo.main.get_by_text("Outcome discrimination: AUC vs official PASS", exact=True))
     charts = demo.main.locator('[data-testid="stPlotlyChart"]')
     expect(charts.first).to_be_visible()
     assert charts.count() >= 2, charts.count()
     # plotly really drew: an SVG with data traces, not an empty frame
     expect(charts.first.locator("svg.main-svg").first).to_be_visible()
     assert charts.first.locator("g.trace, g.barlayer, g.scatterlayer").count() > 0
-    expect(demo.main.get_by_role("heading", name="Item auditors vs judges")).to_be_visible()
+    expect(demo.text("Item auditors vs judges", exact=True)).to_be_visible()
     expect(demo.text(re.compile(r"SIMULATED raters"))).to_be_visible()
 
 

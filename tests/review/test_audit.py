@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -220,7 +221,39 @@ def test_labels_and_summaries(demo: Store) -> None:
     assert "partial credit n/a" in trajectory_summary({**row, "partial_credit": float("nan")}, "probe")[1]
     assert len(trajectory_summary(row, None)) == 1
     views = item_views(demo, row["trajectory_id"], "probe")
-    abstain = next((v for v in views if v.verdict_raw == "Abstain"), None)
-    if abstain is not None:
-        assert item_label(abstain, []) == f"{abstain.item_id} · {abstain.route} · Abstain · Abstain"
+    abstain = next(v for v in views if v.verdict_raw == "Abstain")
+    assert item_label(abstain, []) == f"{abstain.item_id} · {abstain.route} · Abstain"  # said once
     assert item_label(views[0], []).startswith(f"{views[0].item_id} · {views[0].route} · {views[0].verdict_raw}")
+    endpoint = views[-1]
+    assert endpoint.route == "endpoint" and item_label(endpoint, []) == f"{endpoint.item_id} · No"
+    changed = replace(abstain, verdict="Yes", reason="official_pass")
+    assert item_label(changed, []) == f"{abstain.item_id} · {abstain.route} · Abstain → scored Yes"
+    audits = [{"item_id": abstain.item_id, "value": {"agree": False, "verdict": "No"}}]
+    assert item_label(abstain, audits) == f"{abstain.item_id} · {abstain.route} · Abstain · audited · auditors disagree"
+    for view in views:
+        words = item_label(view, audits).lower().split(" · ")
+        assert len(words) == len(set(words)), words
+
+
+def test_correction_options_leave_out_the_judges_verdict(demo: Store) -> None:
+    from gcpc_core.review.audit import correction_options
+
+    for view in item_views(demo, first_fail(demo), "probe"):
+        options = correction_options(view)
+        assert view.verdict_raw not in options and len(options) == 2 and set(options) < {"Yes", "No", "Abstain"}
+
+
+def test_the_summary_shows_every_score_after_the_official_outcome(demo: Store) -> None:
+    from gcpc_core.review.audit import trajectory_summary
+    from gcpc_core.review.scores import trajectory_score
+
+    traj_id = first_fail(demo)
+    row = audit_list(trajectory_frame(demo), judge_stats(demo), "probe", AuditFilters()).set_index(
+        "trajectory_id").loc[traj_id].to_dict() | {"trajectory_id": traj_id}
+    score = trajectory_score(demo, traj_id, "probe")
+    lines = trajectory_summary(row, "probe", score)
+    assert len(lines) == 3 and lines[1].endswith("Abstain as judged (raw)")
+    assert lines[2].startswith(f"scored: partial credit {score['partial_credit']:.3f} · evidence coverage ")
+    assert f"Perfect {score['perfect']} · Perfect with endpoint 0" in lines[2]
+    assert lines[2].endswith("(endpoint item included)")
+    assert trajectory_score(demo, "no-such-trajectory", "probe") is None

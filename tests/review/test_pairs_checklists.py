@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -19,7 +20,18 @@ from gcpc_core.review.checklists import (
     task_table,
     versions_frame,
 )
-from gcpc_core.review.pairs import CHANGES, change_of, pair_items, pair_label, pairs_table, transitions
+from gcpc_core.review.audit import item_views
+from gcpc_core.review.pairs import (
+    CHANGES,
+    change_of,
+    item_choice_label,
+    most_informative_pair,
+    pair_items,
+    pair_label,
+    pairs_table,
+    side_by_side,
+    transitions,
+)
 from gcpc_core.store import Store
 
 
@@ -47,6 +59,44 @@ def test_pairs_and_transitions(demo: Store) -> None:
     assert pairs_table(scores.iloc[0:0]).empty
     with pytest.raises(ValueError, match="transition"):
         pairs_table(scores, transition="PASS→MAYBE")
+
+
+def _pairs(rows: list[tuple[str, str, float | None]]) -> pd.DataFrame:
+    return pd.DataFrame([{"outcome_without": a, "outcome_with": b, "delta": d} for a, b, d in rows])
+
+
+def test_the_most_informative_pair_is_the_largest_delta_the_outcome_hides() -> None:
+    pairs = _pairs([("PASS", "PASS", 0.0), ("FAIL", "PASS", 0.9), ("FAIL", "FAIL", -0.4), ("PASS", "PASS", 0.2),
+                    ("FAIL", "FAIL", None)])
+    assert most_informative_pair(pairs) == 2  # |−0.4| beats 0.2; the FAIL→PASS 0.9 is visible in the outcome
+    assert most_informative_pair(_pairs([("FAIL", "PASS", 0.3), ("PASS", "FAIL", -0.6), ("PASS", "PASS", None)])) == 1
+    assert most_informative_pair(_pairs([("PASS", "PASS", None)])) == 0
+    assert most_informative_pair(_pairs([])) == 0
+    shifted = _pairs([("PASS", "PASS", 0.1), ("FAIL", "FAIL", 0.5)]).set_axis([7, 3])  # a filtered table's index
+    assert most_informative_pair(shifted) == 1
+
+
+def test_the_demo_opens_on_an_unchanged_outcome_with_a_nonzero_delta(demo: Store) -> None:
+    pairs = pairs_table(frames_from_store(demo)["scores"], judge="probe")
+    best = pairs.iloc[most_informative_pair(pairs)]
+    same = pairs[pairs["outcome_without"] == pairs["outcome_with"]]
+    assert best["outcome_without"] == best["outcome_with"]
+    assert abs(best["delta"]) == same["delta"].abs().max() > 0
+
+
+def test_a_changed_item_has_both_sides_evidence(demo: Store) -> None:
+    pairs = pairs_table(frames_from_store(demo)["scores"], judge="probe")
+    pair = pairs.iloc[most_informative_pair(pairs)]
+    items = pair_items(demo, pair["trajectory_id_without"], pair["trajectory_id_with"], "probe")
+    row = items[items["changed"]].iloc[0]
+    without, with_ = (item_views(demo, pair[f"trajectory_id_{side}"], "probe") for side in ("without", "with"))
+    views = side_by_side(without, with_, row["item_id"])
+    assert views["without"].item_id == views["with"].item_id == row["item_id"]
+    assert (views["without"].verdict, views["with"].verdict) == (row["verdict_without"], row["verdict_with"])
+    assert any(v.citations for v in views.values())  # a decided side cites its evidence
+    assert side_by_side(without, [], row["item_id"])["with"] is None
+    assert item_choice_label(row) == f"{row['item_id']} · {row['change']} · {row['verdict_without']} → {row['verdict_with']}"
+    assert item_choice_label({**row, "verdict_with": float("nan")}).endswith("→ not judged")
 
 
 def test_pair_items_side_by_side(demo: Store) -> None:

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 
 import pytest
 
 from gcpc_core.evidence import quote_occurs
-from gcpc_core.review.text import MARK, Span, collapse, excerpt, line_range, locate, marked_excerpt, md_escape
+from gcpc_core.review.text import (
+    MARK,
+    Span,
+    collapse,
+    excerpt,
+    highlighted_html,
+    line_range,
+    locate,
+    marked_excerpt,
+    md_escape,
+)
 
 TEXT = "line one\nthe quick brown fox jumps\nover the lazy dog\nend"
 
@@ -77,3 +88,62 @@ def test_md_escape_neutralises_markdown_and_html() -> None:
     assert unescaped == []
     assert escaped.replace("\\", "") == " ".join(hostile.split())  # nothing lost, only escaped
     assert md_escape("x" * 500, limit=10) == "x" * 9 + "…"
+
+
+class _Parsed(HTMLParser):
+    """The elements, attributes and text of an HTML string, as a browser's parser sees them."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, tuple[str, ...]]] = []
+        self.text, self.marked, self._in_mark, self._in_number = "", [], False, False
+        self.feed(source)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, tuple(sorted(name for name, _ in attrs))))
+        self._in_mark = self._in_mark or tag == "mark"
+        self._in_number = self._in_number or tag == "span"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "mark":
+            self._in_mark = False
+        if tag == "span":
+            self._in_number = False
+
+    def handle_data(self, data: str) -> None:
+        self.text += data
+        if self._in_mark:
+            self.marked.append(data)
+
+
+def test_highlight_keeps_each_line_whole_with_the_span_inside_it() -> None:
+    ex = excerpt(TEXT, locate("brown fox jumps\nover the", TEXT), context=1)
+    parsed = _Parsed(highlighted_html(ex))
+    assert parsed.text.split("\n") == ["1 │ line one", "2 │ the quick brown fox jumps", "3 │ over the lazy dog",
+                                        "4 │ end"]  # one row per source line: nothing split off
+    assert parsed.marked == ["brown fox jumps", "over the"]
+    one = _Parsed(highlighted_html(excerpt(TEXT, locate("quick", TEXT), context=0)))
+    assert one.text == "2 │ the quick brown fox jumps" and one.marked == ["quick"]
+
+
+HOSTILE = ('<script>alert(1)</script> <img src=x onerror=alert(1)> </pre><b onclick="x">&amp; "q" \'s\' '
+           '<mark>fake</mark> <!-- c --> <![CDATA[x]]>')
+
+
+def test_highlight_escapes_every_character_of_the_text() -> None:
+    text = f"before\n{HOSTILE} tail\nafter"
+    out = highlighted_html(excerpt(text, locate(HOSTILE, text), context=1))
+    parsed = _Parsed(out)
+    assert {tag for tag, _ in parsed.tags} == {"pre", "span", "mark"}  # only the markup the highlighter writes
+    assert len([t for t, _ in parsed.tags if t == "mark"]) == 1
+    assert all(attrs in ((), ("style",), ("class", "style")) for _, attrs in parsed.tags)
+    assert parsed.text.split("\n")[1] == f"2 │ {HOSTILE} tail"  # shown literally, character for character
+    assert parsed.marked == [HOSTILE]
+
+
+def test_highlight_marks_clipped_lines() -> None:
+    text = "head\n" + "x" * 5000 + "NEEDLE" + "y" * 5000 + "\ntail"
+    parsed = _Parsed(highlighted_html(excerpt(text, locate("NEEDLE", text), margin=100, max_line=400)))
+    row = parsed.text.split("\n")[1]
+    assert row.startswith("2 │ …x") and row.endswith("y…") and parsed.marked == ["NEEDLE"]

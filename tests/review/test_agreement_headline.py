@@ -1,0 +1,137 @@
+"""The Agreement page's headline (gcpc_core.review.agreement.headline): each statistic read out of the
+report's tables and put in words, on hand-made tables and on the demo; figures share axes and list items
+in natural order."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from gcpc_core.analysis.figures import delta_histogram_figure, item_change_heatmap, natural_key
+from gcpc_core.analysis.loader import frames_from_store
+from gcpc_core.review.agreement import Dashboard, Headline, dashboard, headline
+from gcpc_core.store import Store
+
+NAN = float("nan")
+
+
+def _dash(missing: tuple[str, ...] = (), **tables: list[dict]) -> Dashboard:
+    return Dashboard(tables={name: pd.DataFrame(rows) for name, rows in tables.items()}, missing=missing)
+
+
+def _by_label(lines: list[Headline]) -> dict[str, Headline]:
+    return {line.statistic: line for line in lines}
+
+
+def test_auc_and_paired_delta_are_read_with_their_intervals() -> None:
+    lines = _by_label(headline(_dash(
+        discrimination_auc=[
+            {"judge": "gcpc", "n": 40, "n_tasks": 5, "auc": 0.81, "ci_low": 0.70, "ci_high": 0.90},
+            {"judge": "holistic", "n": 40, "n_tasks": 5, "auc": 0.55, "ci_low": 0.41, "ci_high": 0.69},
+            {"judge": "fixed", "n": 0, "n_tasks": 0, "auc": NAN, "ci_low": NAN, "ci_high": NAN,
+             "note": "needs PASS and FAIL trajectories"}],
+        discrimination_delta_auc=[
+            {"judge_a": "gcpc", "judge_b": "holistic", "delta_auc": 0.26, "ci_low": 0.10, "ci_high": 0.40},
+            {"judge_a": "gcpc", "judge_b": "fixed", "delta_auc": -0.02, "ci_low": -0.12, "ci_high": 0.07}])))
+    gcpc = lines["AUC · gcpc"]
+    assert gcpc.value == "0.810 [0.700, 0.900]"
+    assert gcpc.reading.startswith("A PASS run outscores a FAIL run 81% of the time") and "above chance" in gcpc.reading
+    assert "40 trajectories of 5 tasks" in gcpc.reading
+    assert "includes chance" in lines["AUC · holistic"].reading
+    assert (lines["AUC · fixed"].value, lines["AUC · fixed"].reading) == ("n/a", "needs PASS and FAIL trajectories")
+    clear, unclear = lines["ΔAUC · gcpc − holistic"], lines["ΔAUC · gcpc − fixed"]
+    assert clear.value == "+0.260 [0.100, 0.400]" and clear.reading.startswith("gcpc separates PASS from FAIL better")
+    assert "excludes 0: a clear difference" in clear.reading
+    assert unclear.reading.startswith("fixed separates") and "includes 0: no clear difference" in unclear.reading
+
+
+def test_human_agreement_is_read_against_the_humans_own_agreement() -> None:
+    lines = _by_label(headline(_dash(
+        agreement_pairwise=[
+            {"judge": "human-human", "n_votes_with_ties": 10, "agreement_with_ties": 0.8,
+             "n_votes_without_ties": 8, "agreement_without_ties": 0.9},
+            {"judge": "gcpc", "n_votes_with_ties": 30, "agreement_with_ties": 0.6,
+             "n_votes_without_ties": 0, "agreement_without_ties": NAN}],
+        agreement_spearman=[{"judge": "gcpc", "n": 24, "rho": -0.35, "ci_low": -0.6, "ci_high": -0.05}],
+        agreement_alpha=[
+            {"data": "ratings", "coders": "humans", "alpha": 0.85},
+            {"data": "ratings", "coders": "humans + gcpc", "alpha": 0.6},
+            {"data": "preferences", "coders": "humans", "alpha": 0.5}])))
+    humans = lines["Pairwise agreement · humans with each other"]
+    assert humans.value == "80%" and "10 comparisons; 90% when ties are left out" in humans.reading
+    gcpc = lines["Pairwise agreement · gcpc"]
+    assert gcpc.value == "60%" and gcpc.reading == "Picks the same side of a pair as a human rater in 60% of 30 votes."
+    rho = lines["Spearman ρ · gcpc"]
+    assert rho.value == "-0.35 [-0.60, -0.05]" and rho.reading.startswith("A moderate rank correlation")
+    assert "get lower human progress ratings (24 trajectories)" in rho.reading
+    assert "reliable (≥ 0.8)" in lines["α · progress ratings · humans"].reading
+    assert "too low to rely on" in lines["α · pairwise preferences · humans"].reading
+    assert "falls from 0.85" in lines["α · progress ratings · humans + gcpc"].reading
+
+
+def test_a_missing_statistic_says_why() -> None:
+    lines = headline(_dash(missing=("paired ΔAUC needs at least two judges.",
+                                    "no human study data yet (progress ratings and pairwise preferences are empty): "
+                                    "pairwise agreement, Spearman ρ and Krippendorff's α need them.")))
+    by = _by_label(lines)
+    assert [line.statistic for line in lines] == ["AUC vs official PASS", "Paired ΔAUC", "Pairwise agreement",
+                                                  "Spearman ρ", "Krippendorff's α"]
+    assert all(line.value == "not computed" for line in lines)
+    assert by["Paired ΔAUC"].reading == "Paired ΔAUC needs at least two judges."
+    assert by["Spearman ρ"].reading.startswith("No human study data yet")
+    assert by["AUC vs official PASS"].reading.startswith("Not computed")  # no statement about it: said generally
+    no_scores = headline(_dash(missing=("no judge scores yet (run `judge` and `score`), so no AUC.",)))
+    assert no_scores[0].reading == "No judge scores yet (run `judge` and `score`), so no AUC."
+
+
+def test_the_demo_headline(demo: Store) -> None:
+    dash = dashboard(frames_from_store(demo), n_boot=200, seed=0)
+    lines = _by_label(headline(dash))
+    assert lines["AUC · probe"].value.startswith("0.9")
+    assert lines["Paired ΔAUC"].value == "not computed"
+    assert {"Pairwise agreement · probe", "Spearman ρ · probe", "α · progress ratings · humans + probe"} <= set(lines)
+    assert dash.caption("discrimination_auc") == "AUC per judge"
+    assert dash.caption("no_such_table") == "No such table"
+    for name in dash.tables:
+        assert "_" not in dash.caption(name), name
+
+
+@pytest.mark.parametrize(("ids", "order"), [
+    (["C10", "C2", "C1", "C11"], ["C1", "C2", "C10", "C11"]),
+    (["item-2b", "item-10", "item-2a"], ["item-2a", "item-2b", "item-10"]),
+])
+def test_natural_order(ids: list[str], order: list[str]) -> None:
+    assert sorted(ids, key=natural_key) == order
+
+
+def test_item_heatmap_lists_items_in_natural_order() -> None:
+    changes = pd.DataFrame([{"judge": "j", "task": "t", "item_id": i, "net_share": 0.0, "n_pairs": 1}
+                            for i in ("C10", "C2", "C1")])
+    assert list(item_change_heatmap(changes, "j").data[0].x) == ["C1", "C2", "C10"]
+
+
+def test_delta_histograms_share_both_axes() -> None:
+    pairs = pd.DataFrame([{"judge": "j", "transition": t, "delta": d}
+                          for t, d in (("FAIL→PASS", 0.9), ("PASS→FAIL", -0.2), ("FAIL→FAIL", 0.1))])
+    layout = delta_histogram_figure(pairs).layout
+    xs = [layout[f"xaxis{k}"] for k in ("", "2", "3", "4")]
+    ys = [layout[f"yaxis{k}"] for k in ("", "2", "3", "4")]
+    for axes in (xs, ys):  # one panel's axis anchors the scale, the other three follow it
+        anchors = [a.matches for a in axes]
+        assert anchors.count(None) == 1 and len(set(anchors) - {None}) == 1, anchors
+    assert all(tuple(a.range) == (-1.05, 1.05) for a in xs)
+
+
+def test_figures_can_wait_until_their_section_is_opened(demo: Store) -> None:
+    from gcpc_core.review.agreement import SECTIONS, section_figures
+
+    frames = frames_from_store(demo)
+    lazy = dashboard(frames, n_boot=100, seed=0, figures=False)
+    eager = dashboard(frames, n_boot=100, seed=0)
+    assert all(not figs for figs in lazy.figures.values())
+    for section in SECTIONS:
+        drawn = section_figures(section, lazy.tables, frames, n_boot=100, seed=0)
+        assert [t for t, _ in drawn] == [t for t, _ in eager.figures[section]]
+        for (_, a), (_, b) in zip(drawn, eager.figures[section]):
+            assert a.to_json() == b.to_json()
+    assert section_figures("Ablations", lazy.tables, frames) == []
