@@ -45,7 +45,7 @@ from .audits import KEY, auditor_consensus, auditor_verdicts
 from .frames import require_columns
 
 __all__ = ["SCENARIOS", "STRATA", "ErrorEstimate", "compare", "estimate_error", "estimate_history", "population", "propose", "should_stop",
-           "simulate", "stratum_table", "synthetic_population"]
+           "simulate", "stratum_table", "synthetic_population", "verifier_audits"]
 
 STRATA = ("route", "verdict_raw")
 PRIOR = 0.5
@@ -274,3 +274,16 @@ def compare(scenario: str = "concentrated", *, target_width: float = 0.04, seeds
              "covered": int(out["covered"].sum())}
     total["ratio"] = total["active"] / total["uniform"]
     return pd.concat([out, pd.DataFrame([total])], ignore_index=True)
+
+
+def verifier_audits(verdicts: pd.DataFrame, picks: pd.DataFrame, *, rater: str = "simulated verifier") -> pd.DataFrame:
+    """Simulated audits (an audits frame, ``is_simulated`` true) of the `picks` the verifier decides, answered
+    with the verifier's truth: what an auditor who trusts the CTRF report would record. `verdicts` is
+    `triage.item_verdicts`; picks without a verifier truth are skipped."""
+    known = picks[KEY].merge(verdicts[[*KEY, "verdict_raw", "verifier"]], on=KEY).dropna(subset=["verifier"])
+    agree = known["verifier"] == known["verdict_raw"]
+    return pd.DataFrame({**{k: known[k] for k in KEY}, "rater": rater, "agree": agree,
+                         "verdict": known["verifier"].where(~agree, None),
+                         "created_at": [f"simulated-{k:06d}" for k in range(len(known))], "is_simulated": True},
+                        columns=["trajectory_id", "judge", "item_id", "rater", "agree", "verdict", "created_at",
+                                 "is_simulated"])

@@ -151,7 +151,7 @@ def rank_disagreements(
             for r in out.itertuples(index=False)]
     out[["delta_auc", "delta_mean_pc", "delta_share", "condition"]] = pd.DataFrame(cols, index=out.index)
     for c in ("delta_auc", "delta_mean_pc", "delta_share"):
-        out[c] = out[c].astype(float).round(12)  # 1e-16 of float noise is no change
+        out[c] = out[c].astype(float).round(12) + 0.0  # 1e-16 of float noise (or -0.0) is no change
     out["impact"] = out[["delta_auc", "delta_mean_pc", "delta_share"]].abs().max(axis=1).fillna(0.0)
     out["_kind"] = out["kind"].map({k: i for i, k in enumerate(KINDS)})
     out = out.sort_values(["impact", "_kind", "judge", "trajectory_id", "item_id"],

@@ -105,3 +105,34 @@ def test_nothing_to_triage() -> None:
     f = frames()
     assert triage({"items": f["items"].iloc[0:0], "scores": f["scores"]}).empty
     assert triage({"items": f["items"][f["items"]["trajectory_id"] == "a-w"], "scores": f["scores"]}).empty
+
+
+def test_cli_on_the_demo(demo_copy, capsys) -> None:  # noqa: ANN001 - pytest fixtures
+    import json
+
+    from annotations.audits import record_item_audit
+    from gcpc_core.cli import main
+    from gcpc_core.store import Store
+
+    store = Store(demo_copy)
+    assert main(["triage", "--db", str(demo_copy), "--json", "--next", "4", "--simulate-audits", "30"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_disagreements"] == len(out["disagreements"]) > 0
+    assert {r["kind"] for r in out["disagreements"]} == {"judge vs verifier"}  # the demo has no audits yet
+    assert [r["order"] for r in out["proposals"]] == [1, 2, 3, 4]
+    sim = out["simulated_audits"]
+    assert sim["n_audits"] == 30 and sim["estimates_after"][0]["n_audited"] == 30
+    assert sim["estimates_after"][0]["width"] < sim["estimates_before"][0]["width"]
+    assert store.annotations(kind="item_audit") == []  # simulated audits are never stored
+
+    # an audit disagreeing with the judge becomes a judge vs auditor row, ranked with the others
+    top = out["disagreements"][0]
+    record_item_audit(store, trajectory_id=top["trajectory_id"], item_id=top["item_id"], judge="probe",
+                      reviewer="alice", agree=False, corrected_verdict=top["proposed"])
+    assert main(["triage", "--db", str(demo_copy), "--json", "--limit", "0"]) == 0
+    kinds = {(r["trajectory_id"], r["item_id"], r["kind"]) for r in json.loads(capsys.readouterr().out)["disagreements"]}
+    assert (top["trajectory_id"], top["item_id"], "judge vs auditor") in kinds
+
+    assert main(["triage", "--db", str(demo_copy.parent / "missing.db")]) == 2
+    assert "no such project DB" in capsys.readouterr().err
+    assert main(["triage"]) == 2
