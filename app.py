@@ -67,6 +67,7 @@ if presented is not None:
 ADMIN_PAGES = {  # URL path → (script, title); "" is the default page, served at the root URL
     "": ("pages/overview.py", "Overview"),
     "audit": ("pages/audit.py", "Item audit"),
+    "triage": ("pages/triage.py", "Triage"),
     "checklists": ("pages/checklists.py", "Checklists"),
     "pairs": ("pages/pairs.py", "Skill pairs"),
     "agreement": ("pages/agreement.py", "Agreement"),

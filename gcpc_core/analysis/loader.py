@@ -16,6 +16,7 @@ import pandas as pd
 from ..judge.export import export_judgments, export_scores
 from ..models import SCORED_OUTCOMES
 from ..store import Store
+from .audits import audits_frame
 from .sensitivity import perturbation_frame
 
 __all__ = ["CTRF_COLUMNS", "ITEM_COLUMNS", "SCORE_COLUMNS", "frames_from_store"]
@@ -33,9 +34,9 @@ def _frame(rows: list[dict], columns: tuple[str, ...]) -> pd.DataFrame:
 
 
 def frames_from_store(store: Store, *, include_simulated: bool = True) -> dict[str, pd.DataFrame]:
-    """`scores`, `items`, `ctrf`, `ratings`, `preferences`, `perturbations` frames of a project.
+    """`scores`, `items`, `ctrf`, `ratings`, `preferences`, `perturbations`, `audits` frames of a project.
 
-    `include_simulated=False` drops human answers from simulated raters (the demo study).
+    `include_simulated=False` drops human answers from simulated raters (the demo study) and simulated audits.
     """
     from annotations.frames import preferences_frame, ratings_frame  # annotations builds on gcpc_core
 
@@ -48,9 +49,10 @@ def frames_from_store(store: Store, *, include_simulated: bool = True) -> dict[s
     scores.attrs["unscored_trials"] = store.counts()["unscored"]
     ctrf = pd.DataFrame([(t.id, c.name, c.status) for t in store.trajectories() for c in t.ctrf],
                         columns=list(CTRF_COLUMNS))
-    ratings, preferences = ratings_frame(store), preferences_frame(store)
+    ratings, preferences, audits = ratings_frame(store), preferences_frame(store), audits_frame(store)
     if not include_simulated:
         ratings = ratings[~ratings["simulated"]].reset_index(drop=True)
         preferences = preferences[~preferences["simulated"]].reset_index(drop=True)
+        audits = audits[~audits["is_simulated"]].reset_index(drop=True)
     return {"scores": scores, "items": items, "ctrf": ctrf, "ratings": ratings, "preferences": preferences,
-            "perturbations": perturbation_frame(store)}
+            "perturbations": perturbation_frame(store), "audits": audits}

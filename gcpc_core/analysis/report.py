@@ -38,6 +38,7 @@ from .agreement import (
     usable_preferences,
     usable_ratings,
 )
+from .calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table, roc_data
 from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure, sensitivity_figure
 from .frames import is_available, ordered_judges, require_columns, trajectory_outcomes
@@ -47,7 +48,7 @@ from .skills import item_changes, matched_pairs, transition_table
 
 __all__ = ["FRAME_NAMES", "ReportResult", "build_report"]
 
-FRAME_NAMES = ("scores", "items", "ctrf", "ratings", "preferences", "perturbations")
+FRAME_NAMES = ("scores", "items", "ctrf", "ratings", "preferences", "perturbations", "audits")
 TASK_CHECKLIST_JUDGE = "gcpc"
 FIXED_CHECKLIST_JUDGE = "fixed"
 CTRF_REFERENCE = "ctrf_pass_fraction (reference)"
@@ -471,7 +472,46 @@ def _item_accuracy(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Bl
     return blocks
 
 
-SECTIONS = (_discrimination, _agreement, _skills, _sensitivity, _ablations, _item_accuracy)
+def _calibration(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
+    blocks: list[Block] = [_Heading("Judge calibration and audited figures")]
+    if "items" not in frames:
+        return blocks + [_Missing("no item verdicts: judge calibration and audited figures need them.")]
+    items = frames["items"] if st.judges is None else frames["items"][frames["items"]["judge"].isin(st.judges)]
+    labels = reference_labels(items, frames.get("ctrf"), frames.get("audits"))
+    n_boot = min(st.n_boot, CALIBRATION_BOOT)
+    if labels.empty:
+        blocks.append(_Missing("no item verdict is labelled yet, by an auditor (item audits) or by the verifier "
+                               "(assertion items whose cited tests are in a CTRF report): no calibration."))
+    else:
+        blocks += [
+            _Text("Each judge's raw Yes/No against the auditors' consensus verdict and against the verifier's per-test "
+                  "status (assertion items): precision and recall of each class, Cohen's κ (scikit-learn), with "
+                  f"{st.ci:.0%} percentile intervals from {n_boot} clustered bootstrap draws (tasks; trajectories in "
+                  "per-task rows)."),
+            _Table("calibration", calibration_table(labels, ("judge", "reference"), n_boot=n_boot, seed=st.seed,
+                                                    ci=st.ci), "Calibration per judge and reference"),
+            _Table("calibration_by_route", calibration_table(labels, ("judge", "reference", "route"), n_boot=n_boot,
+                                                             seed=st.seed, ci=st.ci), "Calibration per route"),
+            _Table("calibration_by_task", calibration_table(labels, ("judge", "reference", "task"), n_boot=n_boot,
+                                                            seed=st.seed, ci=st.ci), "Calibration per task"),
+            _Table("calibration_labels", labels, "Inputs: every labelled item verdict", show=False),
+        ]
+    if "scores" not in frames:
+        return blocks + [_Missing("no judge scores: audited figures not computed.")]
+    if "audits" not in frames:
+        return blocks + [_Text("No item audits yet, so no verdict is overridden: the audited figures are the raw ones.")]
+    figures, overrides = audited_figures(items, frames["scores"], frames["audits"], n_boot=st.n_boot, seed=st.seed,
+                                         ci=st.ci, threshold=st.threshold, judges=st.judges)
+    return blocks + [
+        _Text(f"Figures recomputed from raw verdicts, then again with the {len(overrides)} item verdicts that auditors "
+              "corrected (consensus verdict) replaced, through the same postprocessing and scoring and the same "
+              "bootstrap draws."),
+        _Table("audited_figures", figures, "Raw and audited figures side by side", max_rows=40),
+        _Table("audit_overrides", overrides, "Inputs: the overrides used", show=False),
+    ]
+
+
+SECTIONS = (_discrimination, _agreement, _skills, _sensitivity, _ablations, _item_accuracy, _calibration)
 
 
 def build_report(

@@ -1,0 +1,65 @@
+"""Item audits as an analysis frame, and what the auditors say each audited item verdict should be.
+
+**audits** frame (what `audits_frame` loads): one row per *current* audit (the latest per reviewer
+and item verdict; the annotations store keeps the history): ``trajectory_id, judge, item_id,
+rater, agree`` (bool), ``verdict`` (the corrected verdict of a disagreeing audit, else None),
+``created_at``, ``is_simulated``. An audit is of the judge's **raw** verdict (the audit page
+compares a correction with it), so an agreeing audit says the raw verdict is right.
+
+`auditor_verdicts` turns every audit into the verdict its reviewer holds; `auditor_consensus`
+reduces them to one per item verdict: the verdict most auditors hold, or none when the most
+common verdicts tie (the auditors are split, which triage lists as an auditor vs auditor
+disagreement).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..store import Store
+from .frames import require_columns
+
+__all__ = ["AUDIT_COLUMNS", "KEY", "auditor_consensus", "auditor_verdicts", "audits_frame"]
+
+AUDIT_COLUMNS = ("trajectory_id", "judge", "item_id", "rater", "agree", "verdict", "created_at", "is_simulated")
+KEY = ["trajectory_id", "judge", "item_id"]
+"""One item verdict: an item of a trajectory as one judge decided it."""
+
+
+def audits_frame(store: Store) -> pd.DataFrame:
+    """Current item audits of a project (see the module docstring); empty with its columns when none."""
+    rows = [{"trajectory_id": a["trajectory_id"], "judge": a["judge"], "item_id": a["item_id"], "rater": a["rater"],
+             "agree": bool(a["value"]["agree"]), "verdict": a["value"].get("verdict"), "created_at": a["created_at"],
+             "is_simulated": bool(a["is_simulated"])} for a in store.annotations(kind="item_audit")]
+    return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS)).astype({"agree": bool, "is_simulated": bool})
+
+
+def auditor_verdicts(items: pd.DataFrame, audits: pd.DataFrame) -> pd.DataFrame:
+    """Every audit of a known item verdict with the verdict its reviewer holds (``auditor_verdict``).
+
+    Agreeing audits hold the judge's raw verdict; disagreeing ones their correction. Audits of
+    item verdicts absent from `items` (e.g. judged again since) are dropped: what they agreed with
+    is gone.
+    """
+    require_columns(items, (*KEY, "verdict_raw"), "items")
+    require_columns(audits, (*KEY, "rater", "agree", "verdict"), "audits")
+    a = audits.merge(items[[*KEY, "verdict_raw"]].drop_duplicates(KEY), on=KEY, how="inner")
+    agree = a["agree"].astype(bool)
+    a["auditor_verdict"] = a["verdict_raw"].where(agree, a["verdict"])
+    return a.reset_index(drop=True)
+
+
+def auditor_consensus(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """One row per audited item verdict: ``n_auditors``, ``auditors`` ("rater: verdict; …"),
+    ``consensus`` (the majority verdict, None when split) and ``split`` (auditors hold different verdicts)."""
+    columns = [*KEY, "n_auditors", "auditors", "consensus", "split"]
+    if verdicts.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for key, g in verdicts.sort_values("rater", kind="stable").groupby(KEY, sort=True):
+        counts = g["auditor_verdict"].value_counts()
+        top = counts[counts == counts.max()]
+        rows.append({**dict(zip(KEY, key)), "n_auditors": len(g),
+                     "auditors": "; ".join(f"{r}: {v}" for r, v in zip(g["rater"], g["auditor_verdict"])),
+                     "consensus": top.index[0] if len(top) == 1 else None, "split": len(counts) > 1})
+    return pd.DataFrame(rows, columns=columns)

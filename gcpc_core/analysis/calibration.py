@@ -1,0 +1,230 @@
+"""Judge calibration: each judge's raw Yes/No against auditors and against the verifier, and the
+reported figures recomputed with the auditors' corrections.
+
+Reads **items**, **ctrf**, **scores** (see `frames`) and **audits** (see `audits`).
+
+References (`reference_labels`): ``verifier`` — an assertion item's truth from the status of the
+tests it cites in the trajectory's CTRF report (`item_accuracy.assertion_truth`); ``auditor`` — the
+auditors' consensus verdict (`audits.auditor_consensus`; split audits have none). The judge's
+**raw** verdict is compared, as in item accuracy: after postprocessing an official PASS makes
+assertion items right by construction.
+
+`calibration_table`: per group (judge × reference, and optionally route, the judge's verdict, task),
+over item verdicts where both the judge and the reference say Yes or No: precision and recall of
+each class (`sklearn.metrics.precision_recall_fscore_support`; the precision of class Yes is the
+share of the judge's Yes the reference confirms) and Cohen's κ (`sklearn.metrics.cohen_kappa_score`),
+with percentile intervals from a clustered bootstrap (`bootstrap`): tasks are resampled, or
+trajectories within a per-task row. Every statistic depends only on the 2×2 table of (reference,
+judge) counts, so each distinct resampled table is passed to sklearn once as sample weights.
+
+`audited_figures`: AUC per judge, mean partial credit per condition and the matched-pair shares,
+from the raw verdicts and again with every item verdict that has an auditor consensus replaced by
+it, through the same postprocessing and scoring (`ablations.score_variants`), side by side with the
+number of overrides used.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
+
+from ..models import ENDPOINT_ITEM_ID
+from .ablations import score_variants
+from .audits import KEY, auditor_consensus, auditor_verdicts
+from .bootstrap import cluster_counts, draw_clusters, percentile_ci
+from .discrimination import auc_table, bootstrap_auc
+from .frames import ordered_judges, require_columns
+from .item_accuracy import assertion_truth
+from .skills import matched_pairs, transition_table
+
+__all__ = ["CALIBRATION_BOOT", "FIGURE_COLUMNS", "REFERENCES", "STATS", "audited_figures", "audited_items", "binary_stats",
+           "calibration_table", "figure_values", "reference_labels", "rescore"]
+
+REFERENCES = ("auditor", "verifier")
+CALIBRATION_BOOT = 1000
+"""Most bootstrap draws for calibration intervals: sklearn scores each distinct resampled table separately."""
+STATS = ("precision_yes", "recall_yes", "precision_no", "recall_no", "kappa")
+BINARY = ("Yes", "No")
+_TRUTH = np.array(["Yes", "Yes", "No", "No"])
+_PRED = np.array(["Yes", "No", "Yes", "No"])
+"""The four cells of the (reference, judge) table, in the order `binary_stats` weights them."""
+
+
+def reference_labels(items: pd.DataFrame, ctrf: pd.DataFrame | None, audits: pd.DataFrame | None) -> pd.DataFrame:
+    """Long frame of labelled item verdicts: ``judge, task, trajectory_id, item_id, route, verdict_raw,
+    reference`` (``auditor``/``verifier``), ``truth``. The endpoint item (the outcome itself) is left out."""
+    require_columns(items, (*KEY, "task", "route", "verdict_raw"), "items")
+    base = items.loc[items["item_id"] != ENDPOINT_ITEM_ID, ["judge", "task", "trajectory_id", "item_id", "route",
+                                                            "verdict_raw"]].drop_duplicates(KEY)
+    parts = []
+    if audits is not None and len(audits):
+        consensus = auditor_consensus(auditor_verdicts(base, audits)).dropna(subset=["consensus"])
+        parts.append(base.merge(consensus[[*KEY, "consensus"]], on=KEY)
+                     .rename(columns={"consensus": "truth"}).assign(reference="auditor"))
+    if ctrf is not None and len(ctrf) and "verifier_refs" in items.columns:
+        truth = assertion_truth(items[items["item_id"] != ENDPOINT_ITEM_ID], ctrf)
+        truth = truth.loc[truth["basis"] == "ctrf", [*KEY, "truth"]]
+        parts.append(base.merge(truth, on=KEY).assign(reference="verifier"))
+    columns = ["judge", "task", "trajectory_id", "item_id", "route", "verdict_raw", "reference", "truth"]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True)[columns]
+
+
+def binary_stats(weights: np.ndarray) -> np.ndarray:
+    """`STATS` of one 2×2 table given as counts of (Yes,Yes), (Yes,No), (No,Yes), (No,No) = (reference, judge).
+
+    NaN where a statistic is undefined (no such verdict, or κ with a single class on both sides).
+    """
+    w = np.asarray(weights, dtype=float)
+    if w.sum() <= 0:
+        return np.full(len(STATS), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # undefined cells are NaN by request, not news
+        precision, recall, _, _ = precision_recall_fscore_support(
+            _TRUTH, _PRED, labels=list(BINARY), sample_weight=w, zero_division=np.nan)
+        kappa = cohen_kappa_score(_TRUTH, _PRED, labels=list(BINARY), sample_weight=w)
+    return np.array([precision[0], recall[0], precision[1], recall[1], kappa], dtype=float)
+
+
+def _cells(truth: pd.Series, pred: pd.Series) -> np.ndarray:
+    return (2 * (truth.to_numpy() == "No") + (pred.to_numpy() == "No")).astype(int)
+
+
+def _bootstrap(cells: np.ndarray, clusters: np.ndarray, n_boot: int, seed: int, ci: float) -> tuple[np.ndarray, ...]:
+    codes, uniques = pd.factorize(clusters)
+    per_cluster = np.zeros((len(uniques), 4))
+    np.add.at(per_cluster, (codes, cells), 1.0)
+    tables = cluster_counts(draw_clusters(len(uniques), n_boot, seed), len(uniques)) @ per_cluster
+    distinct, inverse = np.unique(tables, axis=0, return_inverse=True)
+    draws = np.array([binary_stats(t) for t in distinct])[inverse.ravel()]
+    low, high, _ = percentile_ci(draws.T, ci)
+    return low, high
+
+
+def calibration_table(
+    labels: pd.DataFrame, by: Sequence[str] = ("judge", "reference"), *, n_boot: int = CALIBRATION_BOOT, seed: int = 0,
+    ci: float = 0.95,
+) -> pd.DataFrame:
+    """Precision, recall (per class) and Cohen's κ of the judge's raw Yes/No against the reference, per `by` group.
+
+    Columns: `by`, ``n_labelled`` (labelled item verdicts), ``n_judge_abstain``, ``n_reference_abstain``,
+    ``n`` (both Yes/No: what the statistics use), the four cell counts ``yes_yes, yes_no, no_yes, no_no``
+    (reference_judge), each of `STATS` with ``_low``/``_high``, ``cluster`` and a ``note``.
+    """
+    by = list(by)
+    require_columns(labels, (*by, "task", "trajectory_id", "verdict_raw", "truth"), "labels")
+    cluster = "trajectory_id" if "task" in by else "task"
+    rows = []
+    for key, g in labels.groupby(by, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        binary = g[g["verdict_raw"].isin(BINARY) & g["truth"].isin(BINARY)]
+        cells = _cells(binary["truth"], binary["verdict_raw"])
+        counts = np.bincount(cells, minlength=4)
+        point = binary_stats(counts)
+        low, high = (_bootstrap(cells, binary[cluster].to_numpy(), n_boot, seed, ci) if len(binary)
+                     else (np.full(len(STATS), np.nan),) * 2)
+        row = {**dict(zip(by, key)), "n_labelled": len(g), "n_judge_abstain": int((g["verdict_raw"] == "Abstain").sum()),
+               "n_reference_abstain": int((g["truth"] == "Abstain").sum()), "n": len(binary),
+               **dict(zip(("yes_yes", "yes_no", "no_yes", "no_no"), map(int, counts)))}
+        for k, name in enumerate(STATS):
+            row.update({name: point[k], f"{name}_low": low[k], f"{name}_high": high[k]})
+        row["cluster"] = cluster
+        row["note"] = ("no item verdict where both say Yes or No" if not len(binary)
+                       else "κ undefined: one class only on both sides" if np.isnan(point[-1]) else "")
+        rows.append(row)
+    stats = [c for s in STATS for c in (s, f"{s}_low", f"{s}_high")]
+    return pd.DataFrame(rows, columns=[*by, "n_labelled", "n_judge_abstain", "n_reference_abstain", "n", "yes_yes",
+                                       "yes_no", "no_yes", "no_no", *stats, "cluster", "note"])
+
+
+def audited_items(items: pd.DataFrame, audits: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`items` with each audited raw verdict replaced by the auditors' consensus, and the overrides used.
+
+    Returns ``(items, overrides)``; `overrides` lists ``trajectory_id, judge, item_id, verdict_raw,
+    consensus`` where the consensus differs from the judge. Split audits override nothing.
+    """
+    require_columns(items, (*KEY, "verdict_raw"), "items")
+    columns = [*KEY, "verdict_raw", "consensus"]
+    if audits is None or audits.empty:
+        return items.copy(), pd.DataFrame(columns=columns)
+    real = items[items["item_id"] != ENDPOINT_ITEM_ID]
+    consensus = auditor_consensus(auditor_verdicts(real, audits)).dropna(subset=["consensus"])
+    merged = items.merge(consensus[[*KEY, "consensus"]], on=KEY, how="left")
+    changed = merged["consensus"].notna() & (merged["consensus"] != merged["verdict_raw"])
+    overrides = merged.loc[changed, columns].reset_index(drop=True)
+    out = items.copy()
+    out["verdict_raw"] = merged["verdict_raw"].where(~changed, merged["consensus"]).to_numpy()
+    return out, overrides
+
+
+def rescore(items: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """A scores frame from (possibly corrected) raw item verdicts: full postprocessing, then partial credit;
+    the trajectory columns (condition, agent, model, trial index) come from `scores`."""
+    full = score_variants(items, {"full": (True, True)}).drop(columns=["variant", "outcome", "task"])
+    meta = scores[["trajectory_id", "judge", "task", "outcome", "condition", "agent", "model", "trial_index"]]
+    return meta.merge(full, on=["trajectory_id", "judge"], how="inner")
+
+
+FIGURE_COLUMNS = ["judge", "figure", "group", "raw", "audited", "delta", "raw_low", "raw_high", "audited_low",
+                  "audited_high", "n", "n_overrides"]
+
+
+def figure_values(scores: pd.DataFrame, judges: Sequence[str], *, n_boot: int, seed: int, ci: float,
+                  threshold: float = 0.10) -> pd.DataFrame:
+    """The reported figures of each judge from a scores frame, long: ``judge, figure, group, value, low, high, n``.
+
+    AUC vs official PASS (with its task-clustered interval), mean partial credit per condition, and
+    the matched-pair shares improving / regressing per transition.
+    """
+    rows = []
+    for judge in judges:
+        s = scores[scores["judge"] == judge]
+        if s["partial_credit"].notna().any():
+            t = auc_table(bootstrap_auc(s, [judge], n_boot=n_boot, seed=seed), ci=ci).iloc[0]
+            rows.append((judge, "auc", "all", t["auc"], t["ci_low"], t["ci_high"], int(t["n"])))
+        for condition, g in s.groupby("condition", sort=True):
+            pc = g["partial_credit"].dropna()
+            rows.append((judge, "mean_partial_credit", condition, pc.mean() if len(pc) else np.nan, np.nan, np.nan,
+                         len(pc)))
+        pairs = matched_pairs(s)
+        if len(pairs):
+            for r in transition_table(pairs, threshold=threshold).itertuples(index=False):
+                if r.n_pairs:
+                    rows.append((judge, "share_improving", r.transition, r.share_improving, np.nan, np.nan, r.n_scored))
+                    rows.append((judge, "share_regressing", r.transition, r.share_regressing, np.nan, np.nan,
+                                 r.n_scored))
+    return pd.DataFrame(rows, columns=["judge", "figure", "group", "value", "low", "high", "n"])
+
+
+def audited_figures(
+    items: pd.DataFrame, scores: pd.DataFrame, audits: pd.DataFrame | None, *, n_boot: int = 2000, seed: int = 0,
+    ci: float = 0.95, threshold: float = 0.10, judges: Sequence[str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Raw and audited figures side by side (`FIGURE_COLUMNS`), and the overrides used.
+
+    Both sides are recomputed from raw verdicts the same way, with the same bootstrap draws, so
+    their difference is the auditors' corrections alone.
+    """
+    corrected, overrides = audited_items(items, audits)
+    present = set(items["judge"]) & set(scores["judge"])
+    judges = [j for j in (ordered_judges(present) if judges is None else judges) if j in present]
+    raw = figure_values(rescore(items, scores), judges, n_boot=n_boot, seed=seed, ci=ci, threshold=threshold)
+    aud = figure_values(rescore(corrected, scores), judges, n_boot=n_boot, seed=seed, ci=ci, threshold=threshold)
+    keys = ["judge", "figure", "group"]
+    m = raw.merge(aud, on=keys, how="outer", suffixes=("_raw", "_audited"))
+    per_judge = overrides["judge"].value_counts()
+    out = pd.DataFrame({
+        **{k: m[k] for k in keys}, "raw": m["value_raw"], "audited": m["value_audited"],
+        "delta": m["value_audited"] - m["value_raw"], "raw_low": m["low_raw"], "raw_high": m["high_raw"],
+        "audited_low": m["low_audited"], "audited_high": m["high_audited"], "n": m["n_raw"],
+        "n_overrides": m["judge"].map(per_judge).fillna(0).astype(int),
+    })
+    order = {j: k for k, j in enumerate(judges)}
+    out = out.sort_values(["judge", "figure", "group"], key=lambda c: c.map(order) if c.name == "judge" else c,
+                          kind="stable").reset_index(drop=True)
+    return out[FIGURE_COLUMNS], overrides

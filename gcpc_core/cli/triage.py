@@ -1,0 +1,141 @@
+"""The auditor's loop on the command line: `triage` lists disagreements ranked by what correcting them
+would move, proposes the next audits with the judge's error-rate estimate, plays simulated audits
+(in memory, never stored), and runs the active-vs-uniform simulation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import pandas as pd
+
+from ..analysis.active import STRATA, compare, estimate_error, population, propose, should_stop, verifier_audits
+from ..analysis.calibration import audited_figures
+from ..analysis.frames import FrameContractError, ordered_judges
+from ..analysis.loader import frames_from_store
+from ..analysis.triage import item_verdicts, triage
+from ..judge.results import ITEM_JUDGES
+from .common import add_db, fail, open_db
+
+__all__ = ["add_triage"]
+
+SHOWN = ["rank", "kind", "trajectory_id", "judge", "item_id", "route", "verdict_raw", "proposed", "impact",
+         "delta_auc", "delta_mean_pc", "delta_share", "link"]
+
+
+def add_triage(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("triage", help="disagreements ranked by impact, next audits, simulated audits",
+                       description="List every item verdict on which the judge, the verifier's CTRF report and "
+                       "the item auditors disagree (judge vs verifier, judge vs auditor, auditor vs auditor), "
+                       "ranked by how much correcting it would move the reported figures (each judge's AUC, mean "
+                       "partial credit per condition, matched-pair shares), each with its item-audit link. "
+                       "--next K proposes the next K audits per judge with the judge's error-rate estimate and "
+                       "interval; --simulate-audits N plays N audits answered by the verifier (in memory, nothing "
+                       "is stored) and prints the figures before and after; --simulate runs the active-vs-uniform "
+                       "simulation (no DB). Exit 0 ok, 2 unusable input.")
+    add_db(p, required=False)
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.add_argument("--judge", choices=ITEM_JUDGES, help="only this judge's item verdicts")
+    p.add_argument("--limit", type=int, default=30, help="disagreements to print (default %(default)s; 0: all)")
+    p.add_argument("--next", type=int, default=0, metavar="K", help="propose the next K audits per judge")
+    p.add_argument("--target-width", type=float, default=0.10,
+                   help="interval width of the error rate at which auditing can stop (default %(default)s)")
+    p.add_argument("--simulate-audits", type=int, default=0, metavar="N",
+                   help="play N verifier-answered audits in memory and print figures before and after")
+    p.add_argument("--simulate", action="store_true", help="active vs uniform random auditing on synthetic data")
+    p.add_argument("--scenario", default="concentrated", choices=["concentrated", "spread"],
+                   help="simulation scenario (default %(default)s)")
+    p.add_argument("--seeds", type=int, default=5, help="simulation seeds (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the proposals (default %(default)s)")
+    p.set_defaults(func=_cmd_triage)
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+            for row in frame.to_dict("records")]
+
+
+def _print(title: str, frame: pd.DataFrame) -> None:
+    print(f"\n{title}")
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}") if len(frame) else "(none)")
+
+
+def _estimate(items: pd.DataFrame, audits: pd.DataFrame, judge: str, target: float) -> dict:
+    est = estimate_error(population(items, audits, judge))
+    return {"judge": judge, "estimate": est.estimate, "low": est.low, "high": est.high, "width": est.width,
+            "n_audited": est.n_audited, "n_population": est.n_population, "stop": should_stop(est, target),
+            "by_route": _records(est.by_route)}
+
+
+def _cmd_triage(args: argparse.Namespace) -> int:
+    if args.simulate:
+        table = compare(args.scenario, target_width=args.target_width, seeds=range(args.seeds))
+        if args.json:
+            print(json.dumps({"scenario": args.scenario, "target_width": args.target_width, "runs": _records(table)}))
+        else:
+            _print(f"audits to reach interval width {args.target_width:g} ({args.scenario} scenario, strata "
+                   f"{' × '.join(STRATA)}): active vs uniform random", table)
+        return 0
+    if args.db is None:
+        fail("triage", "--db is required (or --simulate)")
+    store = open_db("triage", args.db)
+    try:
+        frames = frames_from_store(store)
+    except FrameContractError as exc:
+        fail("triage", f"{args.db}: {exc}")
+    items = frames["items"]
+    if args.judge:
+        items = items[items["judge"] == args.judge]
+    if items.empty:
+        fail("triage", f"{args.db}: no item verdicts{f' of judge {args.judge}' if args.judge else ''}: run `judge` "
+                       "and `score` first")
+    frames["items"] = items
+    audits = frames["audits"]
+    ranked = triage(frames)
+    judges = [j for j in ordered_judges(items["judge"].unique()) if j in ITEM_JUDGES]
+    out: dict = {"db": str(args.db), "n_disagreements": len(ranked),
+                 "disagreements": _records(ranked if args.limit == 0 else ranked.head(args.limit))}
+    if args.next:
+        out["estimates"] = [_estimate(items, audits, j, args.target_width) for j in judges]
+        out["proposals"] = _records(pd.concat([propose(population(items, audits, j), args.next, seed=args.seed)
+                                               .assign(judge=j) for j in judges], ignore_index=True))
+    if args.simulate_audits:
+        verdicts = item_verdicts(items, frames["ctrf"], audits)
+        decided = verdicts[verdicts["verifier"].notna()]
+        simulated = []
+        for j in judges:
+            pop = population(items.merge(decided[["trajectory_id", "judge", "item_id"]]), audits, j)
+            if len(pop):
+                simulated.append(verifier_audits(verdicts, propose(pop, args.simulate_audits, seed=args.seed)))
+        played = pd.concat([audits, *simulated], ignore_index=True) if simulated else audits
+        n_played = sum(map(len, simulated))
+        before, _ = audited_figures(items, frames["scores"], audits, n_boot=1000, seed=0)
+        after, overrides = audited_figures(items, frames["scores"], played, n_boot=1000, seed=0)
+        out["simulated_audits"] = {
+            "n_audits": n_played, "n_overrides": len(overrides),
+            "estimates_before": [_estimate(items, audits, j, args.target_width) for j in judges],
+            "estimates_after": [_estimate(items, played, j, args.target_width) for j in judges],
+            "figures_before": _records(before), "figures_after": _records(after)}
+    if args.json:
+        print(json.dumps(out, default=str))
+        return 0
+    shown = ranked[SHOWN] if args.limit == 0 else ranked[SHOWN].head(args.limit)
+    _print(f"{len(ranked)} disagreements, most impactful first (showing {len(shown)})", shown)
+    if args.next:
+        _print("error rate of each judge's raw item verdicts (auditor consensus ≠ raw verdict)",
+               pd.DataFrame(out["estimates"]).drop(columns="by_route"))
+        _print(f"next audits (up to {args.next} per judge)", pd.DataFrame(out["proposals"]))
+    if args.simulate_audits:
+        sim = out["simulated_audits"]
+        print(f"\nsimulated: {sim['n_audits']} audits answered with the verifier's CTRF truth (in memory, not stored); "
+              f"{sim['n_overrides']} item verdicts overridden")
+        _print("error rate before", pd.DataFrame(sim["estimates_before"]).drop(columns="by_route"))
+        _print("error rate after", pd.DataFrame(sim["estimates_after"]).drop(columns="by_route"))
+        keys = ["judge", "figure", "group"]
+        table = (pd.DataFrame(sim["figures_before"])[[*keys, "audited"]].rename(columns={"audited": "before"})
+                 .merge(pd.DataFrame(sim["figures_after"])[[*keys, "audited", "n_overrides"]]
+                        .rename(columns={"audited": "after"}), on=keys))
+        table["delta"] = table["after"] - table["before"]
+        _print("figures before and after the simulated audits (before: with the stored audits)", table)
+    return 0

@@ -1,0 +1,99 @@
+"""The triage page's data: ranked disagreements, the next audits with the judge's error-rate estimate as
+audits arrive, judge calibration and the audited figures — all from `analysis` over the project's frames.
+
+Cached per project DB until judgments, scores or annotations change, so recording an audit on the item
+audit page and coming back shows the estimate, the interval and the figures moved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..analysis.active import ErrorEstimate, estimate_error, estimate_history, population, propose, should_stop
+from ..analysis.calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
+from ..analysis.frames import ordered_judges
+from ..analysis.loader import frames_from_store
+from ..analysis.triage import audit_link, triage
+from ..judge.results import ITEM_JUDGES
+from ..store import Store
+from .ui import cached
+
+__all__ = ["JudgeLoop", "LoopData", "cached_judge_loop", "cached_loop_data", "history_figure", "judge_loop",
+           "loop_data", "row_label"]
+
+TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists")
+
+
+@dataclass(frozen=True)
+class LoopData:
+    """Everything of the page that does not depend on the chosen judge."""
+
+    judges: list[str]
+    disagreements: pd.DataFrame
+    calibration: pd.DataFrame
+    calibration_by_route: pd.DataFrame
+    figures: pd.DataFrame
+    n_overrides: int
+
+
+@dataclass(frozen=True)
+class JudgeLoop:
+    """One judge's error-rate estimate, its history as audits arrived, and the next audits."""
+
+    estimate: ErrorEstimate
+    stop: bool
+    history: pd.DataFrame
+    proposals: pd.DataFrame
+
+
+def loop_data(store: Store, n_boot: int = CALIBRATION_BOOT) -> LoopData:
+    """Disagreements ranked by impact, calibration against auditors and verifier, raw vs audited figures."""
+    frames = frames_from_store(store)
+    items = frames["items"]
+    judges = [j for j in ordered_judges(items["judge"].unique()) if j in ITEM_JUDGES]
+    ranked = triage(frames)
+    labels = reference_labels(items, frames["ctrf"], frames["audits"]) if len(items) else pd.DataFrame()
+    empty = pd.DataFrame()
+    calibration = calibration_table(labels, n_boot=n_boot) if len(labels) else empty
+    by_route = calibration_table(labels, ("judge", "reference", "route"), n_boot=n_boot) if len(labels) else empty
+    figures, overrides = (audited_figures(items, frames["scores"], frames["audits"], n_boot=n_boot)
+                          if len(items) and len(frames["scores"]) else (empty, empty))
+    return LoopData(judges, ranked, calibration, by_route, figures, len(overrides))
+
+
+def judge_loop(store: Store, judge: str, k: int, target_width: float, seed: int = 0) -> JudgeLoop:
+    """`judge`'s error rate (auditor consensus ≠ raw verdict), its history and the next `k` audits with links."""
+    frames = frames_from_store(store)
+    pop = population(frames["items"], frames["audits"], judge)
+    est = estimate_error(pop)
+    history = estimate_history(pop, frames["audits"])
+    nxt = propose(pop, k, seed=seed)
+    nxt["link"] = [audit_link(r.trajectory_id, r.judge, r.item_id) for r in nxt.itertuples(index=False)]
+    return JudgeLoop(est, should_stop(est, target_width), history, nxt)
+
+
+cached_loop_data = cached(*TABLES)(loop_data)
+cached_judge_loop = cached(*TABLES)(judge_loop)
+
+
+def history_figure(history: pd.DataFrame, target_width: float) -> go.Figure:
+    """The error-rate estimate and its interval against the number of audits."""
+    fig = go.Figure([
+        go.Scatter(x=history["n_audits"], y=history["high"], mode="lines", line={"width": 0}, showlegend=False,
+                   hoverinfo="skip"),
+        go.Scatter(x=history["n_audits"], y=history["low"], mode="lines", line={"width": 0}, fill="tonexty",
+                   name="interval"),
+        go.Scatter(x=history["n_audits"], y=history["estimate"], mode="lines+markers", name="estimate"),
+    ])
+    fig.update_layout(title=f"Error rate as audits arrived (stop at width ≤ {target_width:g})",
+                      xaxis={"title": "audits"}, yaxis={"title": "error rate", "range": [0, 1]}, height=320)
+    return fig
+
+
+def row_label(row: dict) -> str:
+    """One line for choosing a disagreement or a proposal: what it is and where."""
+    head = f"#{row['rank']} · {row['kind']}" if "rank" in row else f"next {row['order']}"
+    return " · ".join([head, str(row["trajectory_id"]), str(row["judge"]), str(row["item_id"])])

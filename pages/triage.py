@@ -1,0 +1,93 @@
+"""Triage: the auditor's loop — which item verdicts to audit next, the judge's error rate and its
+interval as audits arrive, every disagreement ranked by how much correcting it would move the
+figures, judge calibration, and the raw figures beside the audited ones.
+
+Layout and widgets only: `gcpc_core.review.auditloop` computes everything. Links open the item audit
+on one item verdict (`audit?trajectory=…&judge=…&item=…`) and carry nothing else. Data values are
+shown through st.dataframe / st.text only.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from gcpc_core.analysis import FrameContractError
+from gcpc_core.review.auditloop import cached_judge_loop, cached_loop_data, history_figure, row_label
+from gcpc_core.review.text import md_escape
+from gcpc_core.review.ui import require_store
+
+store = require_store()
+st.title("Triage")
+try:
+    with st.spinner("Ranking disagreements…"):
+        data = cached_loop_data(store)
+except FrameContractError as exc:
+    st.error("The analysis cannot run on this project's data: " + md_escape(exc, limit=400))
+    st.stop()
+if not data.judges:
+    st.info("No item verdicts yet: run `judge` and `score` first.")
+    st.stop()
+
+LINK = st.column_config.LinkColumn("audit", display_text="open", help="Open this item verdict in the item audit")
+
+
+def open_link(label: str, rows: list[dict], key: str) -> None:
+    """A chooser over `rows` and a link that opens the chosen one in the item audit, in this session."""
+    if not rows:
+        return
+    labels = [row_label(r) for r in rows]
+    cols = st.columns([4, 1])
+    chosen = cols[0].selectbox(label, range(len(rows)), format_func=labels.__getitem__, key=key)
+    row = rows[chosen]
+    cols[1].page_link("pages/audit.py", label="Open in item audit", icon=":material/fact_check:",
+                      query_params={"trajectory": row["trajectory_id"], "judge": row["judge"], "item": row["item_id"]})
+
+
+# ---- audit next: the estimate, its interval, and the proposals ---------------------------------------
+st.subheader("Audit next")
+cols = st.columns([1.2, 1, 1])
+judge = cols[0].selectbox("Judge", data.judges, key="triage:judge")
+k = cols[1].number_input("Proposals", min_value=1, max_value=200, value=10, key="triage:k")
+target = cols[2].number_input("Target interval width", min_value=0.01, max_value=1.0, value=0.10, step=0.01,
+                              key="triage:target")
+loop = cached_judge_loop(store, judge, int(k), float(target))
+est = loop.estimate
+m = st.columns(4)
+m[0].metric("Error rate (auditor ≠ judge)", f"{est.estimate:.3f}")
+m[1].metric("95% interval", f"{est.low:.3f} – {est.high:.3f}")
+m[2].metric("Width", f"{est.width:.3f}")
+m[3].metric("Audited", f"{est.n_audited} / {est.n_population}")
+if loop.stop:
+    st.success(f"The interval is at most {target:g} wide (or everything is audited): auditing can stop.")
+else:
+    st.text(f"Keep auditing: the interval is {est.width:.3f} wide; the target is {target:g}.")
+st.caption("Error rate per route")
+st.dataframe(est.by_route, hide_index=True, width="stretch")
+st.plotly_chart(history_figure(loop.history, float(target)), key="triage:history")
+st.caption("Next audits, in order (strata where the variance is; tasks in proportion)")
+st.dataframe(loop.proposals, hide_index=True, width="stretch", column_config={"link": LINK})
+open_link("Open a proposed audit", loop.proposals.to_dict("records"), "triage:open_next")
+
+# ---- disagreements ------------------------------------------------------------------------------------
+st.subheader("Disagreements")
+found = data.disagreements
+if found.empty:
+    st.text("No disagreement: no verifier truth, audit or pair of auditors contradicts a judge's raw verdict.")
+else:
+    st.text(f"{len(found)} disagreements, ranked by impact: the largest change correcting the verdict would make "
+            "to the judge's AUC, the mean partial credit of its condition or a matched-pair share.")
+    st.dataframe(found, hide_index=True, width="stretch", column_config={"link": LINK})
+    open_link("Open a disagreement", found.to_dict("records"), "triage:open")
+
+# ---- calibration and audited figures ------------------------------------------------------------------
+st.subheader("Judge calibration")
+if data.calibration.empty:
+    st.text("No item verdict is labelled yet by an auditor or by the verifier's CTRF report.")
+else:
+    st.dataframe(data.calibration, hide_index=True, width="stretch")
+    st.caption("Per route")
+    st.dataframe(data.calibration_by_route, hide_index=True, width="stretch")
+st.subheader("Raw and audited figures")
+st.text(f"{data.n_overrides} item verdicts overridden by the auditors' consensus.")
+if not data.figures.empty:
+    st.dataframe(data.figures, hide_index=True, width="stretch")

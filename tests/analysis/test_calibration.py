@@ -1,0 +1,167 @@
+"""Judge calibration against auditors and the verifier, and audited figures, on data with known answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
+
+from gcpc_core.analysis import build_report
+from gcpc_core.analysis.audits import auditor_consensus, auditor_verdicts
+from gcpc_core.analysis.bootstrap import draw_clusters, percentile_ci
+from gcpc_core.analysis.calibration import (
+    STATS,
+    audited_figures,
+    audited_items,
+    binary_stats,
+    calibration_table,
+    reference_labels,
+    rescore,
+)
+
+T = "test_outputs.py::TestX::"
+
+
+def audit(traj: str, item: str, rater: str, agree: bool, verdict: str | None = None, judge: str = "gcpc") -> dict:
+    return {"trajectory_id": traj, "judge": judge, "item_id": item, "rater": rater, "agree": agree,
+            "verdict": verdict, "created_at": "2026-01-01T00:00:00Z", "is_simulated": False}
+
+
+def test_binary_stats_by_hand() -> None:
+    # reference × judge: 8 Yes/Yes, 2 Yes/No, 1 No/Yes, 9 No/No
+    got = dict(zip(STATS, binary_stats(np.array([8, 2, 1, 9]))))
+    assert got["precision_yes"] == pytest.approx(8 / 9) and got["recall_yes"] == pytest.approx(8 / 10)
+    assert got["precision_no"] == pytest.approx(9 / 11) and got["recall_no"] == pytest.approx(9 / 10)
+    # p_o = 17/20, p_e = (10·9 + 10·11)/400 = 1/2 → κ = (0.85 − 0.5)/0.5
+    assert got["kappa"] == pytest.approx(0.7)
+    undefined = dict(zip(STATS, binary_stats(np.array([5, 0, 0, 0]))))
+    assert undefined["precision_yes"] == 1.0 and np.isnan(undefined["precision_no"]) and np.isnan(undefined["kappa"])
+    assert np.isnan(binary_stats(np.zeros(4))).all()
+
+
+ITEMS = pd.DataFrame([
+    # traj, task, item, route, raw, refs
+    ("t1", "a", "C1", "assertion", "Yes", [T + "p"]),   # CTRF passed → verifier Yes (judge right)
+    ("t1", "a", "C2", "assertion", "Yes", [T + "f"]),   # CTRF failed → verifier No (judge wrong)
+    ("t1", "a", "C3", "generated", "No", []),            # auditors: bob agrees, carol says Yes → split
+    ("t1", "a", "C4", "judge", "Abstain", []),           # auditor: Yes (judge abstained)
+    ("t2", "b", "C1", "assertion", "No", [T + "f"]),    # CTRF failed → verifier No (right); auditor agrees
+    ("t2", "b", "C2", "generated", "Yes", []),           # auditor: No
+    ("t2", "b", "ENDPOINT", "endpoint", "No", []),       # never labelled
+], columns=["trajectory_id", "task", "item_id", "route", "verdict_raw", "verifier_refs"]).assign(judge="gcpc")
+CTRF = pd.DataFrame({"trajectory_id": ["t1", "t1", "t2"], "test": [T + "p", T + "f", T + "f"],
+                     "status": ["passed", "failed", "failed"]})
+AUDITS = pd.DataFrame([
+    audit("t1", "C3", "bob", True), audit("t1", "C3", "carol", False, "Yes"),
+    audit("t1", "C4", "bob", False, "Yes"),
+    audit("t2", "C1", "bob", True),
+    audit("t2", "C2", "bob", False, "No"), audit("t2", "C2", "carol", False, "No"),
+    audit("t9", "C1", "bob", True),  # an item verdict that no longer exists
+])
+
+
+def test_consensus_majority_and_split() -> None:
+    c = auditor_consensus(auditor_verdicts(ITEMS, AUDITS)).set_index(["trajectory_id", "item_id"])
+    assert ("t9", "C1") not in c.index
+    assert c.loc[("t1", "C3"), "split"] and pd.isna(c.loc[("t1", "C3"), "consensus"])
+    assert c.loc[("t1", "C3"), "auditors"] == "bob: No; carol: Yes"
+    assert c.loc[("t2", "C2"), "consensus"] == "No" and not c.loc[("t2", "C2"), "split"]
+    assert c.loc[("t2", "C1"), "consensus"] == "No"  # agreeing holds the raw verdict
+
+
+def test_reference_labels_and_calibration_counts() -> None:
+    labels = reference_labels(ITEMS, CTRF, AUDITS)
+    got = {(r.reference, r.trajectory_id, r.item_id): r.truth for r in labels.itertuples()}
+    assert got == {("verifier", "t1", "C1"): "Yes", ("verifier", "t1", "C2"): "No", ("verifier", "t2", "C1"): "No",
+                   ("auditor", "t1", "C4"): "Yes", ("auditor", "t2", "C1"): "No", ("auditor", "t2", "C2"): "No"}
+    table = calibration_table(labels, ("judge", "reference"), n_boot=50).set_index("reference")
+    v = table.loc["verifier"]
+    assert (v["n"], v["yes_yes"], v["no_yes"], v["no_no"], v["yes_no"]) == (3, 1, 1, 1, 0)
+    assert v["precision_yes"] == pytest.approx(0.5) and v["recall_no"] == pytest.approx(0.5)
+    assert v["precision_no"] == 1.0 and v["recall_yes"] == 1.0
+    a = table.loc["auditor"]
+    assert (a["n_labelled"], a["n_judge_abstain"], a["n"], a["no_no"], a["no_yes"]) == (3, 1, 2, 1, 1)
+    assert a["note"] == "κ undefined: one class only on both sides" or np.isfinite(a["kappa"])
+    by_route = calibration_table(labels, ("judge", "reference", "route"), n_boot=20)
+    assert set(map(tuple, by_route[["reference", "route"]].to_numpy())) == {
+        ("auditor", "assertion"), ("auditor", "generated"), ("auditor", "judge"), ("verifier", "assertion")}
+    assert by_route.set_index(["reference", "route"]).loc[("auditor", "judge"), "note"].startswith("no item verdict")
+
+
+def test_bootstrap_interval_replays_sklearn_on_resampled_tasks() -> None:
+    rng = np.random.default_rng(3)
+    n = 120
+    labels = pd.DataFrame({"judge": "gcpc", "reference": "verifier", "task": rng.integers(0, 8, n).astype(str),
+                           "trajectory_id": rng.integers(0, 30, n).astype(str),
+                           "truth": rng.choice(["Yes", "No"], n, p=[0.6, 0.4])})
+    flip = rng.random(n) < 0.2
+    labels["verdict_raw"] = np.where(flip, np.where(labels["truth"] == "Yes", "No", "Yes"), labels["truth"])
+    n_boot, seed = 60, 4
+    row = calibration_table(labels, n_boot=n_boot, seed=seed).iloc[0]
+    codes, tasks = pd.factorize(labels["task"])
+    draws = []
+    for draw in draw_clusters(len(tasks), n_boot, seed):
+        sample = pd.concat([labels[codes == c] for c in draw])
+        p, r, _, _ = precision_recall_fscore_support(sample["truth"], sample["verdict_raw"], labels=["Yes", "No"],
+                                                     zero_division=np.nan)
+        draws.append([p[0], r[0], p[1], r[1], cohen_kappa_score(sample["truth"], sample["verdict_raw"])])
+    low, high, _ = percentile_ci(np.array(draws).T)
+    for k, name in enumerate(STATS):
+        assert row[f"{name}_low"] == pytest.approx(low[k]) and row[f"{name}_high"] == pytest.approx(high[k])
+    assert row["kappa"] == pytest.approx(cohen_kappa_score(labels["truth"], labels["verdict_raw"]))
+
+
+def figure_project() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two tasks, each a with/without-skills pair; the without side FAILs, items known."""
+    rows, scores = [], []
+    for task in ("a", "b"):
+        for condition, outcome in (("with-skills", "PASS"), ("without-skills", "FAIL")):
+            traj = f"{task}-{condition}"
+            scores.append({"trajectory_id": traj, "task": task, "judge": "gcpc", "outcome": outcome,
+                           "condition": condition, "agent": "ag", "model": "m", "trial_index": 0})
+            for item, route, raw in (("C1", "assertion", "Yes"), ("C2", "generated", "No"), ("C3", "generated", "Yes")):
+                rows.append({"trajectory_id": traj, "task": task, "judge": "gcpc", "item_id": item, "route": route,
+                             "verdict_raw": raw, "verdict": raw, "outcome": outcome, "condition": condition})
+    return pd.DataFrame(rows), pd.DataFrame(scores).assign(partial_credit=np.nan)
+
+
+def test_audited_figures_apply_consensus_and_count_overrides() -> None:
+    items, scores = figure_project()
+    audits = pd.DataFrame([
+        audit("a-without-skills", "C2", "bob", False, "Yes"),   # FAIL side: 2/4 → 3/4
+        audit("a-with-skills", "C1", "bob", False, "No"),       # PASS propagation sets it back to Yes: no change
+        audit("b-with-skills", "C3", "bob", True),               # agreement: no override
+    ])
+    corrected, overrides = audited_items(items, audits)
+    assert len(overrides) == 2 and set(overrides["consensus"]) == {"Yes", "No"}
+    assert corrected.set_index(["trajectory_id", "item_id"]).loc[("a-without-skills", "C2"), "verdict_raw"] == "Yes"
+    fig, _ = audited_figures(items, scores, audits, n_boot=50)
+    f = fig.set_index(["figure", "group"])
+    # raw: with side 2/3 (PASS: C1 Yes, C2 No, C3 Yes), without side 2/4 (endpoint No)
+    assert f.loc[("mean_partial_credit", "with-skills"), "raw"] == pytest.approx(2 / 3)
+    assert f.loc[("mean_partial_credit", "with-skills"), "delta"] == pytest.approx(0.0)
+    assert f.loc[("mean_partial_credit", "without-skills"), "raw"] == pytest.approx(0.5)
+    assert f.loc[("mean_partial_credit", "without-skills"), "audited"] == pytest.approx((0.75 + 0.5) / 2)
+    # Δ per pair: raw 2/3 − 1/2 = 0.167 > 0.1 for both; audited task a: 2/3 − 3/4 < 0 (not regressing by > 0.1)
+    assert f.loc[("share_improving", "FAIL→PASS"), "raw"] == 1.0
+    assert f.loc[("share_improving", "FAIL→PASS"), "audited"] == 0.5
+    assert (fig["n_overrides"] == 2).all()
+    assert f.loc[("auc", "all"), "raw"] == 1.0
+
+
+def test_report_shows_calibration_and_audited_figures(tmp_path: Path) -> None:
+    items, scores = figure_project()
+    audits = pd.DataFrame([audit("a-without-skills", "C2", "bob", False, "Yes")])
+    scores = rescore(items, scores)
+    result = build_report({"items": items, "scores": scores, "audits": audits}, tmp_path,
+                          n_boot=30, figures=False)
+    assert {"calibration", "calibration_by_route", "audited_figures", "audit_overrides"} <= set(result.csv)
+    assert len(result.tables["audit_overrides"]) == 1
+    assert "Judge calibration and audited figures" in result.markdown.read_text()
+    bare = build_report({"items": items, "scores": scores}, tmp_path / "bare", n_boot=30,
+                        figures=False)
+    assert "audited_figures" not in bare.tables and "calibration" not in bare.tables
+    assert any("no item verdict is labelled yet" in m for m in bare.missing)

@@ -1,0 +1,68 @@
+"""The triage page in a real browser, on the demo project: the top-ranked disagreement opens in the item
+audit on its item, the link carries nothing but the item verdict, and an audit recorded there shows up in
+the judge's error-rate estimate when the auditor comes back."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+from playwright.sync_api import expect
+
+from annotations.audits import item_audits
+from gcpc_core.analysis.active import estimate_error, population
+from gcpc_core.analysis.loader import frames_from_store
+from gcpc_core.analysis.triage import triage
+from gcpc_core.store import Store
+
+from .conftest import REVIEWER
+from .helpers import App
+
+
+def metric(app: App, label: str) -> str:
+    box = app.main.locator('[data-testid="stMetric"]').filter(has_text=label).first
+    return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_counts(demo: App) -> None:
+    store = Store(demo.server.db)
+    top = triage(frames_from_store(store)).iloc[0]
+    had_audit = any(a["item_id"] == top["item_id"] for a in item_audits(store, trajectory_id=top["trajectory_id"],
+                                                                        judge="probe"))
+
+    demo.open("triage")
+    expect(demo.title()).to_have_text("Triage")
+    expect(demo.main.get_by_role("heading", name="Disagreements")).to_be_visible()
+    before = int(metric(demo, "Audited").split(" / ")[0])
+    width_before = float(metric(demo, "Width"))
+    cells = demo.grid_cells(containing=top["trajectory_id"])
+    assert any(top["trajectory_id"] in c for c in cells)
+
+    demo.select("Open a disagreement", re.compile(r"^#1 · "))
+    expect(demo.combobox("Open a disagreement")).to_have_value(
+        re.compile(rf"^#1 · {re.escape(top['kind'])} · {re.escape(top['trajectory_id'])} · probe · {top['item_id']}$"))
+    link = demo.main.get_by_role("link", name="Open in item audit").last
+    href = urlparse(link.get_attribute("href") or "")
+    assert parse_qs(href.query) == {"trajectory": [top["trajectory_id"]], "judge": ["probe"], "item": [top["item_id"]]}
+    for anchor in demo.main.locator("a").all():  # no link of the page carries a secret
+        assert not re.search(r"admin|token", anchor.get_attribute("href") or "")
+
+    demo.rerun(link.click)
+    expect(demo.title()).to_have_text("Item audit")
+    expect(demo.main.get_by_role("heading", name=top["trajectory_id"])).to_be_visible()
+    expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(top['item_id'])} · "))
+    assert f"item={top['item_id']}" in demo.page.url
+
+    # the auditor agrees with the judge here (A), then comes back: the estimate counts the audit
+    demo.press("a")
+    expect(demo.text(re.compile(rf"{re.escape(REVIEWER)}: agree$")).first).to_be_visible()
+    mine = [a for a in item_audits(store, trajectory_id=top["trajectory_id"], judge="probe")
+            if a["item_id"] == top["item_id"] and a["rater"] == REVIEWER]
+    assert mine and mine[0]["value"]["agree"]
+    frames = frames_from_store(store)
+    est = estimate_error(population(frames["items"], frames["audits"], "probe"))
+    demo.open("triage")
+    expect(demo.main.locator('[data-testid="stMetric"]').filter(has_text="Audited").first).to_contain_text(
+        f"{est.n_audited} / {est.n_population}")
+    assert est.n_audited == before + (0 if had_audit else 1)
+    assert float(metric(demo, "Width")) <= width_before
