@@ -476,6 +476,17 @@ def m601_run_owner(db: Database) -> None:
     db["runs"].add_column("host", str)
 
 
+@MIGRATIONS()
+def m701_llm_modes(db: Database) -> None:
+    """The structured-output mode negotiated per (endpoint, model), and the mode each run used."""
+    db["llm_modes"].create(
+        {"endpoint": str, "model": str, "mode": str, "rejected": str, "negotiated_at": str},
+        pk=("endpoint", "model"),
+        not_null={"mode", "negotiated_at"},
+    )
+    db["runs"].add_column("structured_mode", str)
+
+
 _EVENT_COLUMNS = ("trajectory_id", "seq", "id", "kind", "tool_name", "call_id", "path", "is_error", "source", "text")
 _INSERT_EVENT = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(_EVENT_COLUMNS))})"
 
@@ -786,6 +797,25 @@ class Store:
     def llm_calls(self, *, run_id: str | None = None) -> list[dict]:
         where, args = ("run_id = ?", [run_id]) if run_id else (None, [])
         return list(self.db["llm_calls"].rows_where(where, args, order_by="id"))
+
+    # ---- negotiated structured-output modes ---------------------------------------
+
+    def llm_mode(self, endpoint: str, model: str) -> dict | None:
+        """The structured mode negotiated for this endpoint and model (with the modes it rejected), or None."""
+        rows = list(self.db["llm_modes"].rows_where("endpoint = ? AND model = ?", [endpoint, model]))
+        return self._decode(rows[0], "rejected") if rows else None
+
+    def set_llm_mode(self, endpoint: str, model: str, mode: str, *, rejected: dict[str, str] | None = None) -> None:
+        """Store the mode that worked; `rejected`: modes the endpoint refused first, with its message."""
+        with self.atomic() as db:
+            db["llm_modes"].upsert(
+                {"endpoint": endpoint, "model": model, "mode": mode, "rejected": _dumps(rejected or {}),
+                 "negotiated_at": utcnow()},
+                pk=("endpoint", "model"),
+            )
+
+    def llm_modes(self) -> list[dict]:
+        return [self._decode(r, "rejected") for r in self.db["llm_modes"].rows_where(order_by="endpoint, model")]
 
     # ---- checklists -------------------------------------------------------------
 

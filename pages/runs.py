@@ -20,7 +20,7 @@ from gcpc_core.review.ui import require_store
 
 store = require_store()
 st.title("Runs")
-usable, reason = llm_status()
+usable, reason = llm_status(store=store)
 st.text(("LLM endpoint ready: " if usable else "") + reason)
 
 

@@ -208,7 +208,7 @@ def job_run(store: Store, job: Job) -> dict | None:
     return next((r for r in store.runs(kind=kind) if r["started_at"] >= job.started_at), None)
 
 
-RUN_COLUMNS = ["id", "kind", "status", "progress", "model", "started_at", "finished_at", "wall_s", "calls",
+RUN_COLUMNS = ["id", "kind", "status", "progress", "model", "structured_mode", "started_at", "finished_at", "wall_s", "calls",
                "http_calls", "cache_hits", "errors", "prompt_tokens", "cached_tokens", "completion_tokens", "cost_usd"]
 
 
