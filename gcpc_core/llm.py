@@ -78,6 +78,7 @@ __all__ = [
     "STRUCTURED_MODES",
     "StructuredMode",
     "Usage",
+    "call_error",
     "chat_request_body",
     "estimate_cost",
     "interpret_reply",
@@ -124,6 +125,9 @@ JSON_OBJECT_PROMPT = (
 
 RAW_REPLY_LIMIT = 200_000
 """Raw reply text kept on errors and in call records; longer replies are cut (and say so)."""
+
+REJECTION_QUOTE_CHARS = 300
+"""Characters of a server's rejection kept per mode (enough to name the field; tracebacks are cut)."""
 
 MAX_ERRORS_SHOWN = 20
 """Validation errors named in an LLMReplyError message (enough for a repair prompt)."""
@@ -759,6 +763,16 @@ class LLM:
             prompt_version=prompt_version,
         )
 
+    def client(self) -> AsyncOpenAI:
+        """The HTTP client of the running event loop (probes of other server routes reuse its pool)."""
+        return self._loop_state().client
+
+    def request_body(
+        self, messages: Sequence[Message], response_model: type[BaseModel], *, mode: StructuredMode | None = None
+    ) -> dict[str, Any]:
+        """The body a call would send now (or in `mode`): what a context budget must count."""
+        return self._body(messages, response_model, self.config.temperature, mode)
+
     def _body(
         self,
         messages: Sequence[Message],
@@ -833,7 +847,7 @@ class LLM:
             try:
                 body, retries = await self._send(state.client, messages, response_model, temperature)
             except openai.APIError as exc:
-                error = _call_error(exc, endpoint=self.config.endpoint, model=self.model,
+                error = call_error(exc, endpoint=self.config.endpoint, model=self.model,
                                     mode_set=self.config.structured_mode != "auto")
                 self._record_failure(error, Usage(), time.monotonic() - started, record, raw=None)
                 raise error from exc
@@ -937,7 +951,7 @@ class LLM:
         """Whether a failed request should be sent again in the next mode (negotiating only)."""
         if self.config.structured_mode != "auto" or not _rejects_format(exc, settled=mode == self._mode):
             return False
-        self._rejected[mode] = f"HTTP {exc.status_code}: {_server_message(exc)}"
+        self._rejected[mode] = f"HTTP {exc.status_code}: {_server_message(exc)[:REJECTION_QUOTE_CHARS]}"
         if self._mode == mode:
             self._mode = None  # a stored mode the server no longer takes: negotiate again
         return True
@@ -1080,7 +1094,7 @@ class LLM:
                 input_file_id=uploaded.id, endpoint=BATCH_ENDPOINT, completion_window="24h", **extra
             )
         except openai.APIError as exc:
-            raise _call_error(exc) from exc
+            raise call_error(exc) from exc
         return batch.model_dump()
 
     async def retrieve_batch(self, batch_id: str) -> dict[str, Any]:
@@ -1088,7 +1102,7 @@ class LLM:
         try:
             return (await self._loop_state().client.batches.retrieve(batch_id)).model_dump()
         except openai.APIError as exc:
-            raise _call_error(exc) from exc
+            raise call_error(exc) from exc
 
     async def batch_results(self, batch: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         """custom_id → result row (`response: {status_code, body}` and/or `error`) from a finished
@@ -1102,7 +1116,7 @@ class LLM:
             try:
                 content = (await client.files.content(file_id)).read()
             except openai.APIError as exc:
-                raise _call_error(exc) from exc
+                raise call_error(exc) from exc
             for line in content.decode("utf-8").splitlines():
                 if line.strip():
                     row = json.loads(line)
@@ -1195,13 +1209,24 @@ def _rejects_format(exc: openai.APIStatusError, *, settled: bool) -> bool:
     return exc.status_code in (400, 415, 422) or names
 
 
-def _call_error(exc: openai.APIError, *, endpoint: str = "", model: str = "", mode_set: bool = False) -> LLMCallError:
+def _refused(exc: BaseException) -> bool:
+    """A connection refused (nothing listens there), which the aiohttp transport reports as a
+    connect *timeout*: told apart so that "server down" is not worded as "server slow"."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def call_error(exc: openai.APIError, *, endpoint: str = "", model: str = "", mode_set: bool = False) -> LLMCallError:
     """The failure as one clear message a user can act on, with a stable reason code."""
     where = endpoint or "the endpoint"
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
         return LLMCallError(f"request to {where} timed out after retries ({ENV_TIMEOUT} sets the seconds per try)",
                             reason="timeout")
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, openai.APIConnectionError):  # APITimeoutError is one too
         return LLMCallError(
             f"cannot reach {where}: {exc} — is the server running and {ENV_BASE_URL} right? "
             "(`python -m gcpc_core llm check` probes it)",

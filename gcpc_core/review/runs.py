@@ -24,7 +24,8 @@ from ..ingest.archive import unpack_for_import
 from ..judge import JUDGES, judge_project, score_project
 from ..judge.runner import offline_run
 from ..judge.units import LLM_JUDGES
-from ..llm import llm_status
+from ..llm import LLMConfig, llm_status
+from ..llm_server import check_endpoint
 from ..store import Store, utcnow
 from ..synthesis import synthesize_project
 
@@ -181,6 +182,12 @@ def start_archive_import(db_path: str | Path, name: str, data: bytes, *, holds: 
         raise ValueError(f"unknown archive content {holds!r}; one of {', '.join(ARCHIVE_HOLDS)}")
     folder = str(unpack_for_import(data, db_path, name=name))
     return JOBS.start(db_path, "import", {**{key: folder for key in ARCHIVE_HOLDS[holds]}, "archive": name})
+
+
+def endpoint_check(store: Store) -> list[str]:
+    """`llm check` for the page: the configured endpoint probed, one finding a line, verdict last;
+    the negotiated structured mode is stored in the project DB."""
+    return check_endpoint(LLMConfig.from_env(), store=store).lines
 
 
 def run_progress(store: Store, run: dict) -> tuple[int | None, int | None]:
