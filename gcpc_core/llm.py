@@ -677,10 +677,12 @@ class LLM:
         self._stored_mode: str | None = None
         self._rejected: dict[str, str] = {}
         """Modes the endpoint rejected during negotiation → the server's message."""
-        if self._mode is None and store is not None:
-            row = store.llm_mode(config.endpoint, self.model)
-            if row is not None and row["mode"] in STRUCTURED_MODES:
-                self._mode = self._stored_mode = row["mode"]
+        row = store.llm_mode(config.endpoint, self.model) if store is not None else None
+        self.context_window: int | None = config.context_window or (row or {}).get("context_window")
+        """Tokens of context for a budget before sending: the setting, else what `llm check` found
+        the server reporting; None when neither says (no budget is applied)."""
+        if self._mode is None and row is not None and row["mode"] in STRUCTURED_MODES:
+            self._mode = self._stored_mode = row["mode"]
         _ssl_context()  # start building it now (see _ssl_context)
 
     @classmethod

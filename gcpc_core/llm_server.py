@@ -119,7 +119,7 @@ async def _probe(llm: LLM) -> ServerInfo:
     except ValueError:
         info.models_error = "GET /models did not answer JSON"
     if llm.config.context_window:
-        info.context_window, info.context_source = llm.config.context_window, ENV_CONTEXT_WINDOW
+        info.context_window, info.context_source = llm.config.context_window, f"the setting, {ENV_CONTEXT_WINDOW}"
     else:
         for name in CONTEXT_FIELDS:
             value = entry.get(name) if isinstance(entry.get(name), int) else (entry.get("meta") or {}).get(name)
@@ -226,7 +226,9 @@ def check_endpoint(config: LLMConfig, *, store: Store | None = None) -> CheckRep
     llm = LLM(replace(config, max_completion_tokens=PING_MAX_TOKENS), store=None)
     llm.run_sync(lambda: _check(llm, report))
     if store is not None and config.structured_mode == "auto" and llm.structured_mode is not None:
-        store.set_llm_mode(config.endpoint, llm.model, llm.structured_mode, rejected=llm.rejected_modes)
+        reported = report.context_window if not config.context_window else None
+        store.set_llm_mode(config.endpoint, llm.model, llm.structured_mode, rejected=llm.rejected_modes,
+                           context_window=reported)
     return report
 
 

@@ -109,3 +109,14 @@ def test_local_server_config_keeps_no_logits(tmp_path) -> None:
     assert server.config(tmp_path / "m.gguf")["host"] == "127.0.0.1"
     assert server.env()["OPENAI_BASE_URL"] == "http://127.0.0.1:1234/v1"
     assert server.env()["GCPC_CONTEXT_WINDOW"] == "4096"
+
+
+def test_reported_context_window_is_stored_for_the_budget(fake_openai: FakeOpenAI, store, make_llm) -> None:
+    fake_openai.serve_models([FAKE_MODEL], max_model_len=4096)
+    fake_openai.on("pong", PONG)
+    report = check_endpoint(config(fake_openai.url), store=store)
+    assert report.context_window == 4096
+    assert "context window: 4096 tokens (from GET /models `max_model_len`)" in report.lines
+    assert store.llm_mode(fake_openai.url, FAKE_MODEL)["context_window"] == 4096
+    assert make_llm().context_window == 4096  # a judge run over this project DB budgets with it
+    assert make_llm(context_window=2048).context_window == 2048  # the setting wins
