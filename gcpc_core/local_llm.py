@@ -42,6 +42,8 @@ LOCAL_MODEL_ALIAS = "gemma-3-270m-local"
 """The model name the local server answers to (what `GCPC_MODEL` is set to)."""
 DEFAULT_CONTEXT = 8192
 """Tokens of context: a day's judging prompts fit, and the KV cache stays small."""
+LOCAL_MAX_COMPLETION_TOKENS = 1024
+"""Reply bound suggested for the local model: a whole checklist's verdicts fit; a runaway reply stops."""
 REQUIREMENTS_HINT = "pip install -r requirements-llm.txt (builds llama-cpp-python: 10-15 minutes on 2 cores)"
 
 
@@ -99,9 +101,12 @@ class LocalServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def env(self) -> dict[str, str]:
-        """The variables that point GCPC at this server."""
+        """The variables that point GCPC at this server. The server answers one request at a time, so
+        requests go one by one, each may take minutes (no client timeout cuts it short), and none is
+        retried (a retry would queue a second copy behind the first); replies are bounded."""
         return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": "not-needed", "GCPC_MODEL": LOCAL_MODEL_ALIAS,
-                "GCPC_CONTEXT_WINDOW": str(self.n_ctx)}
+                "GCPC_CONTEXT_WINDOW": str(self.n_ctx), "GCPC_LLM_CONCURRENCY": "1", "GCPC_LLM_TIMEOUT": "900",
+                "GCPC_LLM_MAX_RETRIES": "0", "GCPC_MAX_COMPLETION_TOKENS": str(LOCAL_MAX_COMPLETION_TOKENS)}
 
     def config(self, model_path: Path) -> dict[str, object]:
         """llama-cpp-python's config file: one model, loopback only, no per-position logits."""

@@ -109,6 +109,9 @@ def test_local_server_config_keeps_no_logits(tmp_path) -> None:
     assert server.config(tmp_path / "m.gguf")["host"] == "127.0.0.1"
     assert server.env()["OPENAI_BASE_URL"] == "http://127.0.0.1:1234/v1"
     assert server.env()["GCPC_CONTEXT_WINDOW"] == "4096"
+    env = server.env()
+    assert (env["GCPC_LLM_CONCURRENCY"], env["GCPC_LLM_MAX_RETRIES"]) == ("1", "0")  # one-slot server: no queued copies
+    assert LLMConfig.from_env(env=env).max_completion_tokens == int(env["GCPC_MAX_COMPLETION_TOKENS"])
 
 
 def test_reported_context_window_is_stored_for_the_budget(fake_openai: FakeOpenAI, store, make_llm) -> None:
