@@ -47,10 +47,10 @@ MESSAGE_OVERHEAD_TOKENS = 8
 PROBE_TIMEOUT_S = 10.0
 CONTEXT_FIELDS = ("max_model_len", "context_length", "context_window", "n_ctx")
 
-TokenizerKind = Literal["llama-cpp-python", "vllm", "llama.cpp"]
+TokenizerKind = Literal["llama-cpp-python", "vLLM / llama.cpp"]
 _TOKENIZERS: tuple[tuple[TokenizerKind, str], ...] = (
     ("llama-cpp-python", "/extras/tokenize/count"),
-    ("vllm", "/tokenize"),
+    ("vLLM / llama.cpp", "/tokenize"),
 )
 
 
@@ -89,7 +89,8 @@ async def _post_json(llm: LLM, url: str, body: dict[str, Any]) -> Any:
     return response.json()
 
 
-def _token_count(kind: TokenizerKind, reply: Any) -> int | None:
+def _token_count(reply: Any) -> int | None:
+    """llama-cpp-python's and vLLM's `count`, or the length of llama.cpp's `tokens`."""
     if not isinstance(reply, dict):
         return None
     if isinstance(reply.get("count"), int):
@@ -103,7 +104,7 @@ async def _tokenize(llm: LLM, kind: TokenizerKind, path: str, text: str) -> int 
     url = _root(llm.config.endpoint) + path
     body: dict[str, Any] = {"model": llm.model, "input": text} if kind == "llama-cpp-python" else {
         "model": llm.model, "prompt": text, "content": text}  # vLLM reads `prompt`, llama.cpp `content`
-    return _token_count(kind, await _post_json(llm, url, body))
+    return _token_count(await _post_json(llm, url, body))
 
 
 async def _probe(llm: LLM) -> ServerInfo:

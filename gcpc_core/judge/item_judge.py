@@ -48,7 +48,9 @@ def assess_items_reply(checklist: Checklist, view: EvidenceView, reply: ItemJudg
                     problems=grounded.problems)
 
 
-def _overflowed(items: list[ChecklistItem], fit: Fit, item_id: str | None = None) -> tuple[list[ItemJudgment], list[ReplyRecord]]:
+def _overflowed(
+    items: list[ChecklistItem], fit: Fit, item_id: str | None = None
+) -> tuple[list[ItemJudgment], list[ReplyRecord]]:
     """Every item Abstain `context_overflow`, the budget's finding recorded as the (unsent) reply."""
     assert fit.overflow is not None
     record = ReplyRecord(attempt="initial", item_id=item_id, status=REASON_CONTEXT_OVERFLOW,

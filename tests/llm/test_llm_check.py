@@ -123,3 +123,15 @@ def test_reported_context_window_is_stored_for_the_budget(fake_openai: FakeOpenA
     assert store.llm_mode(fake_openai.url, FAKE_MODEL)["context_window"] == 4096
     assert make_llm().context_window == 4096  # a judge run over this project DB budgets with it
     assert make_llm(context_window=2048).context_window == 2048  # the setting wins
+
+
+def test_vllm_tokenize_route_is_found(fake_openai: FakeOpenAI) -> None:
+    def tokenize(server, path, headers, raw) -> Reply:
+        body = json.loads(raw)
+        return Reply(body=json.dumps({"count": len(body["prompt"].split()), "max_model_len": 32768}).encode())
+
+    fake_openai.route("POST", "/tokenize", tokenize)
+    fake_openai.on("pong", PONG)
+    report = check_endpoint(config(fake_openai.url))
+    assert report.tokenizer == "/tokenize"
+    assert "POST /extras/tokenize/count" in fake_openai.paths  # llama-cpp-python's route was tried first
