@@ -53,6 +53,8 @@ from openai import AsyncOpenAI, DefaultAioHttpClient
 from openai.lib._parsing._completions import type_to_response_format_param
 from pydantic import BaseModel, ValidationError
 
+from .local_llm import LOCAL_MODEL_ALIAS, TINY_LOCAL_MODEL_NOTE
+
 if TYPE_CHECKING:
     from .store import Store
 
@@ -259,7 +261,8 @@ def llm_status(
     if problems:
         return False, "LLM not configured: " + "; ".join(problems)
     where = config.base_url or "api.openai.com (default)"
-    return True, f"model {config.model} at {where}, {mode_summary(config, store)}"
+    tiny = f" — {TINY_LOCAL_MODEL_NOTE}" if config.model == LOCAL_MODEL_ALIAS else ""
+    return True, f"model {config.model} at {where}, {mode_summary(config, store)}{tiny}"
 
 
 # ---- prices and usage ------------------------------------------------------------
@@ -549,6 +552,11 @@ def chat_request_body(
         body["temperature"] = temperature
     if max_completion_tokens is not None:
         body["max_completion_tokens"] = max_completion_tokens
+        if mode != "parse":
+            # the legacy name too: llama-cpp-python reads only `max_tokens` (and ignores the other, so a
+            # reply would run to the context window); OpenAI, the only `parse` server that refuses
+            # `max_tokens` for some models, never sees it
+            body["max_tokens"] = max_completion_tokens
     return body
 
 

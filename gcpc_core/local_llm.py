@@ -40,6 +40,8 @@ __all__ = [
 
 LOCAL_MODEL_ALIAS = "gemma-3-270m-local"
 """The model name the local server answers to (what `GCPC_MODEL` is set to)."""
+TINY_LOCAL_MODEL_NOTE = "a TINY local model (Gemma 3 270M), far below a real judge: for trying the pipeline, not for scores"
+"""How everything the local model produces is labelled where the endpoint is shown."""
 DEFAULT_CONTEXT = 8192
 """Tokens of context: a day's judging prompts fit, and the KV cache stays small."""
 LOCAL_MAX_COMPLETION_TOKENS = 1024

@@ -37,7 +37,7 @@ def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def _cmd_serve_local(args: argparse.Namespace) -> int:
-    from ..local_llm import LocalLLMUnavailable, LocalServer
+    from ..local_llm import TINY_LOCAL_MODEL_NOTE, LocalLLMUnavailable, LocalServer
 
     server = LocalServer(port=args.port, n_ctx=args.n_ctx, n_threads=args.threads)
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
@@ -46,7 +46,7 @@ def _cmd_serve_local(args: argparse.Namespace) -> int:
               flush=True)
         server.start()
         server.wait_ready(args.start_timeout)
-        print("ready. A TINY local model, far below a real judge: use it to exercise the pipeline, not for scores.")
+        print(f"ready: {TINY_LOCAL_MODEL_NOTE}.")
         print("Point GCPC at it (in another shell):")
         for name, value in server.env().items():
             print(f"export {name}={value}")

@@ -135,3 +135,12 @@ def test_vllm_tokenize_route_is_found(fake_openai: FakeOpenAI) -> None:
     report = check_endpoint(config(fake_openai.url))
     assert report.tokenizer == "/tokenize"
     assert "POST /extras/tokenize/count" in fake_openai.paths  # llama-cpp-python's route was tried first
+
+
+def test_local_model_is_labelled_tiny() -> None:
+    from gcpc_core.llm import llm_status
+    from gcpc_core.local_llm import LOCAL_MODEL_ALIAS
+
+    ok, status = llm_status(env={"GCPC_MODEL": LOCAL_MODEL_ALIAS, "OPENAI_BASE_URL": "http://127.0.0.1:8765/v1"})
+    assert ok and "TINY local model" in status and "far below a real judge" in status
+    assert "TINY" not in llm_status(env={"GCPC_MODEL": "gpt-x", "OPENAI_API_KEY": "k"})[1]

@@ -165,3 +165,12 @@ def test_batch_line_uses_parse_or_the_negotiated_mode(fake_openai: FakeOpenAI, m
     ask(llm)
     line, _ = llm.batch_line("c2", [{"role": "user", "content": "q"}], Answer, prompt_version="v1")
     assert json.dumps(line["body"]["response_format"]).startswith('{"type": "json_object"')
+
+
+def test_reply_bound_is_sent_under_both_names_outside_parse(fake_openai: FakeOpenAI, make_llm) -> None:
+    fake_openai.accept_formats({"json_object"})
+    fake_openai.on("question", Reply.json(OK))
+    ask(make_llm(max_completion_tokens=64))
+    parse_body, _, json_object_body = fake_openai.requests
+    assert parse_body["max_completion_tokens"] == 64 and "max_tokens" not in parse_body  # OpenAI: the new name only
+    assert json_object_body["max_completion_tokens"] == json_object_body["max_tokens"] == 64  # llama-cpp-python

@@ -28,9 +28,9 @@ from gcpc_core.store import Store
 
 REAL_N_CTX = 4096
 START_TIMEOUT_S = 180.0
-CALL_TIMEOUT_S = 420.0
+CALL_TIMEOUT_S = 900.0
 """One request's bound: a slow reply is an error to see, not a hang."""
-MAX_TOKENS = 256
+MAX_TOKENS = 160
 
 TASK = "hello-file"
 TRIAL = "hello-file__real1"

@@ -27,7 +27,7 @@ from gcpc_core.synthesis import synthesize_project
 
 from .conftest import MAX_TOKENS, TASK, TRIAL
 
-pytestmark = [pytest.mark.llm_real, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.llm_real, pytest.mark.timeout(1800)]
 
 REASONS = {"ungrounded", "not_judged", "unknown_item_id", "judge_abstain", "invalid_json", "schema", "truncated",
            "empty", "refusal", "content_filter", "context_overflow", "no_choices", "invalid_body"}
