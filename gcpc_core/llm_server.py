@@ -279,5 +279,10 @@ async def _check(llm: LLM, report: CheckReport) -> None:
     add(f"structured mode: {llm.structured_mode} ({how}" + (f"; rejected first — {rejected})" if rejected else ")"))
     add(f"round trip: {report.round_trip_s:.2f} s, {result.usage.prompt_tokens} prompt + "
         f"{result.usage.completion_tokens} completion tokens (server-reported), reply valid")
+    if info.models and llm.model not in info.models:
+        add(f"verdict: NOT READY — the server does not list model {llm.model} (it lists {', '.join(info.models)}) "
+            "but answered anyway: it may have substituted its default model, and runs would be recorded under the "
+            "wrong name; set GCPC_MODEL (or --model) to a listed model")
+        return
     report.ok = True
     add(f"verdict: READY — synthesize, judge and perturb will use {llm.model} in mode {llm.structured_mode}")

@@ -144,3 +144,10 @@ def test_local_model_is_labelled_tiny() -> None:
     ok, status = llm_status(env={"GCPC_MODEL": LOCAL_MODEL_ALIAS, "OPENAI_BASE_URL": "http://127.0.0.1:8765/v1"})
     assert ok and "TINY local model" in status and "far below a real judge" in status
     assert "TINY" not in llm_status(env={"GCPC_MODEL": "gpt-x", "OPENAI_API_KEY": "k"})[1]
+
+
+def test_unlisted_model_that_answers_anyway_is_not_ready(fake_openai: FakeOpenAI) -> None:
+    fake_openai.serve_models(["the-real-one"])  # llama-cpp-python serves its default model for any name
+    fake_openai.on("pong", PONG)
+    report = check_endpoint(config(fake_openai.url))
+    assert not report.ok and "NOT READY" in report.verdict and "substituted its default model" in report.verdict

@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from pydantic import BaseModel
 
 from gcpc_core.analysis.sensitivity import run_perturbations
 from gcpc_core.checklist import load_rules
@@ -19,13 +20,13 @@ from gcpc_core.evidence import build_evidence_view
 from gcpc_core.judge import judge_project
 from gcpc_core.judge.units import store_judgment
 from gcpc_core.judge.results import TrajectoryJudgment
-from gcpc_core.llm import LLMConfig
+from gcpc_core.llm import LLMCallError, LLMConfig, LLMReplyError
 from gcpc_core.llm_server import check_endpoint
 from gcpc_core.local_llm import LOCAL_MODEL_ALIAS
 from gcpc_core.models import Citation, ItemJudgment
 from gcpc_core.synthesis import synthesize_project
 
-from .conftest import MAX_TOKENS, TASK, TRIAL
+from .conftest import CALL_TIMEOUT_S, MAX_TOKENS, TASK, TRIAL
 
 pytestmark = [pytest.mark.llm_real, pytest.mark.timeout(1800)]
 
@@ -146,3 +147,32 @@ def test_serve_local_stops_cleanly_on_sigterm() -> None:
     import urllib.request
     with pytest.raises(OSError):  # the server went with it
         urllib.request.urlopen(f"{url}/models", timeout=2)
+
+
+# ---- bad input the real server can produce -----------------------------------------------------
+
+
+class Word(BaseModel):
+    word: str
+
+
+def test_real_wrong_model_name_is_caught_by_the_check(local_server) -> None:
+    report = check_endpoint(LLMConfig(model="no-such-model", base_url=local_server.base_url, timeout=CALL_TIMEOUT_S,
+                                      max_retries=0))
+    assert not report.ok and "does not list model no-such-model" in report.verdict, report.lines
+
+
+def test_real_context_overflow_is_a_clear_error(real_llm) -> None:
+    llm = real_llm(context_window=None)  # no budget: the server itself refuses the prompt
+    messages = [{"role": "user", "content": "word " * 6000}]
+    with pytest.raises(LLMCallError) as caught:
+        llm.run_sync(lambda: llm.complete(messages, Word, prompt_version="v1"))
+    assert caught.value.reason == "context_overflow" and "context" in str(caught.value)
+
+
+def test_real_reply_cut_by_max_tokens_is_truncated(real_llm) -> None:
+    llm = real_llm(max_completion_tokens=2)
+    messages = [{"role": "user", "content": 'Reply with {"word": "hello"}'}]
+    with pytest.raises(LLMReplyError) as caught:
+        llm.run_sync(lambda: llm.complete(messages, Word, prompt_version="v1"))
+    assert caught.value.reason == "truncated" and caught.value.usage.completion_tokens == 2
