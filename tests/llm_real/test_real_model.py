@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 from pydantic import BaseModel
@@ -18,8 +19,8 @@ from gcpc_core.analysis.sensitivity import run_perturbations
 from gcpc_core.checklist import load_rules
 from gcpc_core.evidence import build_evidence_view
 from gcpc_core.judge import judge_project
-from gcpc_core.judge.units import store_judgment
 from gcpc_core.judge.results import TrajectoryJudgment
+from gcpc_core.judge.units import prompt_version_of, store_judgment
 from gcpc_core.llm import LLMCallError, LLMConfig, LLMReplyError
 from gcpc_core.llm_server import check_endpoint
 from gcpc_core.local_llm import LOCAL_MODEL_ALIAS
@@ -92,33 +93,24 @@ def test_judge_one_trajectory(judge: str, real_llm, real_store) -> None:
 
 
 def test_one_perturbation(real_llm, real_store) -> None:
+    """The real judging is tested above; here a stored gcpc Yes (a verbatim citation of the `cat`
+    output, what a judge should say) is perturbed and re-judged through the real model."""
     llm = real_llm()
-    judge_project(real_store, judge="gcpc", llm=llm, limit=1, progress=False)
-    items = real_store.judgments(judge="gcpc", trajectory_id=TRIAL)
-    if not any(i["verdict_raw"] == "Yes" for i in items):
-        # the tiny model did not say a grounded Yes: store the one a judge should have said (a verbatim
-        # citation of the cat output), so the perturbation still re-judges through the real model
-        unit = TrajectoryJudgment(
-            trajectory_id=TRIAL, task=TASK, judge="gcpc", checklist_sha=real_store.latest_checklist(TASK)["sha"],
-            model=llm.model, prompt_version=items[0]["prompt_version"], rules_version=load_rules().version,
-            content_hash=real_store.get_trajectory(TRIAL).content_hash,
-            items=[ItemJudgment(item_id=i["item_id"], route=i["route"], verdict_raw=i["verdict_raw"],
-                                verdict=i["verdict_raw"], citations=[Citation(**c) for c in i["citations"] or []],
-                                reason=i["reason_raw"], rationale=i["rationale"] or "")
-                   if i["item_id"] != "C1" else
-                   ItemJudgment(item_id="C1", route="assertion", verdict_raw="Yes", verdict="Yes",
-                                citations=[Citation(event_id="E4", quote="hello")], rationale="E4 shows hello")
-                   for i in items])
-        store_judgment(real_store, unit, run_id=None)
+    checklist = real_store.latest_checklist(TASK)
+    items = [ItemJudgment(item_id=i["id"], route=i["route"], verdict_raw="Abstain", verdict="Abstain",
+                          reason="judge_abstain") for i in checklist["checklist"]["items"]]
+    items[0] = ItemJudgment(item_id="C1", route="assertion", verdict_raw="Yes", verdict="Yes",
+                            citations=[Citation(event_id="E4", quote="hello")], rationale="E4 shows hello")
+    store_judgment(real_store, TrajectoryJudgment(
+        trajectory_id=TRIAL, task=TASK, judge="gcpc", checklist_sha=checklist["sha"], model=llm.model,
+        prompt_version=prompt_version_of("gcpc"), rules_version=load_rules().version,
+        content_hash=real_store.get_trajectory(TRIAL).content_hash, items=items), run_id=None)
     report = run_perturbations(real_store, judge="gcpc", llm=llm, progress=False, n_boot=50)
     assert report.ok, report.errors
-    rows = list(real_store.db["perturbations"].rows_where("judge = 'gcpc'"))
-    assert rows and all(r["status"] in ("judged", "not_perturbed") for r in rows)
-    for row in rows:
-        if row["status"] == "judged":
-            assert row["verdict"] in ("Yes", "No", "Abstain") and (row["verdict"] != "Abstain" or row["reason"])
-    if any(r["status"] == "judged" for r in rows):
-        assert_run_used_the_server(real_store, report.run_id, llm.config.endpoint)
+    [row] = list(real_store.db["perturbations"].rows_where("judge = 'gcpc'"))
+    assert row["status"] == "judged" and row["item_id"] == "C1" and row["recipe"]
+    assert row["verdict"] in ("Yes", "No", "Abstain") and (row["verdict"] != "Abstain" or row["reason"] in REASONS)
+    assert_run_used_the_server(real_store, report.run_id, llm.config.endpoint)
 
 
 def test_serve_local_stops_cleanly_on_sigterm() -> None:
@@ -144,7 +136,6 @@ def test_serve_local_stops_cleanly_on_sigterm() -> None:
     finally:
         if process.poll() is None:
             process.kill()
-    import urllib.request
     with pytest.raises(OSError):  # the server went with it
         urllib.request.urlopen(f"{url}/models", timeout=2)
 
