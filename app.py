@@ -90,7 +90,7 @@ with st.sidebar:
     # Reviewer identity: every item audit and hand-edited checklist is recorded under this name.
     st.session_state.setdefault("reviewer", os.environ.get("GCPC_REVIEWER") or os.environ.get("USER") or "")
     st.text_input("Reviewer", key="reviewer", help="Your name: audits and checklist edits are recorded under it")
-    llm_ok, llm_reason = llm_status()
+    llm_ok, llm_reason = llm_status(store=store)
     st.caption("LLM endpoint")
     st.text(("ready: " if llm_ok else "") + llm_reason + ("" if llm_ok else " — LLM actions are disabled."))
 

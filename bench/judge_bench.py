@@ -1,6 +1,7 @@
 """Judging benchmark: throughput, calls per trajectory, rerun cost, prompt size on real logs.
 
     python bench/judge_bench.py [--n 1000] [--concurrency 32] [--latency 0.1] [--repeats 3] [--json OUT]
+    python bench/judge_bench.py --real 3 [--real-only]      # also: a real (tiny) model, see 5.
 
 1. 1,000 trajectories (the 36 demo trials cloned under new ids) judged by the GCPC item judge
    against the fake OpenAI server at 100 ms latency, concurrency 32: wall time vs the ideal
@@ -15,6 +16,13 @@
    from the response cache) — wall time and HTTP calls, counted by the server.
 4. Judge prompt tokens per real SkillsBench trajectory vs its raw agent log (median, p90), when
    ../shared/skillsbench is present. Tokens are ESTIMATED as characters / 4 (no tokenizer installed).
+5. `--real N`: N demo trajectories judged by `gcpc` against the local server (`llm serve-local`'s
+   llama-cpp-python with Gemma 3 270M, started here; needs requirements-llm.txt), structured mode
+   negotiated from `auto`, one request at a time: prompt and completion tokens per second of request
+   time (server-reported tokens over the summed request latency; the server does not split its time
+   between reading the prompt and writing the reply), wall time per trajectory, and the share of items
+   with a grounded verdict vs Abstain by reason. A 270M model: the shares describe how GCPC copes with
+   a weak model's replies, not judge quality.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +197,45 @@ def real_prompt_tokens(workdir: Path) -> dict[str, Any] | None:
     }
 
 
+# ---- a real (tiny) model ------------------------------------------------------------------------
+
+
+def real_server(workdir: Path, n: int, *, n_ctx: int, max_tokens: int) -> dict[str, Any]:
+    """Judge `n` demo trajectories with the local model; see the module docstring (5.)."""
+    from gcpc_core.local_llm import LOCAL_MODEL_ALIAS, LocalServer
+
+    db = workdir / "real-model.db"
+    build_demo_project(db)
+    store = Store(db)
+    finished: list[float] = []
+    with LocalServer(n_ctx=n_ctx) as server:
+        llm = LLM(LLMConfig(model=LOCAL_MODEL_ALIAS, base_url=server.base_url, api_key="not-needed", timeout=1800.0,
+                            max_retries=0, concurrency=1, context_window=n_ctx, max_completion_tokens=max_tokens),
+                  store=store)
+        started = time.monotonic()
+        report = judge_project(store, judge="gcpc", llm=llm, limit=n, concurrency=1, progress=False,
+                               on_result=lambda result: finished.append(time.monotonic()))
+        wall = time.monotonic() - started
+    calls = [c for c in store.llm_calls(run_id=report.run_id) if not c["cache_hit"]]
+    busy = sum(c["latency_s"] or 0.0 for c in calls)
+    prompt, completion = sum(c["prompt_tokens"] for c in calls), sum(c["completion_tokens"] for c in calls)
+    items = sum(v for k, v in report.verdicts.items() if k in ("Yes", "No") or k.startswith("Abstain:"))
+    grounded = report.verdicts.get("Yes", 0) + report.verdicts.get("No", 0)
+    per_trajectory = [b - a for a, b in zip([started, *finished], finished)]
+    return {
+        "model": LOCAL_MODEL_ALIAS, "n_ctx": n_ctx, "max_completion_tokens": max_tokens, "trajectories": n,
+        "judged": len(report.judged), "errors": report.errors, "structured_mode": report.totals.structured_mode,
+        "http_calls": len(calls), "call_statuses": dict(sorted(Counter(c["status"] for c in calls).items())),
+        "prompt_tokens": prompt, "completion_tokens": completion, "request_time_s": round(busy, 1),
+        "prompt_tokens_per_s": round(prompt / busy, 1) if busy else None,
+        "completion_tokens_per_s": round(completion / busy, 2) if busy else None,
+        "wall_s": round(wall, 1), "wall_s_per_trajectory": [round(w, 1) for w in per_trajectory],
+        "items": items, "grounded_share": round(grounded / items, 3) if items else None,
+        "abstain_share_by_reason": {k.split(":", 1)[1]: round(v / items, 3)
+                                    for k, v in sorted(report.verdicts.items()) if k.startswith("Abstain:")},
+    }
+
+
 # ---- main --------------------------------------------------------------------------------------
 
 
@@ -200,9 +248,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="throughput runs, each on a fresh copy; the median is reported (default %(default)s)")
     parser.add_argument("--per-item-n", type=int, default=30, help="trajectories for the per-item count")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--real", type=int, default=0, metavar="N",
+                        help="also judge N demo trajectories with the local tiny model (minutes each; default 0: no)")
+    parser.add_argument("--real-only", action="store_true", help="only the real-model part")
+    parser.add_argument("--real-n-ctx", type=int, default=8192, help="local model context window (default %(default)s)")
+    parser.add_argument("--real-max-tokens", type=int, default=512,
+                        help="reply bound for the local model (default %(default)s)")
     args = parser.parse_args(argv)
     out: dict[str, Any] = {"n": args.n, "concurrency": args.concurrency, "latency_s": args.latency}
     workdir = Path(tempfile.mkdtemp(prefix="gcpc-judge-bench-"))
+    if args.real_only:
+        try:
+            out = {"real_server": real_server(workdir, args.real or 1, n_ctx=args.real_n_ctx,
+                                              max_tokens=args.real_max_tokens)}
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        print(json.dumps(out, indent=2))
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=2) + "\n")
+        return out
     server = Server(args.latency)
     try:
         store = build_project(workdir, args.n)
@@ -272,6 +336,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "per_item": per_item_calls / args.per_item_n, "mean_items": items,
         }
         out["real_prompt_tokens"] = real_prompt_tokens(workdir)
+        if args.real:
+            out["real_server"] = real_server(workdir, args.real, n_ctx=args.real_n_ctx, max_tokens=args.real_max_tokens)
     finally:
         server.stop()
         shutil.rmtree(workdir, ignore_errors=True)

@@ -7,10 +7,16 @@ easy to get subtly wrong twice —
   (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, model from the caller or `GCPC_MODEL`);
 * structured output validated by pydantic. `structured_mode` picks how the schema
   is sent: `parse` (`chat.completions.parse`, strict JSON schema — OpenAI),
-  `json_schema` (a plain JSON-schema `response_format` — vLLM, recent Ollama) or
-  `json_object` (JSON mode plus the schema in a system message — anything else).
-  The reply is always validated here with `model_validate_json`, from the raw body,
-  so a bad reply can be reported with its text and a good one cached as is;
+  `json_schema` (a plain JSON-schema `response_format` — vLLM, llama.cpp's
+  `llama-server`, recent Ollama) or `json_object` (JSON mode with the schema both in
+  the `schema` extension field, which llama-cpp-python's server constrains decoding
+  to, and in a system message — anything else). The default, `auto`, negotiates:
+  the first call to an endpoint and model tries the strongest mode and falls back
+  on a rejection of the response format (a 4xx, or a 5xx whose body names
+  `response_format`; such a 5xx is not retried by the client), and the mode that
+  works is stored in the project DB per (base URL, model) so later runs start with
+  it. The reply is always validated here with `model_validate_json`, from the raw
+  body, so a bad reply can be reported with its text and a good one cached as is;
 * a content-addressed response cache in the project DB: an identical request
   (model, messages, schema, temperature, prompt version) makes no HTTP call, and
   identical requests in flight at once share one call;
@@ -47,6 +53,8 @@ from openai import AsyncOpenAI, DefaultAioHttpClient
 from openai.lib._parsing._completions import type_to_response_format_param
 from pydantic import BaseModel, ValidationError
 
+from .local_llm import LOCAL_MODEL_ALIAS, TINY_LOCAL_MODEL_NOTE
+
 if TYPE_CHECKING:
     from .store import Store
 
@@ -65,16 +73,20 @@ __all__ = [
     "LLMReplyError",
     "LLMRequest",
     "LLMResult",
+    "MODE_SETTINGS",
+    "ModeSetting",
     "Price",
     "RunTotals",
     "STRUCTURED_MODES",
     "StructuredMode",
     "Usage",
+    "call_error",
     "chat_request_body",
     "estimate_cost",
     "interpret_reply",
     "llm_status",
     "load_prices",
+    "normalized_endpoint",
     "price_for",
     "recorded_run",
     "request_key",
@@ -84,6 +96,9 @@ T = TypeVar("T", bound=BaseModel)
 
 StructuredMode = Literal["parse", "json_schema", "json_object"]
 STRUCTURED_MODES: tuple[str, ...] = StructuredMode.__args__  # type: ignore[attr-defined]
+"""The structured modes, strongest first: the order `auto` tries them in."""
+ModeSetting = Literal["auto", "parse", "json_schema", "json_object"]
+MODE_SETTINGS: tuple[str, ...] = ModeSetting.__args__  # type: ignore[attr-defined]
 
 ENV_MODEL = "GCPC_MODEL"
 ENV_BASE_URL = "OPENAI_BASE_URL"
@@ -93,6 +108,10 @@ ENV_TIMEOUT = "GCPC_LLM_TIMEOUT"
 ENV_MAX_RETRIES = "GCPC_LLM_MAX_RETRIES"
 ENV_CONCURRENCY = "GCPC_LLM_CONCURRENCY"
 ENV_PRICES = "GCPC_PRICES"
+ENV_CONTEXT_WINDOW = "GCPC_CONTEXT_WINDOW"
+ENV_MAX_COMPLETION_TOKENS = "GCPC_MAX_COMPLETION_TOKENS"
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 DEFAULT_PRICES_PATH = Path(__file__).with_name("llm_prices.yaml")
 
@@ -104,10 +123,13 @@ JSON_OBJECT_PROMPT = (
     "Reply with exactly one JSON object and nothing else (no prose, no code fences). "
     "It must validate against this JSON Schema, named {name}:\n{schema}"
 )
-"""System message prepended in `json_object` mode, where the server does not see the schema."""
+"""System message prepended in `json_object` mode, for a server that ignores the `schema` field."""
 
 RAW_REPLY_LIMIT = 200_000
 """Raw reply text kept on errors and in call records; longer replies are cut (and say so)."""
+
+REJECTION_QUOTE_CHARS = 300
+"""Characters of a server's rejection kept per mode (enough to name the field; tracebacks are cut)."""
 
 MAX_ERRORS_SHOWN = 20
 """Validation errors named in an LLMReplyError message (enough for a repair prompt)."""
@@ -150,7 +172,8 @@ class LLMConfig:
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
-    structured_mode: StructuredMode = "parse"
+    structured_mode: ModeSetting = "auto"
+    """`auto` negotiates the strongest mode the endpoint accepts; a named mode is used as is."""
     timeout: float = 120.0
     """Seconds per HTTP attempt; the client retries a timed-out attempt."""
     max_retries: int = 4
@@ -160,6 +183,14 @@ class LLMConfig:
     temperature: float | None = 0.0
     """None omits the parameter (some reasoning models accept only their default)."""
     max_completion_tokens: int | None = None
+    context_window: int | None = None
+    """Tokens the model can attend to (prompt + reply); None: the server's figure when it reports
+    one (`llm_server.context_window`), else no budget is applied before sending."""
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL calls go to, normalized: the key the negotiated mode is stored under."""
+        return normalized_endpoint(self.base_url)
 
     @classmethod
     def from_env(
@@ -179,6 +210,8 @@ class LLMConfig:
             ("timeout", ENV_TIMEOUT, float),
             ("max_retries", ENV_MAX_RETRIES, int),
             ("concurrency", ENV_CONCURRENCY, int),
+            ("context_window", ENV_CONTEXT_WINDOW, int),
+            ("max_completion_tokens", ENV_MAX_COMPLETION_TOKENS, int),
         ):
             if env.get(var):
                 values[name] = kind(env[var])
@@ -194,23 +227,42 @@ class LLMConfig:
             found.append(
                 f"no endpoint: set {ENV_API_KEY} (and {ENV_BASE_URL} for a server other than OpenAI)"
             )
-        if self.structured_mode not in STRUCTURED_MODES:
+        if self.structured_mode not in MODE_SETTINGS:
             found.append(
-                f"structured mode {self.structured_mode!r} is not one of {', '.join(STRUCTURED_MODES)}"
+                f"structured mode {self.structured_mode!r} ({ENV_STRUCTURED_MODE}) is not one of "
+                f"{', '.join(MODE_SETTINGS)}"
             )
         if self.concurrency < 1:
             found.append("concurrency must be at least 1")
         return found
 
 
-def llm_status(model: str | None = None, *, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
-    """(usable, one-line reason) for the app and CLI to show before starting LLM work."""
+def normalized_endpoint(base_url: str | None) -> str:
+    return (base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/")
+
+
+def mode_summary(config: LLMConfig, store: Store | None) -> str:
+    """How requests ask for structured output: the explicit setting, or what `auto` negotiated."""
+    if config.structured_mode != "auto":
+        return f"structured mode {config.structured_mode} (set, not negotiated)"
+    row = store.llm_mode(config.endpoint, config.model or "") if store is not None else None
+    if row is None:
+        return "structured mode auto (negotiated on the first call)"
+    return f"structured mode auto: {row['mode']} (negotiated {row['negotiated_at']})"
+
+
+def llm_status(
+    model: str | None = None, *, env: Mapping[str, str] | None = None, store: Store | None = None
+) -> tuple[bool, str]:
+    """(usable, one-line reason) for the app and CLI to show before starting LLM work; with the
+    project DB it names the structured mode negotiated for this endpoint and model."""
     config = LLMConfig.from_env(model, env=env)
     problems = config.problems()
     if problems:
         return False, "LLM not configured: " + "; ".join(problems)
     where = config.base_url or "api.openai.com (default)"
-    return True, f"model {config.model} at {where}, structured mode {config.structured_mode}"
+    tiny = f" — {TINY_LOCAL_MODEL_NOTE}" if config.model == LOCAL_MODEL_ALIAS else ""
+    return True, f"model {config.model} at {where}, {mode_summary(config, store)}{tiny}"
 
 
 # ---- prices and usage ------------------------------------------------------------
@@ -296,6 +348,8 @@ class RunTotals:
     cost_usd: float = 0.0
     unpriced_calls: int = 0
     """Calls with tokens but no price: `cost_usd` then understates the run and says so."""
+    structured_mode: str | None = None
+    """The structured mode the run's requests used (negotiated or set); None: no LLM call."""
 
     def add(self, *, usage: Usage, cost: float | None, cache_hit: bool, error: bool) -> None:
         self.calls += 1
@@ -317,9 +371,10 @@ class RunTotals:
         """Calls, tokens and cost, worded alike in every run report."""
         cost = "unknown" if self.cost_or_none is None else f"${self.cost_or_none:.4f}"
         calls = f"{self.http_calls} HTTP, {self.cache_hits} cached" if http else f"{self.cache_hits} cached"
+        mode = f", structured mode {self.structured_mode}" if self.structured_mode else ""
         return (
             f"{self.calls} calls ({calls}), tokens {self.usage.prompt_tokens} prompt ({self.usage.cached_tokens} "
-            f"cached) + {self.usage.completion_tokens} completion, cost {cost}"
+            f"cached) + {self.usage.completion_tokens} completion, cost {cost}{mode}"
         )
 
     def as_row(self) -> dict[str, Any]:
@@ -333,6 +388,7 @@ class RunTotals:
             "completion_tokens": self.usage.completion_tokens,
             "cost_usd": self.cost_or_none,
             "unpriced_calls": self.unpriced_calls,
+            "structured_mode": self.structured_mode,
         }
 
 
@@ -458,10 +514,12 @@ def _json_schema(response_model: type[BaseModel]) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=256)
-def _response_format(response_model: type[BaseModel], mode: StructuredMode) -> dict[str, Any] | None:
-    """The `response_format` parameter of a structured mode (None in json_object mode, whose
-    schema travels in a system message). `parse` sends exactly what `completions.parse` would:
-    the SDK's strict JSON schema, built once per class instead of on every request."""
+def _response_format(response_model: type[BaseModel], mode: StructuredMode) -> dict[str, Any]:
+    """The `response_format` parameter of a structured mode. `parse` sends exactly what
+    `completions.parse` would: the SDK's strict JSON schema, built once per class instead of on
+    every request. `json_object` carries the schema in `schema`, the extension field through which
+    llama-cpp-python's server (and Anyscale-style endpoints) constrain decoding to it; servers that
+    do not know the field ignore it, and the schema travels in a system message as well."""
     if mode == "parse":
         return dict(type_to_response_format_param(response_model))  # type: ignore[arg-type]
     if mode == "json_schema":
@@ -469,7 +527,7 @@ def _response_format(response_model: type[BaseModel], mode: StructuredMode) -> d
             "type": "json_schema",
             "json_schema": {"name": response_model.__name__, "schema": _json_schema(response_model), "strict": False},
         }
-    return {"type": "json_object"}
+    return {"type": "json_object", "schema": _json_schema(response_model)}
 
 
 def chat_request_body(
@@ -494,6 +552,11 @@ def chat_request_body(
         body["temperature"] = temperature
     if max_completion_tokens is not None:
         body["max_completion_tokens"] = max_completion_tokens
+        if mode != "parse":
+            # the legacy name too: llama-cpp-python reads only `max_tokens` (and ignores the other, so a
+            # reply would run to the context window); OpenAI, the only `parse` server that refuses
+            # `max_tokens` for some models, never sees it
+            body["max_tokens"] = max_completion_tokens
     return body
 
 
@@ -617,12 +680,34 @@ class LLM:
         self.price = price_for(self.model, self.prices)
         self.totals = RunTotals()
         self._state: _LoopState | None = None
+        self._mode: StructuredMode | None = None if config.structured_mode == "auto" else config.structured_mode
+        """The mode requests are sent in; None while `auto` has not found one yet."""
+        self._stored_mode: str | None = None
+        self._rejected: dict[str, str] = {}
+        """Modes the endpoint rejected during negotiation → the server's message."""
+        row = store.llm_mode(config.endpoint, self.model) if store is not None else None
+        self.context_window: int | None = config.context_window or (row or {}).get("context_window")
+        """Tokens of context for a budget before sending: the setting, else what `llm check` found
+        the server reporting; None when neither says (no budget is applied)."""
+        if self._mode is None and row is not None and row["mode"] in STRUCTURED_MODES:
+            self._mode = self._stored_mode = row["mode"]
         _ssl_context()  # start building it now (see _ssl_context)
 
     @classmethod
     def from_env(cls, model: str | None = None, *, store: Store | None = None, **overrides: Any) -> LLM:
         """The usual way in: config from the environment, `model` from `--model` when given."""
         return cls(LLMConfig.from_env(model, **overrides), store=store)
+
+    @property
+    def structured_mode(self) -> StructuredMode | None:
+        """The structured mode requests use now: the setting, or what `auto` negotiated or found
+        stored; None before an `auto` layer's first successful call."""
+        return self._mode
+
+    @property
+    def rejected_modes(self) -> dict[str, str]:
+        """Modes the endpoint rejected while negotiating, with the server's message."""
+        return dict(self._rejected)
 
     @property
     def max_in_flight(self) -> int:
@@ -642,7 +727,7 @@ class LLM:
     ) -> Iterator[RunTotals]:
         """Record one run (a `runs` row, see `recorded_run`): its calls are tagged with its id and
         summed into it. Without a store the totals are kept in memory only."""
-        self.totals = RunTotals()
+        self.totals = RunTotals(structured_mode=self._mode)
         if self.store is None:
             yield self.totals
             return
@@ -657,7 +742,7 @@ class LLM:
     def _loop_state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
         if self._state is None or self._state.loop is not loop:
-            client = AsyncOpenAI(
+            client = _Client(
                 api_key=self.config.api_key or PLACEHOLDER_API_KEY,
                 base_url=self.config.base_url,
                 timeout=self.config.timeout,
@@ -688,15 +773,30 @@ class LLM:
             prompt_version=prompt_version,
         )
 
-    def _body(
-        self, messages: Sequence[Message], response_model: type[BaseModel], temperature: float | None
+    def client(self) -> AsyncOpenAI:
+        """The HTTP client of the running event loop (probes of other server routes reuse its pool)."""
+        return self._loop_state().client
+
+    def request_body(
+        self, messages: Sequence[Message], response_model: type[BaseModel], *, mode: StructuredMode | None = None
     ) -> dict[str, Any]:
-        """The request exactly as sent, so a Batch-API line is the body a live call would send."""
+        """The body a call would send now (or in `mode`): what a context budget must count."""
+        return self._body(messages, response_model, self.config.temperature, mode)
+
+    def _body(
+        self,
+        messages: Sequence[Message],
+        response_model: type[BaseModel],
+        temperature: float | None,
+        mode: StructuredMode | None = None,
+    ) -> dict[str, Any]:
+        """The request exactly as sent, so a Batch-API line is the body a live call would send.
+        Without a mode: the current one, or `parse` (the Batch API is OpenAI's, which takes it)."""
         return chat_request_body(
             model=self.model,
             messages=messages,
             response_model=response_model,
-            mode=self.config.structured_mode,
+            mode=mode or self._mode or "parse",
             temperature=temperature,
             max_completion_tokens=self.config.max_completion_tokens,
         )
@@ -757,9 +857,13 @@ class LLM:
             try:
                 body, retries = await self._send(state.client, messages, response_model, temperature)
             except openai.APIError as exc:
-                error = _call_error(exc)
+                error = call_error(exc, endpoint=self.config.endpoint, model=self.model,
+                                    mode_set=self.config.structured_mode != "auto")
                 self._record_failure(error, Usage(), time.monotonic() - started, record, raw=None)
                 raise error from exc
+            except LLMCallError as error:  # no structured mode is accepted
+                self._record_failure(error, Usage(), time.monotonic() - started, record, raw=None)
+                raise
             except LLMReplyError as error:
                 self._record_failure(error, error.usage, time.monotonic() - started, record, raw=error.raw)
                 raise
@@ -814,11 +918,20 @@ class LLM:
         The raw body rather than the SDK's parsed object: it is what the cache stores and what
         a bad reply is reported with.
         """
-        body = self._body(messages, response_model, temperature)
-        # `post` (the SDK's documented route for raw requests) rather than `chat.completions.create`:
-        # the body is already complete and validated, and create's recursive param transform cost
-        # ~1.5 ms of CPU per call (bench/judge_bench.py); retries, timeouts and errors are the same.
-        response = await client.post("/chat/completions", cast_to=httpx2.Response, body=body)
+        while True:
+            mode = self._next_mode()
+            body = self._body(messages, response_model, temperature, mode)
+            # `post` (the SDK's documented route for raw requests) rather than `chat.completions.create`:
+            # the body is already complete and validated, and create's recursive param transform cost
+            # ~1.5 ms of CPU per call (bench/judge_bench.py); retries, timeouts and errors are the same.
+            try:
+                response = await client.post("/chat/completions", cast_to=httpx2.Response, body=body)
+            except openai.APIStatusError as exc:
+                if not self._fall_back(mode, exc):
+                    raise
+                continue
+            self._settle(mode)
+            break
         try:
             body = response.json()
         except ValueError as exc:
@@ -826,6 +939,40 @@ class LLM:
         if not isinstance(body, dict):
             raise LLMReplyError("reply body is not a JSON object", reason="invalid_body", raw=_clip(_canonical(body)))
         return body, int(response.request.headers.get("x-stainless-retry-count", 0))
+
+    # -- structured-mode negotiation --
+
+    def _next_mode(self) -> StructuredMode:
+        """The mode to send the next request in; raises LLMCallError when every mode was rejected."""
+        if self._mode is not None:
+            return self._mode
+        for mode in STRUCTURED_MODES:
+            if mode not in self._rejected:
+                return mode  # type: ignore[return-value]
+        tried = "; ".join(f"{mode}: {message}" for mode, message in self._rejected.items())
+        raise LLMCallError(
+            f"{self.config.endpoint} rejected every structured-output mode for model {self.model} (tried "
+            f"{', '.join(self._rejected)}) — {tried}. Use a server or model that supports JSON output, or set "
+            f"{ENV_STRUCTURED_MODE} to a mode it documents",
+            reason="structured_output_unsupported",
+        )
+
+    def _fall_back(self, mode: StructuredMode, exc: openai.APIStatusError) -> bool:
+        """Whether a failed request should be sent again in the next mode (negotiating only)."""
+        if self.config.structured_mode != "auto" or not _rejects_format(exc, settled=mode == self._mode):
+            return False
+        self._rejected[mode] = f"HTTP {exc.status_code}: {_server_message(exc)[:REJECTION_QUOTE_CHARS]}"
+        if self._mode == mode:
+            self._mode = None  # a stored mode the server no longer takes: negotiate again
+        return True
+
+    def _settle(self, mode: StructuredMode) -> None:
+        """A request in `mode` was accepted: use it from now on and store it for this endpoint and model."""
+        self._mode = self.totals.structured_mode = mode
+        if self.config.structured_mode == "auto" and self._stored_mode != mode:
+            self._stored_mode = mode
+            if self.store is not None:
+                self.store.set_llm_mode(self.config.endpoint, self.model, mode, rejected=self._rejected)
 
     def _finish(self, result: LLMResult[T], *, prompt_version: str, tag: str) -> LLMResult[T]:
         self.totals.add(usage=result.usage, cost=result.cost_usd, cache_hit=result.cache_hit, error=False)
@@ -957,7 +1104,7 @@ class LLM:
                 input_file_id=uploaded.id, endpoint=BATCH_ENDPOINT, completion_window="24h", **extra
             )
         except openai.APIError as exc:
-            raise _call_error(exc) from exc
+            raise call_error(exc) from exc
         return batch.model_dump()
 
     async def retrieve_batch(self, batch_id: str) -> dict[str, Any]:
@@ -965,7 +1112,7 @@ class LLM:
         try:
             return (await self._loop_state().client.batches.retrieve(batch_id)).model_dump()
         except openai.APIError as exc:
-            raise _call_error(exc) from exc
+            raise call_error(exc) from exc
 
     async def batch_results(self, batch: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         """custom_id → result row (`response: {status_code, body}` and/or `error`) from a finished
@@ -979,7 +1126,7 @@ class LLM:
             try:
                 content = (await client.files.content(file_id)).read()
             except openai.APIError as exc:
-                raise _call_error(exc) from exc
+                raise call_error(exc) from exc
             for line in content.decode("utf-8").splitlines():
                 if line.strip():
                     row = json.loads(line)
@@ -1006,19 +1153,113 @@ class LLM:
         return LLM(replace(self.config, **changes), store=self.store, prices=self.prices)
 
 
-def _call_error(exc: openai.APIError) -> LLMCallError:
-    if isinstance(exc, openai.APITimeoutError):
-        return LLMCallError(f"request timed out after retries: {exc}", reason="timeout")
-    if isinstance(exc, openai.APIConnectionError):
-        return LLMCallError(f"cannot reach the endpoint: {exc}", reason="connection")
-    if isinstance(exc, openai.APIStatusError):
-        hint = (
-            " (if the server does not support this response_format, try GCPC_STRUCTURED_MODE="
-            "json_schema or json_object)"
-            if exc.status_code in (400, 422)
-            else ""
-        )
+class _Client(AsyncOpenAI):
+    """The `openai` client, except that a 5xx whose body names `response_format` is not retried: it
+    is the server's deterministic rejection of a structured mode (llama-cpp-python answers an unknown
+    `response_format.type` with HTTP 500), so retrying only delays the fallback by the backoff."""
+
+    def _should_retry(self, response: httpx2.Response) -> bool:
+        if response.status_code >= 500 and _names_response_format(_response_text(response)):
+            return False
+        return super()._should_retry(response)
+
+
+def _response_text(response: httpx2.Response) -> str:
+    try:
+        return response.text
+    except httpx2.ResponseNotRead:  # a streamed body: no rejection to see, the client decides
+        return ""
+
+
+def _names_response_format(text: str) -> bool:
+    return "response_format" in text
+
+
+CONTEXT_OVERFLOW_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "exceed context window",
+    "exceeds the available context size",
+    "exceed_context_size",
+)
+"""How OpenAI, vLLM, llama-cpp-python and llama.cpp's server say a prompt does not fit."""
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    """The server's own words: its error message (and code), else its whole body."""
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
+        said = body["message"] + (f" [{body['code']}]" if body.get("code") not in (None, "", exc.status_code) else "")
+    elif isinstance(body, str) and body:
+        said = body
+    elif body is not None:
+        said = _canonical(body)
+    else:
+        said = str(exc.message)
+    return " ".join(said.split())[:2000]
+
+
+def _is_overflow(exc: openai.APIStatusError) -> bool:
+    text = _server_message(exc).lower()
+    return any(marker in text for marker in CONTEXT_OVERFLOW_MARKERS)
+
+
+def _rejects_format(exc: openai.APIStatusError, *, settled: bool) -> bool:
+    """Does this failure reject the structured mode (so another mode may work)?
+
+    While negotiating, any 400/415/422 does (servers word it in many ways), and a 5xx that names
+    `response_format`; for a mode already in use only an error naming `response_format` does, so a
+    bad request of another kind is reported, not negotiated away. A prompt too long never does.
+    """
+    if _is_overflow(exc):
+        return False
+    names = _names_response_format(_server_message(exc))
+    if exc.status_code >= 500 or settled:
+        return names
+    return exc.status_code in (400, 415, 422) or names
+
+
+def _refused(exc: BaseException) -> bool:
+    """A connection refused (nothing listens there), which the aiohttp transport reports as a
+    connect *timeout*: told apart so that "server down" is not worded as "server slow"."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def call_error(exc: openai.APIError, *, endpoint: str = "", model: str = "", mode_set: bool = False) -> LLMCallError:
+    """The failure as one clear message a user can act on, with a stable reason code."""
+    where = endpoint or "the endpoint"
+    if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
+        return LLMCallError(f"request to {where} timed out after retries ({ENV_TIMEOUT} sets the seconds per try)",
+                            reason="timeout")
+    if isinstance(exc, openai.APIConnectionError):  # APITimeoutError is one too
         return LLMCallError(
-            f"HTTP {exc.status_code}: {exc.message}{hint}", reason=f"http_{exc.status_code}", status=exc.status_code
+            f"cannot reach {where}: {exc} — is the server running and {ENV_BASE_URL} right? "
+            "(`python -m gcpc_core llm check` probes it)",
+            reason="connection",
         )
-    return LLMCallError(str(exc), reason="api_error")
+    if not isinstance(exc, openai.APIStatusError):
+        return LLMCallError(str(exc), reason="api_error")
+    status, said = exc.status_code, _server_message(exc)
+    if _is_overflow(exc):
+        return LLMCallError(f"the prompt does not fit the model's context window (HTTP {status}: {said})",
+                            reason="context_overflow", status=status)
+    if status in (401, 403):
+        return LLMCallError(f"{where} refused the API key (HTTP {status}: {said}); check {ENV_API_KEY}",
+                            reason="auth", status=status)
+    if status == 404:
+        if "model" in said.lower():
+            return LLMCallError(f"{where} does not serve model {model!r} (HTTP 404: {said}); check --model or "
+                                f"{ENV_MODEL} (`python -m gcpc_core llm check` lists the served models)",
+                                reason="model_not_found", status=status)
+        return LLMCallError(f"{where} has no chat-completions route (HTTP 404: {said}); {ENV_BASE_URL} usually "
+                            "ends in /v1", reason="not_found", status=status)
+    hint = ""
+    if mode_set and (status in (400, 415, 422) or _names_response_format(said)):
+        hint = (f" (if the server does not support this response_format, unset {ENV_STRUCTURED_MODE} to "
+                "negotiate a mode, or set it to json_schema or json_object)")
+    return LLMCallError(f"HTTP {status}: {said}{hint}", reason=f"http_{status}", status=status)

@@ -481,6 +481,18 @@ def m601_run_owner(db: Database) -> None:
 
 
 @MIGRATIONS()
+def m701_llm_modes(db: Database) -> None:
+    """The structured-output mode negotiated per (endpoint, model) — with the context window `llm check`
+    found the server reporting — and the mode each run used."""
+    db["llm_modes"].create(
+        {"endpoint": str, "model": str, "mode": str, "rejected": str, "context_window": int, "negotiated_at": str},
+        pk=("endpoint", "model"),
+        not_null={"mode", "negotiated_at"},
+    )
+    db["runs"].add_column("structured_mode", str)
+
+
+@MIGRATIONS()
 def m1401_trial_outcome_basis(db: Database) -> None:
     """Trials record the evidence for their official outcome (reward and threshold, or why unscored)."""
     db["trajectories"].add_column("outcome_basis", str)
@@ -837,6 +849,34 @@ class Store:
     def llm_calls(self, *, run_id: str | None = None) -> list[dict]:
         where, args = ("run_id = ?", [run_id]) if run_id else (None, [])
         return list(self.db["llm_calls"].rows_where(where, args, order_by="id"))
+
+    # ---- negotiated structured-output modes ---------------------------------------
+
+    def llm_mode(self, endpoint: str, model: str) -> dict | None:
+        """The structured mode negotiated for this endpoint and model (with the modes it rejected), or None."""
+        rows = list(self.db["llm_modes"].rows_where("endpoint = ? AND model = ?", [endpoint, model]))
+        return self._decode(rows[0], "rejected") if rows else None
+
+    def set_llm_mode(
+        self,
+        endpoint: str,
+        model: str,
+        mode: str,
+        *,
+        rejected: dict[str, str] | None = None,
+        context_window: int | None = None,
+    ) -> None:
+        """Store the mode that worked; `rejected`: modes the endpoint refused first, with its message;
+        `context_window`: the server's figure when known (None keeps the one stored)."""
+        row = {"endpoint": endpoint, "model": model, "mode": mode, "rejected": _dumps(rejected or {}),
+               "negotiated_at": utcnow()}
+        if context_window is not None:
+            row["context_window"] = context_window
+        with self.atomic() as db:
+            db["llm_modes"].upsert(row, pk=("endpoint", "model"))
+
+    def llm_modes(self) -> list[dict]:
+        return [self._decode(r, "rejected") for r in self.db["llm_modes"].rows_where(order_by="endpoint, model")]
 
     # ---- checklists -------------------------------------------------------------
 

@@ -14,14 +14,18 @@ import streamlit as st
 from gcpc_core.judge import JUDGES
 from gcpc_core.llm import llm_status
 from gcpc_core.ingest.archive import ARCHIVE_SUFFIXES
-from gcpc_core.review.runs import ARCHIVE_HOLDS, JOBS, job_run, needs_llm, run_progress, runs_frame, start_archive_import
+from gcpc_core.review.runs import (ARCHIVE_HOLDS, JOBS, endpoint_check, job_run, needs_llm, run_progress, runs_frame,
+                                   start_archive_import)
 from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import require_store
 
 store = require_store()
 st.title("Runs")
-usable, reason = llm_status()
+usable, reason = llm_status(store=store)
 st.text(("LLM endpoint ready: " if usable else "") + reason)
+if st.button("Check the LLM endpoint", key="runs:llm_check", help="Same probe as `python -m gcpc_core llm check`"):
+    with st.spinner("Probing the endpoint (one tiny round trip)…"):
+        st.code("\n".join(endpoint_check(store)), language=None, wrap_lines=True)
 
 
 def start(kind: str, params: dict) -> None:

@@ -17,6 +17,13 @@ A rule's replies are used in order and the last one repeats. The first matching
 rule wins; `server.default` answers requests no rule matches (unset: HTTP 400, so an
 unscripted request fails loudly and is not retried). Every request is recorded
 (`requests`, `request_count`) and the server tracks `max_in_flight`.
+
+Servers differ in which structured-output `response_format` they take; to play one,
+`server.accept_formats({"json_object", "text"})` rejects every other type before any rule
+is consulted (default rejection: llama-cpp-python's HTTP 500 naming `response_format`;
+`LLAMA_CPP_PYTHON_REJECTION`, or pass `rejection=Reply.error(400, …)` for a vLLM-like 4xx).
+`server.serve_models([...])` answers `GET /v1/models` and `server.serve_tokenizer()` answers
+llama-cpp-python's `POST /extras/tokenize/count` (4 characters per token).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from typing import Any
 
 __all__ = [
     "FAKE_MODEL",
+    "LLAMA_CPP_PYTHON_REJECTION",
     "FakeOpenAI",
     "Reply",
     "fault_429",
@@ -43,7 +51,9 @@ __all__ = [
     "fault_malformed",
     "fault_refusal",
     "fault_timeout",
+    "format_type",
     "iter_jsonl",
+    "overflow_error",
     "request_text",
 ]
 
@@ -126,6 +136,24 @@ def fault_refusal(text: str = "I can't help with that.") -> Reply:
     return Reply(refusal=text)
 
 
+LLAMA_CPP_PYTHON_REJECTION = "response_format.type: Input should be 'text' or 'json_object'"
+"""What llama-cpp-python's server says (with HTTP 500) to a `json_schema` response format."""
+
+
+def overflow_error(window: int = 2048, requested: int = 9000) -> Reply:
+    """llama-cpp-python's answer to a prompt longer than its context window (HTTP 400)."""
+    body = {"error": {"message": f"This model's maximum context length is {window} tokens. However, you requested "
+                                 f"{requested} tokens ({requested} in the messages, 0 in the completion). Please reduce "
+                                 "the length of the messages or completion.", "type": "invalid_request_error",
+                      "param": "messages", "code": "context_length_exceeded"}}
+    return Reply(status=400, body=json.dumps(body).encode())
+
+
+def format_type(request: RequestBody) -> str:
+    """The `response_format.type` of a chat request (`text` when absent)."""
+    return str((request.get("response_format") or {}).get("type") or "text")
+
+
 def request_text(request: RequestBody) -> str:
     """All message text of a chat request, joined: what substring rules search."""
     parts = []
@@ -163,6 +191,9 @@ class FakeOpenAI:
         """`METHOD path` of every HTTP request, in arrival order."""
         self.in_flight = 0
         self.max_in_flight = 0
+        self.accepted_formats: set[str] | None = None
+        """`response_format` types this server takes (None: all); others get `format_rejection`."""
+        self.format_rejection: Reply = Reply.error(500, LLAMA_CPP_PYTHON_REJECTION)
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self._rules: list[_Rule] = []
@@ -222,6 +253,29 @@ class FakeOpenAI:
         predicate = (lambda req, s=match: s in request_text(req)) if isinstance(match, str) else match
         with self._lock:
             self._rules.append(_Rule(predicate, list(replies)))
+        return self
+
+    def accept_formats(self, formats: set[str], *, rejection: Reply | None = None) -> FakeOpenAI:
+        """Play a server that takes only these `response_format` types (see the module docstring)."""
+        self.accepted_formats = set(formats)
+        if rejection is not None:
+            self.format_rejection = rejection
+        return self
+
+    def serve_models(self, models: list[str], **extra: Any) -> FakeOpenAI:
+        """Answer `GET /v1/models` with these ids; `extra` fields go on each entry (e.g. `max_model_len`)."""
+        data = [{"id": m, "object": "model", "owned_by": "fake", **extra} for m in models]
+        self.route("GET", "/v1/models", lambda server, path, headers, raw: _json_reply({"object": "list", "data": data}))
+        return self
+
+    def serve_tokenizer(self, chars_per_token: int = 4) -> FakeOpenAI:
+        """Answer llama-cpp-python's `POST /extras/tokenize/count` (a token per `chars_per_token` characters)."""
+
+        def count(server: FakeOpenAI, path: str, headers: dict[str, str], raw: bytes) -> Reply:
+            text = json.loads(raw or b"{}").get("input", "")
+            return _json_reply({"count": math.ceil(len(text) / chars_per_token)})
+
+        self.route("POST", "/extras/tokenize/count", count)
         return self
 
     def route(self, method: str, path_prefix: str, handler: Handler) -> None:
@@ -291,6 +345,8 @@ class FakeOpenAI:
         request = json.loads(raw or b"{}")
         with self._lock:
             self.requests.append(request)
+        if self.accepted_formats is not None and format_type(request) not in self.accepted_formats:
+            return self.format_rejection
         reply, body = self.chat_reply(request)
         return Reply(status=reply.status, headers=reply.headers, body=body, delay=reply.delay)
 

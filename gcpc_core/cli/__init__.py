@@ -2,7 +2,7 @@
 
 Each verb is a thin wrapper: parse arguments, call one public function of a
 stage module, print a summary. Exit codes follow DESIGN.md. The verbs live by
-area (`project`, `checklists`, `judging`, `study`); their shared options and
+area (`project`, `checklists`, `judging`, `study`, `llm`); their shared options and
 checks in `common`.
 """
 
@@ -14,7 +14,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from . import checklists, judging, project, study, triage
+from . import checklists, judging, llm, project, study, triage
 from .common import Exit
 
 __all__ = ["EXIT_BROKEN_PIPE", "build_parser", "main"]
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         project.add_import, project.add_info, project.add_export,
         checklists.add_validate, checklists.add_checklist, checklists.add_synthesize,
         judging.add_judge, judging.add_score, judging.add_report, judging.add_perturb, judging.add_batch,
-        project.add_demo, study.add_study, triage.add_triage,
+        project.add_demo, study.add_study, triage.add_triage, llm.add_llm,
     ):  # in the order `--help` lists them
         add_verb(sub)
     return parser

@@ -2,7 +2,8 @@
 
 HTTP faults (429, 5xx, timeouts) are retried by the `openai` client inside the LLM layer; what
 reaches this module is either a validated reply or a reply error (invalid JSON, schema,
-refusal, truncation). A reply error — or a reply that validates but is mislabelled (e.g.
+refusal, truncation). A server's "prompt too long" (`context_overflow`) is deterministic, so it
+is treated like a reply error that no repair can cure (a repair turn is longer still). A reply error — or a reply that validates but is mislabelled (e.g.
 unknown item ids) — gets exactly one repair turn that names the problem; after that the best
 usable reply wins, or the caller abstains with the reason. Every reply is kept for audit.
 """
@@ -16,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from ..llm import LLM, LLMCallError, LLMReplyError, LLMResult
+from .budget import REASON_CONTEXT_OVERFLOW
 from .prompts import REPAIR_REPLY_PROMPT, Messages, repair_messages
 from .results import ReplyRecord
 
@@ -67,7 +69,8 @@ async def with_one_repair(
     first: Outcome | None = None,
 ) -> RepairResult[V]:
     """The initial request (or `first`, an outcome obtained elsewhere, e.g. from a batch) and at
-    most one repair. LLMCallError propagates unless an earlier reply was usable."""
+    most one repair. LLMCallError propagates unless an earlier reply was usable (or it says the
+    prompt does not fit: then the reason is `context_overflow`)."""
     records: list[ReplyRecord] = []
     best: V | None = None
     reason: str | None = None
@@ -78,7 +81,12 @@ async def with_one_repair(
                 break  # no endpoint to repair with (e.g. collecting a batch offline)
             try:
                 outcome = await call(llm, messages, response_model, prompt_version=prompt_version, tag=tag)
-            except LLMCallError:
+            except LLMCallError as error:
+                if error.reason == REASON_CONTEXT_OVERFLOW:
+                    records.append(ReplyRecord(attempt=attempt, item_id=item_id, status=error.reason,
+                                               problems=[str(error)]))
+                    reason = reason or error.reason  # a repair too long to send: the first reply's reason stands
+                    break
                 if best is None:
                     raise
                 break

@@ -13,6 +13,7 @@ from ..checklist import Rules
 from ..evidence import EvidenceView
 from ..llm import LLM
 from ..models import Citation, Task
+from .budget import REASON_CONTEXT_OVERFLOW, Fit, fit_evidence
 from .calls import Assessed, Outcome, with_one_repair
 from .grounding import ground_citations
 from .prompts import HOLISTIC_PROMPT_VERSION, holistic_messages
@@ -36,19 +37,30 @@ async def judge_holistic(
 ) -> HolisticResult:
     """Rate one trajectory; raises LLMCallError when the endpoint fails before a usable reply."""
 
+    def build(candidate: EvidenceView) -> list[dict[str, str]]:
+        return holistic_messages(task, candidate, rules)
+
+    fit = Fit(view) if first is not None else await fit_evidence(llm, view, build, HolisticReply)
+    if fit.overflow:
+        record = ReplyRecord(attempt="initial", status=REASON_CONTEXT_OVERFLOW, problems=[fit.overflow])
+        return HolisticResult(None, rationale=fit.overflow, reason=REASON_CONTEXT_OVERFLOW, records=[record])
+    view = fit.view
+
     def assess(reply: HolisticReply) -> Assessed[HolisticResult]:
         kept, problems = ground_citations(view, reply.citations)
         return Assessed(HolisticResult(reply.progress, reply.rationale.strip(), kept), problems=problems)
 
     result = await with_one_repair(
         llm,
-        holistic_messages(task, view, rules),
+        build(view),
         HolisticReply,
         assess,
         prompt_version=HOLISTIC_PROMPT_VERSION,
         tag=tag,
         first=first,
     )
+    if fit.note and result.records:
+        result.records[0].problems.insert(0, fit.note)
     if result.value is None:
         return HolisticResult(None, reason=result.reason or "no_reply", records=result.records)
     result.value.records = result.records

@@ -13,6 +13,7 @@ from ..checklist import Checklist, ChecklistItem, Rules
 from ..evidence import EvidenceView
 from ..llm import LLM
 from ..models import ItemJudgment, Task
+from .budget import REASON_CONTEXT_OVERFLOW, Fit, fit_evidence
 from .calls import Assessed, Outcome, with_one_repair
 from .grounding import GroundedItems, abstain, ground_items, item_judgment
 from .prompts import (
@@ -47,18 +48,42 @@ def assess_items_reply(checklist: Checklist, view: EvidenceView, reply: ItemJudg
                     problems=grounded.problems)
 
 
+def _overflowed(
+    items: list[ChecklistItem], fit: Fit, item_id: str | None = None
+) -> tuple[list[ItemJudgment], list[ReplyRecord]]:
+    """Every item Abstain `context_overflow`, the budget's finding recorded as the (unsent) reply."""
+    assert fit.overflow is not None
+    record = ReplyRecord(attempt="initial", item_id=item_id, status=REASON_CONTEXT_OVERFLOW,
+                         problems=[f"{item.id}: {fit.overflow}" for item in items])
+    return [abstain(item, REASON_CONTEXT_OVERFLOW, fit.overflow) for item in items], [record]
+
+
+def _note(records: list[ReplyRecord], items: list[ChecklistItem], fit: Fit) -> None:
+    """Record how the evidence was windowed to fit, once per item (the audit page lists it per item)."""
+    if fit.note and records:
+        records[0].problems[:0] = [f"{item.id}: {fit.note}" for item in items]
+
+
 async def _all_items(
     llm: LLM | None, task: Task, checklist: Checklist, view: EvidenceView, rules: Rules, *, tag: str, first: Outcome | None
 ) -> tuple[list[ItemJudgment], list[ReplyRecord]]:
+    def build(candidate: EvidenceView) -> list[dict[str, str]]:
+        return items_messages(task, checklist, candidate, rules)
+
+    fit = Fit(view) if first is not None else await fit_evidence(llm, view, build, ItemJudgeReply)
+    if fit.overflow:
+        return _overflowed(checklist.items, fit)
+    view = fit.view
     result = await with_one_repair(
         llm,
-        items_messages(task, checklist, view, rules),
+        build(view),
         ItemJudgeReply,
         lambda reply: assess_items_reply(checklist, view, reply),
         prompt_version=ITEMS_PROMPT_VERSION,
         tag=tag,
         first=first,
     )
+    _note(result.records, checklist.items, fit)
     if result.value is None:
         return [abstain(item, result.reason or "no_reply") for item in checklist.items], result.records
     return result.value.items, result.records
@@ -67,6 +92,15 @@ async def _all_items(
 async def _one_item(
     llm: LLM | None, task: Task, item: ChecklistItem, view: EvidenceView, rules: Rules, *, tag: str
 ) -> tuple[ItemJudgment, list[ReplyRecord]]:
+    def build(candidate: EvidenceView) -> list[dict[str, str]]:
+        return per_item_messages(task, item, candidate, rules)
+
+    fit = await fit_evidence(llm, view, build, SingleItemReply)
+    if fit.overflow:
+        [judged], records = _overflowed([item], fit, item.id)
+        return judged, records
+    view = fit.view
+
     def assess(reply: SingleItemReply) -> Assessed[ItemJudgment]:
         problems: list[str] = []
         judged = item_judgment(item, reply.verdict, reply.citations, reply.rationale, view, problems=problems)
@@ -74,13 +108,14 @@ async def _one_item(
 
     result = await with_one_repair(
         llm,
-        per_item_messages(task, item, view, rules),
+        build(view),
         SingleItemReply,
         assess,
         prompt_version=PER_ITEM_PROMPT_VERSION,
         tag=f"{tag}#{item.id}",
         item_id=item.id,
     )
+    _note(result.records, [item], fit)
     return (result.value or abstain(item, result.reason or "no_reply")), result.records
 
 

@@ -24,7 +24,8 @@ from ..ingest.archive import unpack_for_import
 from ..judge import JUDGES, judge_project, score_project
 from ..judge.runner import offline_run
 from ..judge.units import LLM_JUDGES
-from ..llm import llm_status
+from ..llm import LLMConfig, llm_status
+from ..llm_server import check_endpoint
 from ..store import Store, utcnow
 from ..synthesis import synthesize_project
 
@@ -183,6 +184,12 @@ def start_archive_import(db_path: str | Path, name: str, data: bytes, *, holds: 
     return JOBS.start(db_path, "import", {**{key: folder for key in ARCHIVE_HOLDS[holds]}, "archive": name})
 
 
+def endpoint_check(store: Store) -> list[str]:
+    """`llm check` for the page: the configured endpoint probed, one finding a line, verdict last;
+    the negotiated structured mode is stored in the project DB."""
+    return check_endpoint(LLMConfig.from_env(), store=store).lines
+
+
 def run_progress(store: Store, run: dict) -> tuple[int | None, int | None]:
     """(done, total) of a run from what it has stored; None where the run kind does not say."""
     params = run.get("params") or {}
@@ -208,7 +215,7 @@ def job_run(store: Store, job: Job) -> dict | None:
     return next((r for r in store.runs(kind=kind) if r["started_at"] >= job.started_at), None)
 
 
-RUN_COLUMNS = ["id", "kind", "status", "progress", "model", "started_at", "finished_at", "wall_s", "calls",
+RUN_COLUMNS = ["id", "kind", "status", "progress", "model", "structured_mode", "started_at", "finished_at", "wall_s", "calls",
                "http_calls", "cache_hits", "errors", "prompt_tokens", "cached_tokens", "completion_tokens", "cost_usd"]
 
 

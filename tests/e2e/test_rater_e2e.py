@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 
-import pytest
 from playwright.sync_api import expect
 
 from annotations import DEMO_STUDY_ID

@@ -14,7 +14,6 @@ from annotations.study import open_rater_session
 from gcpc_core.review.audit import item_views
 from gcpc_core.store import Store
 
-from .conftest import REAL_RATER
 from .helpers import App, highlighted
 
 pytestmark = pytest.mark.skillsbench
@@ -51,7 +50,7 @@ def test_real_trajectory_audit_with_evidence_and_log_search(real: App) -> None:
     search = real.main.get_by_role("textbox", name="Search the log")
     search.fill(word)
     real.rerun(lambda: search.press("Enter"))
-    expect(real.text(re.compile(rf"events shown, [1-9]\d* search hits"))).to_be_visible()
+    expect(real.text(re.compile(r"events shown, [1-9]\d* search hits"))).to_be_visible()
     assert not real.watch.dialogs and not real.watch.errors
 
     real.page.reload()

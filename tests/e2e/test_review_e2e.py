@@ -9,7 +9,6 @@ import io
 import json
 import re
 
-import pytest
 from playwright.sync_api import expect
 
 from annotations.audits import item_audit_history

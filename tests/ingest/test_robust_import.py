@@ -11,7 +11,6 @@ import json
 import multiprocessing
 import os
 import resource
-import shutil
 import zipfile
 from pathlib import Path
 

@@ -122,8 +122,9 @@ def test_timeouts_exhaust_retries(fake_openai: FakeOpenAI, make_llm, store) -> N
 def test_bad_request_is_not_retried(fake_openai: FakeOpenAI, make_llm) -> None:
     fake_openai.on("question one", Reply.error(400, "response_format not supported"))
     with pytest.raises(LLMCallError) as caught:
-        ask(make_llm())
+        ask(make_llm(structured_mode="parse"))
     assert caught.value.status == 400 and "GCPC_STRUCTURED_MODE" in str(caught.value)
+    assert "response_format not supported" in str(caught.value)
     assert fake_openai.request_count == 1
 
 

@@ -270,9 +270,9 @@ def test_malformed_then_repaired_reply_freezes(fake_openai: FakeOpenAI, make_llm
 
 
 def test_http_error_is_reported_and_not_stored(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
-    fake_openai.on(ON_TASK, Reply.error(400, "model not found"))
+    fake_openai.on(ON_TASK, Reply.error(404, "The model `fake-model` does not exist"))
     report = run_project(project, make_llm, rules)
-    assert report.results[0].status == "error" and "http_400" in report.results[0].reason
+    assert report.results[0].status == "error" and "model_not_found" in report.results[0].reason
     assert project.checklists(status=None) == []
     assert project.runs()[0]["errors"] == 1
 
