@@ -135,6 +135,7 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     assert not fresh.watch.errors and not fresh.watch.dialogs
 
 
+@pytest.mark.timeout(480)  # a dozen reruns of a heavy page on a shared, loaded machine
 def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: App) -> None:
     store = Store(real.server.db)
     task = "dialogue-parser"
