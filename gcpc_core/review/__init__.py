@@ -1,6 +1,7 @@
 """Page support for the review app: everything the pages show is computed here, unit-tested.
 
-- `text`: locating quotes, excerpts with highlighted lines, collapsing, Markdown escaping.
+- `text`: locating quotes, excerpts with the quote highlighted inside its lines (escaped HTML), collapsing,
+  Markdown escaping.
 - `logview`: the full log viewer (kinds, search, tool calls with their outputs, paging).
 - `audit`: trajectories to audit with filters; item views with quotes, verifier refs, CTRF status
   and located citations; recording audits (through `annotations.audits`).
