@@ -53,8 +53,8 @@ def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_count
     expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(top['item_id'])} · "))
     assert f"item={top['item_id']}" in demo.page.url
 
-    # the auditor agrees with the judge here (A), then comes back: the estimate counts the audit
-    demo.press("a")
+    # the auditor agrees with the judge here, then comes back: the estimate counts the audit
+    demo.click(demo.button("Agree"))
     expect(demo.text(re.compile(rf"{re.escape(REVIEWER)}: agree$")).first).to_be_visible()
     mine = [a for a in item_audits(store, trajectory_id=top["trajectory_id"], judge="probe")
             if a["item_id"] == top["item_id"] and a["rater"] == REVIEWER]
