@@ -91,7 +91,7 @@ def test_the_admin_token_leaves_the_url_at_once_and_no_link_carries_it(long: App
     hrefs = long.page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
     assert not [h for h in hrefs if ADMIN_TOKEN in h], hrefs
     assert ADMIN_TOKEN not in long.page.content()
-    long.click(long.sidebar.get_by_role("link", name="Study admin"))  # signed in for the session, not by the URL
+    long.click(long.sidebar.get_by_role("link", name="Human study"))  # signed in for the session, not by the URL
     expect(long.title()).to_have_text("Human study")
     assert ADMIN_TOKEN not in long.page.url
     no_deploy_button(long)
