@@ -1,6 +1,6 @@
 """The triage page in a real browser, on the demo project: the top-ranked disagreement opens in the item
 audit on its item, the link carries nothing but the item verdict, and an audit recorded there shows up in
-the judge's error-rate estimate when the auditor comes back."""
+the judge's error-rate estimate (count and interval) when the auditor comes back."""
 
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_count
     expect(demo.title()).to_have_text("Triage")
     expect(demo.main.get_by_role("heading", name="Disagreements")).to_be_visible()
     before = int(metric(demo, "Audited").split(" / ")[0])
-    width_before = float(metric(demo, "Width"))
     cells = demo.grid_cells(containing=top["trajectory_id"])
     assert any(top["trajectory_id"] in c for c in cells)
 
@@ -65,4 +64,5 @@ def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_count
     expect(demo.main.locator('[data-testid="stMetric"]').filter(has_text="Audited").first).to_contain_text(
         f"{est.n_audited} / {est.n_population}")
     assert est.n_audited == before + (0 if had_audit else 1)
-    assert float(metric(demo, "Width")) <= width_before
+    # one audit can widen an interval as well as narrow it: the page shows the estimate of the stored audits
+    assert metric(demo, "Width") == f"{est.width:.3f}"

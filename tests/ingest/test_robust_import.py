@@ -192,20 +192,22 @@ def test_a_named_pipe_is_never_opened(tmp_path: Path, store: Store, where: str) 
 
 
 _PEAK_RSS_CHILD = """
-import json, resource, sys
+import json, sys
 from pathlib import Path
 from gcpc_core.ingest import import_project
 from gcpc_core.store import Store
 root = Path(sys.argv[1])
 report = import_project(Store(root / "p.db"), tasks_dir=root / "tasks", trials_dir=root / "trials",
                         progress=False, workers=1)
-print(json.dumps({"skipped": report.skipped, "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"skipped": report.skipped, "peak_kb": peak_kb}))
 """
 
 
 @pytest.mark.parametrize("where", ["verifier/reward.txt", "agent/claude-code.txt", "result.json"])
 def test_a_1gb_sparse_file_is_refused_without_reading_it(tmp_path: Path, where: str) -> None:
-    """The import runs in a fresh process, so its peak RSS is its own: reading the file whole would add 1 GiB."""
+    """The import runs in a fresh process whose VmHWM (the peak RSS of its own address space; `ru_maxrss`
+    would carry the forking pytest process's peak across exec) shows a whole-file read: it would add 1 GiB."""
     make_task(tmp_path)
     bad = make_trial(tmp_path, "demo-task__big", reward=None)
     with open(bad / where, "wb") as fh:
