@@ -17,8 +17,9 @@ Following OWASP's CSV-injection guidance, `csv_cell`:
 Only text is escaped: numbers are written as numbers, so a negative score stays a number.
 
 To keep an export → import round trip exact, a text cell that already starts with a single
-quote gets one more; `csv_value` removes exactly one leading quote, so reading a neutralised file
-back gives the original text. JSONL exports are never neutralised: they are exact by design.
+quote gets one more; `csv_value` removes one leading quote only where `csv_cell` would have put
+it (before a formula trigger or another quote), so reading a neutralised file back gives the
+original text, and a hand-written cell such as ``'tis fine`` is read as it stands. JSONL exports are never neutralised: they are exact by design.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ def csv_cell(value: object) -> object:
 
 
 def csv_value(text: str) -> str:
-    """The original text of a cell `csv_cell` wrote (one leading single quote removed)."""
-    return text[1:] if text.startswith(QUOTE) else text
+    """The original text of a cell `csv_cell` wrote: the quote it prefixed is removed, any other kept."""
+    return text[1:] if text.startswith(QUOTE) and _needs_quote(text[1:]) else text
 
 
 def _neutralised(values: pd.Series) -> pd.Series:

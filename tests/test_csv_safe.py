@@ -117,3 +117,13 @@ def test_a_frame_is_neutralised_cell_by_cell_like_csv_cell_and_left_unchanged() 
     expected = ["" if v is None or v != v else str(csv_cell(v)) for v in mixed]
     assert [r[0] for r in rows] == expected
     pd.testing.assert_frame_equal(frame, before)  # the caller's frame is not written to
+
+
+@pytest.mark.parametrize("text", ["'tis fine", "'", "''", "'''=x", "' =1", "'-1", "ok"])
+def test_reading_removes_only_the_quote_a_neutralised_cell_carries(text: str) -> None:
+    assert csv_value(csv_cell(text)) == text  # exact round trip, whatever the text
+
+
+@pytest.mark.parametrize("text", ["'tis fine", "'", "'a=b", "' ok"])
+def test_a_hand_written_leading_quote_that_guards_nothing_is_kept(text: str) -> None:
+    assert csv_value(text) == text
