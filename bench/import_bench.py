@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gcpc_core.evidence import build_evidence_view  # noqa: E402
 from gcpc_core.ingest import find_trial_dirs, import_project  # noqa: E402
-from gcpc_core.ingest.logs import find_log, parse_log  # noqa: E402
+from gcpc_core.ingest.logs import find_log, log_files, parse_log  # noqa: E402
 from gcpc_core.store import Store  # noqa: E402
 
 SKILLSBENCH = Path(__file__).resolve().parents[1].parent / "shared" / "skillsbench"
@@ -149,6 +149,42 @@ def _fmt(label: str, r: dict, corpus_bytes: int | None = None) -> str:
             f"{mb:.1f} MB of logs in {r['seconds']:.2f} s = {mb / r['seconds']:.1f} MB/s, "
             f"{(r['trials'] or r['unchanged']) / r['seconds']:.0f} trials/s; {r['cpu_seconds']:.2f} CPU s = "
             f"{mb / r['cpu_seconds']:.1f} MB per CPU s; peak RSS {r['peak_rss_mb']:.0f} MB")
+
+
+_LINE_FORMATS = frozenset({"claude-code", "codex", "acp", "gcpc-jsonl"})
+
+
+def decode_baseline(trials: Path) -> dict:
+    """The reference an import is measured against in the same run: the standard library's
+    `json.loads` of the same log bytes (each line of a JSON-lines log, else the whole file), in
+    this one process, with no checks, no events and no DB."""
+    paths = []
+    for d in find_trial_dirs(trials):
+        try:
+            path, fmt = find_log(d)
+        except ValueError:
+            continue  # the import reports it; nothing to decode
+        paths += [(p, fmt in _LINE_FORMATS) for p in log_files(path, fmt) if p.stat().st_size <= 2**25]
+    cpu0, t0, size = _cpu(), time.perf_counter(), 0
+    for path, lines in paths:
+        data = path.read_bytes()
+        size += len(data)
+        text = data.decode("utf-8")
+        if lines:
+            for line in text.split("\n"):
+                if line.strip():
+                    json.loads(line)
+        else:
+            json.loads(text)
+    return {"seconds": time.perf_counter() - t0, "cpu_seconds": _cpu() - cpu0, "bytes": size}
+
+
+def _vs(label: str, r: dict, base: dict) -> str:
+    """The import's throughput as a multiple of the decoding baseline's, wall and CPU."""
+    mb, base_mb = r["bytes"] / 2**20, base["bytes"] / 2**20
+    return (f"{label}: baseline json.loads of the same {base_mb:.1f} MB: {base_mb / base['seconds']:.1f} MB/s, "
+            f"{base['cpu_seconds']:.2f} CPU s; import/baseline = {(mb / r['seconds']) / (base_mb / base['seconds']):.2f} "
+            f"wall, {(mb / r['cpu_seconds']) / (base_mb / base['cpu_seconds']):.2f} per CPU s")
 
 
 # ---- one synthetic log per supported format, each about `target_bytes` ----
@@ -381,6 +417,7 @@ def main() -> None:
         print(f"synthetic corpus: {args.synthetic} trials written in {time.perf_counter() - t0:.1f} s")
         first = timed_import(tasks, trials, work / "synthetic.db")
         print(_fmt("synthetic import", first))
+        print(_vs("  vs", first, decode_baseline(trials)))
         again = timed_import(tasks, trials, work / "synthetic.db")
         print(_fmt("synthetic re-import (idempotent)", again, corpus_bytes=first["bytes"]))
         add_sparse_trials(trials)
@@ -392,6 +429,7 @@ def main() -> None:
         for label, folder in folders.items():
             r = timed_import(work / "mixed" / "tasks", folder, work / f"mixed-{label.split()[0]}.db")
             print(_fmt(f"  {label}", r))
+            print(_vs("    vs", r, decode_baseline(folder)))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

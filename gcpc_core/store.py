@@ -25,7 +25,7 @@ from sqlite_utils.migrations import Migrations
 
 from .models import CtrfTest, Event, Task, Trajectory, VerifierTest
 
-__all__ = ["Store", "TrajectoryClash", "utcnow"]
+__all__ = ["EventRow", "Store", "TrajectoryClash", "event_rows", "utcnow"]
 
 MIGRATIONS = Migrations("gcpc")
 BUSY_TIMEOUT_S = 60.0
@@ -499,14 +499,23 @@ def m1401_trial_outcome_basis(db: Database) -> None:
 
 
 _EVENT_COLUMNS = ("trajectory_id", "seq", "id", "kind", "tool_name", "call_id", "path", "is_error", "source", "text")
+EventRow = tuple[str, int, str, str, str | None, str | None, str | None, int, str, str]
+"""One `events` row, in `_EVENT_COLUMNS` order."""
 _INSERT_EVENT = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(_EVENT_COLUMNS))})"
 _TRAJ_COLUMNS = (*Trajectory.model_fields, "imported_at")
 _UPSERT_TRAJ = (
     f"INSERT INTO trajectories ({', '.join(_TRAJ_COLUMNS)}) VALUES ({', '.join('?' * len(_TRAJ_COLUMNS))}) "
     f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _TRAJ_COLUMNS if c != 'id')}"
 )
-"""Import writes one trajectory per transaction: fixed statements, so sqlite-utils' per-call schema
+"""Import writes trajectories in batches: fixed statements, so sqlite-utils' per-call schema
 lookups (a third of the write time in bench/import_bench.py) are not paid per trial."""
+
+
+def event_rows(traj_id: str, events: Iterable[Event]) -> list[EventRow]:
+    """The `events` rows of one trajectory. Import builds them in its parse workers: plain tuples
+    cross to the writing process several times faster than pickled models (bench/import_bench.py)."""
+    return [(traj_id, e.seq, e.id, e.kind, e.tool_name, e.call_id, e.path, int(e.is_error), e.source, e.text)
+            for e in events]
 
 _LLM_CALL_COLUMNS = (
     "run_id", "created_at", "key", "model", "prompt_version", "tag", "cache_hit", "status", "prompt_tokens",
@@ -642,40 +651,60 @@ class Store:
     def replace_trajectory(self, traj: Trajectory, events: Iterable[Event]) -> str:
         """Store a trajectory with its events in one transaction, replacing an older copy.
 
-        Returns `imported` or `updated`. The checks run inside the write transaction, so two imports racing cannot both claim a name:
-        a trial name already held by another folder raises `TrajectoryClash`, and so does renaming a
-        stored trial (its `trial_name` changed) while judgments, scores or studies refer to the old
-        name. A rename without such references updates the row in place.
+        Returns `imported` or `updated`; raises `TrajectoryClash` as `replace_trajectories` reports it.
         """
+        done = self.replace_trajectories([(traj, event_rows(traj.id, events))])[0]
+        if isinstance(done, TrajectoryClash):
+            raise done
+        return done
+
+    def replace_trajectories(self, batch: Iterable[tuple[Trajectory, list[EventRow]]]) -> list[str | TrajectoryClash]:
+        """Store trajectories with their events (`event_rows`) in one transaction, replacing older copies.
+
+        Returns, per trajectory, `imported`, `updated` or the `TrajectoryClash` that kept it out (the
+        others are stored). The checks run inside the write transaction, so two imports racing cannot
+        both claim a name: a trial name already held by another folder is a clash, and so is renaming
+        a stored trial (its `trial_name` changed) while judgments, scores or studies refer to the old
+        name. A rename without such references updates the row in place. Each trajectory's checks run
+        before any of its writes, so a clash leaves nothing of it behind.
+        """
+        imported_at = utcnow()
+        out: list[str | TrajectoryClash] = []
+        with self.atomic() as db:
+            for traj, rows in batch:
+                if any(r[0] != traj.id for r in rows):
+                    raise ValueError(f"event rows of {traj.id!r} name another trajectory")
+                try:
+                    out.append(self._replace_one(db, traj, rows, imported_at))
+                except TrajectoryClash as exc:
+                    out.append(exc)
+        return out
+
+    def _replace_one(self, db: Database, traj: Trajectory, rows: list[EventRow], imported_at: str) -> str:
         row = traj.model_dump()
         for key in _JSON_TRAJ:
             row[key] = _dumps(row[key])
         row["is_demo"] = int(traj.is_demo)
-        row["imported_at"] = utcnow()
-        event_rows = [
-            (traj.id, e.seq, e.id, e.kind, e.tool_name, e.call_id, e.path, int(e.is_error), e.source, e.text)
-            for e in events
-        ]
-        with self.atomic() as db:
-            conn = db.conn
-            owner = conn.execute("SELECT source_path FROM trajectories WHERE id = ?", [traj.id]).fetchone()
-            if owner is not None and owner[0] != traj.source_path:
-                raise TrajectoryClash(f"trial name {traj.id!r} is already imported from {owner[0]}")
-            old = conn.execute("SELECT id FROM trajectories WHERE source_path = ? AND id != ?",
-                               [traj.source_path, traj.id]).fetchone()
-            if old is not None:
-                refs = self._trajectory_references(db, old[0])
-                if refs:
-                    raise TrajectoryClash(
-                        f"trial name changed from {old[0]!r} to {traj.id!r}, but {', '.join(refs)} refer to "
-                        f"{old[0]!r}: kept as it was (restore the name, or remove those rows to rename)")
-                conn.execute("DELETE FROM events WHERE trajectory_id = ?", [old[0]])
-                conn.execute("UPDATE trajectories SET id = ? WHERE id = ?", [traj.id, old[0]])
-            conn.execute("DELETE FROM events WHERE trajectory_id = ?", [traj.id])
-            conn.execute(_UPSERT_TRAJ, [row[c] for c in _TRAJ_COLUMNS])
-            # Events are the bulk of an import: one prepared statement, executemany, instead of
-            # insert_all's per-value conversion, which cost ~60% of import time (bench/import_bench.py).
-            conn.executemany(_INSERT_EVENT, event_rows)
+        row["imported_at"] = imported_at
+        conn = db.conn
+        owner = conn.execute("SELECT source_path FROM trajectories WHERE id = ?", [traj.id]).fetchone()
+        if owner is not None and owner[0] != traj.source_path:
+            raise TrajectoryClash(f"trial name {traj.id!r} is already imported from {owner[0]}")
+        old = conn.execute("SELECT id FROM trajectories WHERE source_path = ? AND id != ?",
+                           [traj.source_path, traj.id]).fetchone()
+        if old is not None:
+            refs = self._trajectory_references(db, old[0])
+            if refs:
+                raise TrajectoryClash(
+                    f"trial name changed from {old[0]!r} to {traj.id!r}, but {', '.join(refs)} refer to "
+                    f"{old[0]!r}: kept as it was (restore the name, or remove those rows to rename)")
+            conn.execute("DELETE FROM events WHERE trajectory_id = ?", [old[0]])
+            conn.execute("UPDATE trajectories SET id = ? WHERE id = ?", [traj.id, old[0]])
+        conn.execute("DELETE FROM events WHERE trajectory_id = ?", [traj.id])
+        conn.execute(_UPSERT_TRAJ, [row[c] for c in _TRAJ_COLUMNS])
+        # Events are the bulk of an import: one prepared statement, executemany, instead of
+        # insert_all's per-value conversion, which cost ~60% of import time (bench/import_bench.py).
+        conn.executemany(_INSERT_EVENT, rows)
         return "updated" if owner is not None or old is not None else "imported"
 
     @staticmethod
@@ -692,9 +721,9 @@ class Store:
 
     def set_trial_indexes(self, indexes: dict[str, int]) -> None:
         """Apply recomputed matched-pair indexes (trajectory id → index)."""
-        with self.atomic() as db:
-            for traj_id, index in indexes.items():
-                db["trajectories"].update(traj_id, {"trial_index": index})
+        with self.atomic() as db:  # one statement for all: sqlite-utils' update() re-reads each row
+            db.conn.executemany("UPDATE trajectories SET trial_index = ? WHERE id = ?",
+                                [(index, traj_id) for traj_id, index in indexes.items()])
 
     def trajectories(self, *, task: str | None = None) -> list[Trajectory]:
         where, args = ("task = ?", [task]) if task else (None, [])

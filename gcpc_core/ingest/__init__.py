@@ -11,18 +11,19 @@ followed (`confine`), and only regular files within size limits are opened
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
-from collections import defaultdict
+import sys
+from collections import defaultdict, deque
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from tqdm import tqdm
 
-from ..models import Condition, Event, Task, Trajectory
-from ..store import Store, TrajectoryClash
+from ..models import Condition, Task, Trajectory
+from ..store import EventRow, Store, TrajectoryClash, event_rows
 from .confine import outside_links
 from .logs._io import lone_surrogate
 from .tasks import TaskError, find_task_dirs, load_task
@@ -136,24 +137,67 @@ def _import_tasks(store: Store, tasks_dir: Path, report: ImportReport) -> None:
             report.tasks_unchanged += 1
 
 
-def _load_or_reason(trial_dir: Path, **options) -> tuple[Trajectory, list[Event]] | str:
+Loaded = tuple[Trajectory, list[EventRow]] | str
+"""A loaded trial (its events as `events` rows), or the reason it cannot be imported."""
+_CHUNK = 4
+"""Trials per task sent to a parse worker."""
+_POOL_CONTEXT = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
+"""How parse workers start. Forked on Linux whatever the calling process was started with: a
+process started by `spawn` (a benchmark's child, a worker of some other pool) would otherwise spawn
+its workers too, and each would re-import the app (sqlite-utils pulls in pandas), ~0.7 CPU s and
+~2 s apiece before parsing anything (bench/import_bench.py). Elsewhere the platform's default."""
+_WRITE_BATCH_TRIALS = 64
+_WRITE_BATCH_BYTES = 32 * 2**20
+"""A write transaction holds at most this many trials and (past its first trial) log bytes: few
+commits, yet a concurrent import waits at most about a second for the write lock."""
+
+
+def _load_or_reason(trial_dir: Path, **options) -> Loaded:
     """Worker body: a loaded trial, or the reason it cannot be imported (errors cross processes as text)."""
     try:
-        return load_trial(trial_dir, **options)
+        traj, events = load_trial(trial_dir, **options)
     except (TrialError, OSError) as exc:
         return str(exc)
     except Exception as exc:  # noqa: BLE001 — a parser bug must cost one trial, not the whole import
         return f"{trial_dir}: {UNEXPECTED} ({type(exc).__name__}: {exc})"
+    return traj, event_rows(traj.id, events)
 
 
-def _load_all(trial_dirs: list[Path], workers: int, **options) -> Iterator[tuple[Trajectory, list[Event]] | str]:
-    """Parse trials in worker processes (parsing is CPU-bound) while the caller writes, in order."""
-    load = partial(_load_or_reason, **options)
-    if workers <= 1 or len(trial_dirs) < 8:
-        yield from map(load, trial_dirs)
+def _load_chunk(trial_dirs: list[Path], options: dict) -> list[Loaded]:
+    return [_load_or_reason(d, **options) for d in trial_dirs]
+
+
+def _load_all(trial_dirs: list[Path], workers: int, **options) -> Iterator[Loaded]:
+    """Parse trials in worker processes (parsing is CPU-bound) while the caller writes, in order.
+
+    At most two chunks per worker are in flight: a writer slower than the parsers holds back the
+    parsing, rather than parsed trials piling up in memory.
+    """
+    if workers <= 1 or len(trial_dirs) < 2 * _CHUNK:
+        yield from (_load_or_reason(d, **options) for d in trial_dirs)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(load, trial_dirs, chunksize=4)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_POOL_CONTEXT) as pool:
+        pending: deque[Future[list[Loaded]]] = deque()
+        for i in range(0, len(trial_dirs), _CHUNK):
+            pending.append(pool.submit(_load_chunk, trial_dirs[i : i + _CHUNK], options))
+            if len(pending) > 2 * workers:
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+
+
+def _batches(pairs: Iterator[tuple[Path, Loaded]]) -> Iterator[list[tuple[Path, Loaded]]]:
+    """Consecutive loaded trials grouped for one write transaction each (see `_WRITE_BATCH_BYTES`)."""
+    batch: list[tuple[Path, Loaded]] = []
+    size = 0
+    for trial_dir, outcome in pairs:
+        batch.append((trial_dir, outcome))
+        size += 0 if isinstance(outcome, str) else outcome[0].log_bytes
+        if len(batch) >= _WRITE_BATCH_TRIALS or size >= _WRITE_BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def import_project(
@@ -204,24 +248,25 @@ def import_project(
             root=root,
         )
         bar = tqdm(zip(trial_dirs, loaded), total=len(trial_dirs), desc="import", unit="trial", disable=not progress)
-        for trial_dir, outcome in bar:
-            if isinstance(outcome, str):
-                report.skipped.append((str(trial_dir.resolve()), outcome))
-                continue
-            traj, events = outcome
-            report.bytes_read += traj.log_bytes
-            if stored.get(traj.source_path) == (traj.id, traj.content_hash):
-                report.trials_unchanged += 1
-                continue
-            try:
-                done = store.replace_trajectory(traj, events)
-            except TrajectoryClash as exc:
-                report.skipped.append((traj.source_path, str(exc)))
-                continue
-            if done == "updated":
-                report.trials_updated += 1
-            else:
-                report.trials_imported += 1
+        for batch in _batches(iter(bar)):
+            writes: list[tuple[Trajectory, list[EventRow]]] = []
+            for trial_dir, outcome in batch:
+                if isinstance(outcome, str):
+                    report.skipped.append((str(trial_dir.resolve()), outcome))
+                    continue
+                traj = outcome[0]
+                report.bytes_read += traj.log_bytes
+                if stored.get(traj.source_path) == (traj.id, traj.content_hash):
+                    report.trials_unchanged += 1
+                else:
+                    writes.append(outcome)
+            for (traj, _), done in zip(writes, store.replace_trajectories(writes) if writes else []):
+                if isinstance(done, TrajectoryClash):
+                    report.skipped.append((traj.source_path, str(done)))
+                elif done == "updated":
+                    report.trials_updated += 1
+                else:
+                    report.trials_imported += 1
         _assign_trial_indexes(store)
     # a folder name that is not UTF-8 reaches Python as lone surrogates: print and store it readably
     report.skipped = [(_printable(p), _printable(r)) for p, r in report.skipped]

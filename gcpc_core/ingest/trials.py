@@ -14,6 +14,7 @@ import csv
 import hashlib
 import json
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -65,9 +66,13 @@ def _present(path: Path) -> bool:
 def find_trial_dirs(root: Path) -> list[Path]:
     """Every folder under `root` (itself included) holding a trial: a `result.json` or a log folder."""
     root = Path(root)
-    found = {p.parent for p in root.rglob("result.json") if is_regular(p)}
-    for name in _LOG_FOLDERS:
-        found |= {p.parent for p in root.rglob(name) if p.is_dir() and p.parent not in found}
+    found: set[Path] = set()
+    # one walk (links to folders are listed, never entered; unreadable folders are passed over)
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if ("result.json" in filenames and is_regular(here / "result.json")) or any(
+                name in dirnames and (here / name).is_dir() for name in _LOG_FOLDERS):
+            found.add(here)
     # a job folder holding trials also has a result.json: keep only the innermost trial folders
     ancestors = {parent for d in found for parent in d.parents}
     return sorted(d for d in found if d not in ancestors)
