@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 import streamlit as st
+from streamlit.components.v1 import declare_component
 from pandas.io.formats.style import Styler
 
 from annotations.blinding import BlindStep, preview
@@ -34,6 +35,7 @@ from ..models import Event
 from ..store import Store
 from . import agreement, audit, checklists, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
+from .quote_select import component_segments
 from .text import Excerpt, collapse, excerpt, highlighted_html, line_range, marked_excerpt, md_escape, show_invisible
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "render_log",
     "render_plain",
     "render_steps",
+    "select_quote",
     "require_store",
     "reviewer",
     "sign_in",
@@ -254,6 +257,18 @@ def cached_rules() -> Rules:
 
 
 # ---------------------------------------------------------------- renderers of untrusted text
+
+QUOTE_SELECT_DIR = Path(__file__).resolve().parent / "components" / "quote_select"
+"""The quote-selection component's frontend: one plain HTML file speaking Streamlit's component protocol."""
+
+
+def select_quote(text: str, key: str, on_select: Callable[[], None]) -> None:
+    """`text` (untrusted: the component sets it as textContent, invisible characters shown as markers) in a
+    frame where a mouse selection is sent back as `quote_select` boundaries: `on_select` runs with the
+    selection in `st.session_state[key]` (map it with `quote_select.selection_quote`)."""
+    component = declare_component("quote_select", path=str(QUOTE_SELECT_DIR))  # registers it for this run
+    component(segments=component_segments(text), key=key, default=None, on_change=on_select)
+
 
 
 def show_text(text: str) -> None:
