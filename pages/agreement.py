@@ -1,7 +1,8 @@
 """Agreement: a headline of the main statistics — AUC of each judge vs official PASS with its CI, paired
 ΔAUC, pairwise agreement with human preferences, Spearman ρ with human progress ratings, Krippendorff's
-α — each with a one-line reading; below, every analysis table and chart by section (opened on demand),
-how item auditors agree with each judge, and CSV / JSONL downloads.
+α — each with a one-line reading; below, every analysis table and chart by section, how item auditors
+agree with each judge, and CSV / JSONL downloads, each computed only when its section is opened (the
+headline needs two of the report's sections; the judge-calibration bootstrap alone takes seconds).
 
 Layout and widgets only: every number comes from `gcpc_core.analysis.build_report` (through
 `gcpc_core.review.agreement`), so this page and `report.html` always agree. What cannot be
@@ -13,9 +14,9 @@ from __future__ import annotations
 import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
-from gcpc_core.review.agreement import AUDIT_CAPTION, SECTIONS, audit_agreement, headline, table_bytes
+from gcpc_core.review.agreement import ALL_SECTIONS, AUDIT_CAPTION, SECTIONS, audit_agreement, headline, table_bytes
 from gcpc_core.review.text import md_escape
-from gcpc_core.review.ui import cached_dashboard, cached_frames, cached_section_figures, require_store
+from gcpc_core.review.ui import cached_dashboard, cached_frames, cached_section, require_store, visible_frame
 
 store = require_store()
 st.title("Agreement")
@@ -54,36 +55,40 @@ st.subheader("Details")
 with st.expander("Inputs of the analysis", key="agreement:open:inputs", on_change="rerun") as section:
     if section.open:
         st.caption(dash.caption("inputs"))
-        st.dataframe(dash.tables["inputs"], hide_index=True, width="stretch")
+        st.dataframe(visible_frame(dash.tables["inputs"]), hide_index=True, width="stretch")
 for k, name in enumerate(SECTIONS):
-    tables = dash.section_tables(name)
-    if not tables:
-        continue
     with st.expander(name, key=f"agreement:open:{k}", on_change="rerun") as section:
         if not section.open:
             continue
-        for j, (_, figure) in enumerate(cached_section_figures(store, name, n_boot, 0, include_simulated)):
+        with st.spinner("Computing this section…"):
+            part = cached_section(store, name, n_boot, 0, include_simulated)
+        for statement in part.missing:
+            st.text("Not computed: " + statement)
+        for j, (_, figure) in enumerate(part.figures[name]):
             st.plotly_chart(figure, key=f"agreement:fig:{k}:{j}")
-        for table, frame in tables:
-            st.caption(dash.caption(table))
-            st.dataframe(frame, hide_index=True, width="stretch")
+        for table, frame in part.section_tables(name):
+            st.caption(part.caption(table))
+            st.dataframe(visible_frame(frame), hide_index=True, width="stretch")
 
-audits = audit_agreement(store)
 with st.expander("Item auditors vs judges", key="agreement:open:audits", on_change="rerun") as section:
     if section.open:
+        audits = audit_agreement(store)
         if audits.empty:
             st.text("No item audits yet: record some on the Item audit page.")
         else:
             st.caption(AUDIT_CAPTION)
-            st.dataframe(audits, hide_index=True, width="stretch")
+            st.dataframe(visible_frame(audits), hide_index=True, width="stretch")
 
-st.subheader("Downloads")
-downloads = {**{f"{dash.caption(n)} ({n})": (n, t) for n, t in dash.tables.items()},
-             **{f"Input frame: {n}": (n, f) for n, f in frames.items()},
-             f"{AUDIT_CAPTION} (item_audits)": ("item_audits", audits)}
-cols = st.columns([4, 1, 1])
-choice = cols[0].selectbox("Table", list(downloads), key="agreement:download_table")
-stem, table = downloads[choice]
-for col, fmt, mime in ((cols[1], "csv", "text/csv"), (cols[2], "jsonl", "application/jsonl")):
-    col.download_button(fmt.upper(), table_bytes(table, fmt), file_name=f"{stem}.{fmt}", mime=mime,
-                        key=f"agreement:download:{fmt}", width="stretch")
+with st.expander("Downloads: every table as CSV or JSONL", key="agreement:open:downloads", on_change="rerun") as section:
+    if section.open:
+        with st.spinner("Computing every table of the analysis…"):
+            full = cached_dashboard(store, n_boot, 0, include_simulated, sections=ALL_SECTIONS)
+        downloads = {**{f"{full.caption(n)} ({n})": (n, t) for n, t in full.tables.items()},
+                     **{f"Input frame: {n}": (n, f) for n, f in frames.items()},
+                     f"{AUDIT_CAPTION} (item_audits)": ("item_audits", audit_agreement(store))}
+        cols = st.columns([4, 1, 1])
+        choice = cols[0].selectbox("Table", list(downloads), key="agreement:download_table")
+        stem, table = downloads[choice]
+        for col, fmt, mime in ((cols[1], "csv", "text/csv"), (cols[2], "jsonl", "application/jsonl")):
+            col.download_button(fmt.upper(), table_bytes(table, fmt), file_name=f"{stem}.{fmt}", mime=mime,
+                                key=f"agreement:download:{fmt}", width="stretch")

@@ -1,10 +1,10 @@
-"""Checklists: stored versions per task with gate results; the editor beside its sources (the instruction's
-sentences to quote, the verifier tests to mirror), gated live and saved as a new frozen version; LLM synthesis
-when an endpoint is configured. `?task=T&start=draft` opens the editor on T's offline draft.
+"""Checklists: stored versions per task with gate results; the editor beside its sources (the instruction to
+quote — any span selected with the mouse, or a whole sentence — and the verifier tests to mirror), gated live
+and saved as a new frozen version; LLM synthesis when an endpoint is configured. `?task=T&start=draft` opens the editor on T's offline draft.
 
 Layout and widgets only: `gcpc_core.review.checklists` parses, gates and stores; synthesis runs as a
 background job (`gcpc_core.review.runs`). Checklist and task text is shown with st.text / st.code /
-st.dataframe only.
+st.dataframe only, and in the quote-selection component, which sets it as textContent (`ui.select_quote`).
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ from gcpc_core.review.checklists import (
     verifier_source,
     versions_frame,
 )
+from gcpc_core.review.quote_select import SelectionError, selection_quote
 from gcpc_core.review.runs import JOBS
 from gcpc_core.review.text import md_escape
-from gcpc_core.review.ui import cached_rules, cached_task_table, require_store, reviewer, visible_frame
+from gcpc_core.review.ui import cached_rules, cached_task_table, require_store, reviewer, select_quote, visible_frame
 
 store = require_store()
 rules = cached_rules()
@@ -141,6 +142,21 @@ with edit_tab:
         elif target:
             edit(lambda t: (set_quote(t, target, text), f"Task quote of {target} set."))
 
+    select_key = f"checklists:select:{task_id}"
+
+    def quote_selection() -> None:
+        """A mouse selection in the instruction: the exact span of instruction.md it covers becomes the quote."""
+        try:
+            span, start, end = selection_quote(task.instruction, st.session_state.get(select_key),
+                                               min_chars=rules.contract.quote.min_chars)
+        except SelectionError as exc:
+            st.session_state[notice_key] = f"Not changed: {exc}"
+            return
+        quote(span)
+        notice = st.session_state.get(notice_key)
+        if notice and not notice.startswith("Not changed"):
+            st.session_state[notice_key] = f"{notice} (characters {start:,}–{end:,} of instruction.md)"
+
     def use_test(node_id: str) -> None:
         target = st.session_state.get(f"checklists:ref_target:{task_id}")
         if target and target != NEW_ASSERTION:
@@ -162,8 +178,14 @@ with edit_tab:
     with src[0]:
         st.subheader("Instruction")
         st.selectbox("Quote into", [*ids, *NEW], key=f"checklists:quote_target:{task_id}",
-                     help="Press Quote beside a sentence to make it this item's task quote (G1 needs a verbatim span)")
-        with st.container(height=460, key=f"checklists-instruction-{task_id}"):
+                     help="Select any part of the instruction with the mouse, or press Quote beside a sentence, to "
+                          "make it this item's task quote (G1 needs a verbatim span)")
+        st.caption("Select text with the mouse: it becomes the task quote of the item chosen above. "
+                   "Invisible characters are shown as ⟨U+XXXX⟩ and quoted as they are in instruction.md.")
+        with st.container(key=f"checklists-select-{task_id}"):
+            select_quote(task.instruction, select_key, quote_selection)
+        st.caption("Or quote a whole sentence:")
+        with st.container(height=300, key=f"checklists-instruction-{task_id}"):
             for k, span in enumerate(instruction_spans(task, rules)):
                 row = st.columns([9, 2], vertical_alignment="center")
                 row[0].text(span.text)

@@ -15,7 +15,7 @@ from gcpc_core.review.audit import AuditFilters
 from gcpc_core.review.overview import TaskStatus, judges_frame, overview_trajectories, status_frame, studies_frame, task_status
 from gcpc_core.review.runs import JOBS
 from gcpc_core.review.text import md_escape
-from gcpc_core.review.ui import cached_judge_stats, cached_trajectory_frame, require_store
+from gcpc_core.review.ui import cached_judge_stats, cached_trajectory_frame, require_store, visible_frame
 
 store = require_store()
 st.title("Overview")
@@ -103,7 +103,7 @@ def guided_path() -> None:
     idle = [s for s in statuses if not s.trajectories]
     if idle:
         with st.expander(f"{len(idle)} task(s) without trajectories"):
-            st.dataframe(status_frame(idle), hide_index=True, width="stretch")
+            st.dataframe(visible_frame(status_frame(idle)), hide_index=True, width="stretch")
     was_running = st.session_state.get("overview:was_running", False)
     st.session_state["overview:was_running"] = bool(running)
     if bool(running) != was_running:
@@ -116,18 +116,18 @@ stats = cached_judge_stats(store)
 
 st.subheader("Per task and condition")
 per_task = trajectories.groupby(["task", "condition", "outcome"]).size().unstack("outcome", fill_value=0).reset_index()
-st.dataframe(per_task, hide_index=True, width="stretch")
+st.dataframe(visible_frame(per_task), hide_index=True, width="stretch")
 
 st.subheader("Judges")
 judges = judges_frame(trajectories, stats)
 if judges.empty:
     st.text("No judge has run yet: take the next step above, or use the Runs page.")
 else:
-    st.dataframe(judges, hide_index=True, width="stretch")
+    st.dataframe(visible_frame(judges), hide_index=True, width="stretch")
 studies = studies_frame(store)
 if not studies.empty:
     st.subheader("Human studies")
-    st.dataframe(studies, hide_index=True, width="stretch")
+    st.dataframe(visible_frame(studies), hide_index=True, width="stretch")
 
 st.subheader("Trajectories")
 f = st.columns(3)
@@ -137,7 +137,7 @@ filters = AuditFilters(
     conditions=tuple(f[2].multiselect("Condition", sorted(trajectories["condition"].unique()), key="overview_condition")),
 )
 view = overview_trajectories(trajectories, stats, filters)
-picked = st.dataframe(view, hide_index=True, width="stretch", key="overview_table", on_select="rerun",
+picked = st.dataframe(visible_frame(view), hide_index=True, width="stretch", key="overview_table", on_select="rerun",
                       selection_mode="single-row")
 rows = picked.selection.rows if picked is not None and hasattr(picked, "selection") else []
 ids = list(view["trajectory_id"])
@@ -154,4 +154,4 @@ if ids:
 issues = store.import_issues()
 if issues:
     st.subheader("Skipped at import")
-    st.dataframe(pd.DataFrame(issues)[["run_at", "path", "reason"]], hide_index=True, width="stretch")
+    st.dataframe(visible_frame(pd.DataFrame(issues)[["run_at", "path", "reason"]]), hide_index=True, width="stretch")

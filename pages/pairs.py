@@ -31,6 +31,7 @@ from gcpc_core.review.ui import (
     highlight_rows,
     render_citations,
     require_store,
+    visible_frame,
 )
 
 store = require_store()
@@ -54,7 +55,7 @@ if everything.empty:
 
 threshold = st.slider("Improving / regressing when |Δ| exceeds", 0.0, 0.5, 0.10, 0.05, key="pairs:threshold")
 st.subheader("Transitions and Δ per judge")
-st.dataframe(transitions(everything, threshold=threshold), hide_index=True, width="stretch")
+st.dataframe(visible_frame(transitions(everything, threshold=threshold)), hide_index=True, width="stretch")
 st.plotly_chart(delta_histogram_figure(everything), key="pairs:delta_hist")
 
 st.subheader("Pairs")
@@ -62,7 +63,7 @@ cols = st.columns(2)
 judge = cols[0].selectbox("Judge", ordered_judges(everything["judge"].unique()), key="pairs:judge")
 transition = cols[1].selectbox("Transition", ["all", *TRANSITIONS], key="pairs:transition")
 pairs = pairs_table(scores, judge=judge, transition=None if transition == "all" else transition)
-st.dataframe(pairs, hide_index=True, width="stretch")
+st.dataframe(visible_frame(pairs), hide_index=True, width="stretch")
 if pairs.empty:
     st.info("No pair with this transition for this judge.")
     st.stop()
@@ -85,7 +86,7 @@ items = cached_pair_items(store, pair["trajectory_id_without"], pair["trajectory
 only_changed = st.toggle("Only changed items", key="pairs:only_changed")
 shown = items[items["changed"]] if only_changed else items
 st.text(f"{int(items['changed'].sum())} of {len(items)} items changed (postprocessed verdicts, which scores count)")
-st.dataframe(highlight_rows(shown, "changed"), hide_index=True, width="stretch")
+st.dataframe(highlight_rows(visible_frame(shown), "changed"), hide_index=True, width="stretch")
 
 # ---- one item's evidence from both sides -----------------------------------------------------------------
 st.subheader("Evidence side by side")

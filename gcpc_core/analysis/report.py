@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -46,7 +46,7 @@ from .item_accuracy import assertion_truth, confusion_table, ctrf_pass_fraction,
 from .sensitivity import sensitivity_table
 from .skills import item_changes, matched_pairs, transition_table
 
-__all__ = ["FRAME_NAMES", "ReportResult", "build_report"]
+__all__ = ["FRAME_NAMES", "SECTION_NAMES", "ReportResult", "ReportTables", "build_report", "report_tables"]
 
 FRAME_NAMES = ("scores", "items", "ctrf", "ratings", "preferences", "perturbations", "audits")
 TASK_CHECKLIST_JUDGE = "gcpc"
@@ -512,6 +512,58 @@ def _calibration(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Bloc
 
 
 SECTIONS = (_discrimination, _agreement, _skills, _sensitivity, _ablations, _item_accuracy, _calibration)
+SECTION_NAMES: dict[str, Callable[[Mapping[str, pd.DataFrame], _Settings], list[Block]]] = {
+    "discrimination": _discrimination, "agreement": _agreement, "skills": _skills, "sensitivity": _sensitivity,
+    "ablations": _ablations, "item_accuracy": _item_accuracy, "calibration": _calibration}
+"""Report sections by name, in report order: what `report_tables` can compute one at a time."""
+
+
+@dataclass(frozen=True)
+class ReportTables:
+    """The tables, captions and "not computed" statements of some report sections (nothing written)."""
+
+    tables: dict[str, pd.DataFrame]
+    missing: tuple[str, ...]
+    captions: dict[str, str]
+
+
+def _settings(n_boot: int, seed: int, ci: float, threshold: float, judges: Sequence[str] | None, figures: bool,
+              rating_scale: tuple[int, int] | None) -> _Settings:
+    return _Settings(n_boot, seed, ci, threshold, tuple(judges) if judges is not None else None, figures,
+                     None if rating_scale is None else (int(rating_scale[0]), int(rating_scale[1])))
+
+
+def _available(frames: Mapping[str, pd.DataFrame | None]) -> dict[str, pd.DataFrame]:
+    return {n: frames[n] for n in FRAME_NAMES if is_available(frames.get(n))}  # type: ignore[misc]
+
+
+def report_tables(
+    frames: Mapping[str, pd.DataFrame | None],
+    sections: Sequence[str],
+    *,
+    n_boot: int = 10_000,
+    seed: int = 0,
+    ci: float = 0.95,
+    threshold: float = 0.10,
+    judges: Sequence[str] | None = None,
+    rating_scale: tuple[int, int] | None = None,
+) -> ReportTables:
+    """The tables of the named report `sections` (keys of `SECTION_NAMES`, plus ``inputs``), as `build_report`
+    computes them with the same arguments, without the others or any file: a dashboard shows the
+    sections it needs at once (the judge-calibration bootstrap alone takes seconds)."""
+    unknown = [s for s in sections if s != "inputs" and s not in SECTION_NAMES]
+    if unknown:
+        raise ValueError(f"unknown report section(s) {', '.join(map(repr, unknown))}; "
+                         f"known: inputs, {', '.join(SECTION_NAMES)}")
+    available = _available(frames)
+    st = _settings(n_boot, seed, ci, threshold, judges, False, rating_scale)
+    blocks: list[Block] = _inputs(available, frames) if "inputs" in sections else []
+    for name, section in SECTION_NAMES.items():
+        if name in sections:
+            blocks += section(available, st)
+    return ReportTables(tables={b.name: b.frame for b in blocks if isinstance(b, _Table)},
+                        missing=tuple(b.text for b in blocks if isinstance(b, _Missing)),
+                        captions={b.name: b.caption for b in blocks if isinstance(b, _Table)})
 
 
 def build_report(
@@ -538,9 +590,8 @@ def build_report(
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    available = {n: frames[n] for n in FRAME_NAMES if is_available(frames.get(n))}
-    st = _Settings(n_boot, seed, ci, threshold, tuple(judges) if judges is not None else None, figures,
-                   None if rating_scale is None else (int(rating_scale[0]), int(rating_scale[1])))
+    available = _available(frames)
+    st = _settings(n_boot, seed, ci, threshold, judges, figures, rating_scale)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     blocks: list[Block] = [_Text(f"Generated {stamp}; bootstrap: {n_boot} task-clustered draws, seed {seed}, "
                                  f"{ci:.0%} percentile intervals; skill threshold {threshold:g}.")]

@@ -2,24 +2,24 @@
 the analysis report's tables with their captions and "not computed" statements, its figures, and how
 item auditors agree with each judge.
 
-Everything statistical is `analysis.build_report` (written to a scratch folder and read back as
-tables), so the dashboard and `report.html` can never disagree; this module only reads the headline
-numbers out of those tables and words them, groups the tables for display, builds the interactive
-figures and serialises tables for download.
+Everything statistical is the analysis report's own sections (`analysis.report.report_tables`, the
+code `build_report` runs), so the dashboard and `report.html` can never disagree; this module only
+reads the headline numbers out of those tables and words them, groups the tables for display, builds
+the interactive figures and serialises tables for download. The headline needs two report sections
+(`HEADLINE_SECTIONS`); the others — the judge-calibration bootstrap takes seconds — are computed when
+the page opens them.
 """
 
 from __future__ import annotations
 
 import html
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis import bootstrap_auc, build_report, is_available, ordered_judges, roc_data
+from ..analysis import bootstrap_auc, is_available, ordered_judges, roc_data
 from ..analysis.agreement import HUMAN
 from ..analysis.figures import (
     agreement_figure,
@@ -28,10 +28,11 @@ from ..analysis.figures import (
     roc_figure,
     sensitivity_figure,
 )
+from ..analysis.report import SECTION_NAMES, report_tables
 from ..csv_safe import frame_csv
 from ..store import Store
 
-__all__ = ["AUDIT_CAPTION", "SECTIONS", "Dashboard", "Headline", "audit_agreement", "auc_ci_figure", "dashboard",
+__all__ = ["ALL_SECTIONS", "AUDIT_CAPTION", "HEADLINE_SECTIONS", "REPORT_SECTION", "SECTIONS", "Dashboard", "Headline", "audit_agreement", "auc_ci_figure", "dashboard",
            "headline", "section_figures", "table_bytes"]
 
 SECTIONS: dict[str, tuple[str, ...]] = {
@@ -42,8 +43,19 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "Evidence sensitivity": ("sensitivity", "sensitivity_by_kind", "sensitivity_by_task"),
     "Ablations": ("ablation_checklist", "ablation_perfect", "ablation_variant_auc", "ablation_variant_delta"),
     "Item accuracy vs the verifier's CTRF results": ("item_accuracy", "item_confusion", "item_accuracy_by_task"),
+    "Judge calibration vs auditors and the verifier": ("calibration", "calibration_by_route", "calibration_by_task",
+                                                       "audited_figures"),
 }
 """Dashboard sections and the report tables they show, in order."""
+REPORT_SECTION: dict[str, str] = {
+    "Outcome discrimination: AUC vs official PASS": "discrimination", "Agreement with human raters": "agreement",
+    "Skill effects on matched pairs": "skills", "Evidence sensitivity": "sensitivity", "Ablations": "ablations",
+    "Item accuracy vs the verifier's CTRF results": "item_accuracy",
+    "Judge calibration vs auditors and the verifier": "calibration"}
+"""Dashboard section → the report section (`analysis.report.SECTION_NAMES`) that computes its tables."""
+HEADLINE_SECTIONS = ("inputs", "discrimination", "agreement")
+"""The report sections behind the headline (and the page's "Inputs" table)."""
+ALL_SECTIONS = ("inputs", *SECTION_NAMES)
 
 
 @dataclass(frozen=True)
@@ -78,14 +90,16 @@ def auc_ci_figure(aucs: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def dashboard(frames: Mapping[str, pd.DataFrame | None], *, n_boot: int = 1000, seed: int = 0, ci: float = 0.95,
-              threshold: float = 0.10, figures: bool = True) -> Dashboard:
-    """Run the analysis report on `frames` and gather its tables, statements and (unless `figures` is
-    False: the page builds a section's figures only when it is opened, see `section_figures`) figures."""
-    with tempfile.TemporaryDirectory(prefix="gcpc-dashboard-") as out:
-        result = build_report(frames, Path(out), n_boot=n_boot, seed=seed, ci=ci, threshold=threshold, figures=False)
+def dashboard(frames: Mapping[str, pd.DataFrame | None], *, sections: Sequence[str] = ALL_SECTIONS, n_boot: int = 1000,
+              seed: int = 0, ci: float = 0.95, threshold: float = 0.10, figures: bool = True) -> Dashboard:
+    """The analysis report's tables and statements for the report `sections` (every one by default; the page
+    asks for `HEADLINE_SECTIONS` first and for one section at a time when it is opened), and, unless
+    `figures` is False (the page draws a section's figures only when it is opened, see `section_figures`),
+    the figures of the dashboard sections computed."""
+    result = report_tables(frames, sections, n_boot=n_boot, seed=seed, ci=ci, threshold=threshold)
     tables = dict(result.tables)
-    drawn = {s: section_figures(s, tables, frames, n_boot=n_boot, seed=seed, ci=ci) if figures else [] for s in SECTIONS}
+    drawn = {s: section_figures(s, tables, frames, n_boot=n_boot, seed=seed, ci=ci) if figures else []
+             for s in SECTIONS if REPORT_SECTION[s] in sections}
     return Dashboard(tables=tables, missing=result.missing, figures=drawn, captions=dict(result.captions), ci=ci)
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "collapse",
     "excerpt",
     "highlighted_html",
+    "invisible_marker",
     "line_range",
     "locate",
     "marked_excerpt",
@@ -53,9 +54,14 @@ isolates and marks; zero-width space, joiners and word joiner; byte-order mark; 
 and Mongolian fillers; variation selectors; interlinear annotation controls; tag characters."""
 
 
+def invisible_marker(char: str) -> str:
+    """How an invisible or direction-changing character is shown: `⟨U+XXXX⟩`."""
+    return f"⟨U+{ord(char):04X}⟩"
+
+
 def show_invisible(text: str) -> str:
     """`text` with every invisible or direction-changing character replaced by a visible `⟨U+XXXX⟩`."""
-    return INVISIBLE.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", text)
+    return INVISIBLE.sub(lambda m: invisible_marker(m.group()), text)
 
 
 def search_fold(text: str) -> str:

@@ -12,6 +12,7 @@ what it renders again). Where a data value must sit in a Markdown-rendered strin
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 import streamlit as st
+from streamlit.components.v1 import declare_component
 from pandas.io.formats.style import Styler
 
 from annotations.blinding import BlindStep, preview
@@ -33,6 +35,7 @@ from ..models import Event
 from ..store import Store
 from . import agreement, audit, checklists, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
+from .quote_select import component_segments
 from .text import Excerpt, collapse, excerpt, highlighted_html, line_range, marked_excerpt, md_escape, show_invisible
 
 __all__ = [
@@ -49,7 +52,7 @@ __all__ = [
     "cached_judge_stats",
     "cached_pair_items",
     "cached_rules",
-    "cached_section_figures",
+    "cached_section",
     "cached_task_table",
     "cached_trajectory_frame",
     "cached_trajectory_score",
@@ -62,6 +65,7 @@ __all__ = [
     "render_log",
     "render_plain",
     "render_steps",
+    "select_quote",
     "require_store",
     "reviewer",
     "sign_in",
@@ -215,16 +219,22 @@ def _events(store: Store, trajectory_id: str) -> list[Event]:
     return store.events(trajectory_id)
 
 
-def _dashboard(store: Store, n_boot: int, seed: int, include_simulated: bool) -> agreement.Dashboard:
-    return agreement.dashboard(cached_frames(store, include_simulated=include_simulated), n_boot=n_boot, seed=seed,
-                               figures=False)
+def _dashboard(store: Store, n_boot: int, seed: int, include_simulated: bool,
+               sections: tuple[str, ...] = agreement.HEADLINE_SECTIONS) -> agreement.Dashboard:
+    """The report `sections` of the Agreement page (by default those of its headline), without figures."""
+    return agreement.dashboard(cached_frames(store, include_simulated=include_simulated), sections=sections,
+                               n_boot=n_boot, seed=seed, figures=False)
 
 
-def _section_figures(store: Store, section: str, n_boot: int, seed: int, include_simulated: bool) -> list:
-    """One section's figures, drawn when the page opens that section (and then cached like the tables)."""
-    dash = cached_dashboard(store, n_boot, seed, include_simulated)
-    return agreement.section_figures(section, dash.tables, cached_frames(store, include_simulated=include_simulated),
-                                     n_boot=n_boot, seed=seed, ci=dash.ci)
+def _section(store: Store, section: str, n_boot: int, seed: int, include_simulated: bool) -> agreement.Dashboard:
+    """One section of the Agreement page — its tables, "not computed" statements and figures — computed when
+    the page opens it (and then cached like the headline)."""
+    report = agreement.REPORT_SECTION[section]
+    sections = ("inputs", report) if report == "discrimination" else (report,)  # the judges table is an input's
+    dash = cached_dashboard(store, n_boot, seed, include_simulated, sections=sections)
+    figures = agreement.section_figures(section, dash.tables, cached_frames(store, include_simulated=include_simulated),
+                                        n_boot=n_boot, seed=seed, ci=dash.ci)
+    return dataclasses.replace(dash, figures={section: figures})
 
 
 cached_events = cached("trajectories")(_events)
@@ -234,7 +244,7 @@ cached_item_views = cached("judgments", "checklists", "trajectories", "tasks")(a
 _ANALYSIS_TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists", "perturbations")
 cached_frames = cached(*_ANALYSIS_TABLES)(frames_from_store)
 cached_dashboard = cached(*_ANALYSIS_TABLES)(_dashboard)
-cached_section_figures = cached(*_ANALYSIS_TABLES)(_section_figures)
+cached_section = cached(*_ANALYSIS_TABLES)(_section)
 cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
 cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
 cached_trajectory_score = cached("scores")(scores.trajectory_score)
@@ -247,6 +257,18 @@ def cached_rules() -> Rules:
 
 
 # ---------------------------------------------------------------- renderers of untrusted text
+
+QUOTE_SELECT_DIR = Path(__file__).resolve().parent / "components" / "quote_select"
+"""The quote-selection component's frontend: one plain HTML file speaking Streamlit's component protocol."""
+
+
+def select_quote(text: str, key: str, on_select: Callable[[], None]) -> None:
+    """`text` (untrusted: the component sets it as textContent, invisible characters shown as markers) in a
+    frame where a mouse selection is sent back as `quote_select` boundaries: `on_select` runs with the
+    selection in `st.session_state[key]` (map it with `quote_select.selection_quote`)."""
+    component = declare_component("quote_select", path=str(QUOTE_SELECT_DIR))  # registers it for this run
+    component(segments=component_segments(text), key=key, default=None, on_change=on_select)
+
 
 
 def show_text(text: str) -> None:

@@ -135,3 +135,40 @@ def test_figures_can_wait_until_their_section_is_opened(demo: Store) -> None:
         for (_, a), (_, b) in zip(drawn, eager.figures[section]):
             assert a.to_json() == b.to_json()
     assert section_figures("Ablations", lazy.tables, frames) == []
+
+
+def test_the_headline_from_its_own_sections_equals_the_full_reports(demo: Store, tmp_path) -> None:
+    """The page computes only `HEADLINE_SECTIONS` before showing the headline: same figures, same tables."""
+    from gcpc_core.analysis import build_report
+    from gcpc_core.review.agreement import HEADLINE_SECTIONS
+
+    frames = frames_from_store(demo)
+    quick = dashboard(frames, sections=HEADLINE_SECTIONS, n_boot=200, seed=0, figures=False)
+    full = dashboard(frames, n_boot=200, seed=0, figures=False)
+    assert headline(quick) == headline(full)
+    assert "calibration" not in quick.tables and "calibration" in full.tables
+    report = build_report(frames, tmp_path, n_boot=200, seed=0, figures=False)
+    assert set(full.tables) == set(report.tables) and set(full.missing) == set(report.missing)
+    for name, table in quick.tables.items():
+        pd.testing.assert_frame_equal(table, report.tables[name], check_exact=True)
+
+
+def test_each_dashboard_section_is_computed_by_its_report_section(demo: Store) -> None:
+    from gcpc_core.review.agreement import REPORT_SECTION, SECTIONS
+
+    frames = frames_from_store(demo)
+    full = dashboard(frames, n_boot=50, seed=0, figures=False)
+    for section, report in REPORT_SECTION.items():
+        part = dashboard(frames, sections=(report,), n_boot=50, seed=0, figures=False)
+        shown = [name for name in SECTIONS[section] if name in full.tables and name != "judges"]
+        assert all(name in part.tables for name in shown), (section, shown, list(part.tables))
+        assert shown or part.missing, section  # a section shows its tables or says why it has none
+        assert set(part.missing) <= set(full.missing)
+    assert set(REPORT_SECTION) == set(SECTIONS)
+
+
+def test_an_unknown_report_section_is_refused(demo: Store) -> None:
+    from gcpc_core.analysis.report import report_tables
+
+    with pytest.raises(ValueError, match="unknown report section.*'rq9'"):
+        report_tables(frames_from_store(demo), ("discrimination", "rq9"))

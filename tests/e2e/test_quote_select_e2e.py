@@ -1,0 +1,101 @@
+"""Free mouse selection as a task quote, in a real browser: on a task whose instruction holds invisible
+characters, a span dragged over with the mouse in the quote-selection component's frame (markers included)
+becomes a new item's task quote — the exact span of instruction.md — and gate G1 passes for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import copy_db
+from playwright.sync_api import expect
+
+from gcpc_core.checklist import load_rules
+from gcpc_core.models import Task
+from gcpc_core.review.checklists import check_text
+from gcpc_core.store import Store
+
+from .conftest import REVIEWER
+from .helpers import App, Server, Watch, running, server_env
+
+EDITOR = "Checklist (YAML or JSON, the checklist-file schema)"
+TASK_ID = "quote-select"
+INSTRUCTION = ("# Report\n\nWrite the file /app/report\u200b.csv with one line per node, sorted by name.\n"
+               "Every line names its node\u202e and its degree.\n")
+SHOWN = "/app/report⟨U+200B⟩.csv with one line per node"
+"""What the user drags over, as the component shows it."""
+QUOTE = "/app/report\u200b.csv with one line per node"
+"""The span of instruction.md it stands for."""
+
+_RECT_JS = """(box, target) => {
+  // the viewport rectangles of the first and last character of `target` in the shown text
+  const nodes = [...box.querySelectorAll('span')].map(s => s.firstChild).filter(Boolean);
+  const whole = nodes.map(n => n.data).join('');
+  const begin = whole.indexOf(target);
+  if (begin < 0) return null;
+  const at = (pos) => { let k = pos; for (const n of nodes) { if (k < n.data.length) return [n, k]; k -= n.data.length; }
+                         return null; };
+  const rect = (pos) => { const [n, k] = at(pos); const r = document.createRange(); r.setStart(n, k); r.setEnd(n, k + 1);
+                          return r.getBoundingClientRect(); };
+  const first = rect(begin), last = rect(begin + target.length - 1);
+  return {x1: first.left + 1, y1: first.top + first.height / 2, x2: last.right - 1, y2: last.top + last.height / 2};
+}"""
+
+
+@pytest.fixture(scope="module")
+def quote_server(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The app on a private copy of the demo project plus one task whose instruction holds a zero-width space
+    and a right-to-left override."""
+    root = tmp_path_factory.mktemp("e2e-quote-select")
+    db = copy_db(demo_master, root / "demo.db")
+    store = Store(db)
+    store.upsert_task(Task(id=TASK_ID, instruction=INSTRUCTION, source_path=str(root / "tasks" / TASK_ID)))
+    store.close()
+    with running(Server("quote-select", db, root / "server.log", server_env(db, root / "home",
+                                                                             GCPC_REVIEWER=REVIEWER))) as server:
+        yield server
+
+
+@pytest.fixture
+def app(quote_server: Server, page, watch: Watch) -> App:  # noqa: ANN001 - playwright's Page
+    return App(page, quote_server, watch)
+
+
+def test_a_mouse_selection_becomes_the_task_quote_and_passes_g1(app: App) -> None:
+    app.open("checklists", task=TASK_ID)
+    app.select("Quote into", "a new judge item")
+    frame_element = app.main.locator('iframe[title*="quote_select"]')
+    frame = app.main.frame_locator('iframe[title*="quote_select"]')
+    text = frame.locator('[data-testid="quote-select-text"]')
+    expect(text).to_contain_text("⟨U+200B⟩")  # invisible characters shown the app's way
+    expect(text).to_contain_text("⟨U+202E⟩")
+    frame_element.scroll_into_view_if_needed()
+    rects = text.evaluate(_RECT_JS, SHOWN)
+    assert rects is not None
+    origin = frame_element.bounding_box()
+    assert origin is not None
+
+    def drag() -> None:
+        mouse = app.page.mouse
+        mouse.move(origin["x"] + rects["x1"], origin["y"] + rects["y1"])
+        mouse.down()
+        mouse.move(origin["x"] + rects["x2"], origin["y"] + rects["y2"], steps=12)
+        mouse.up()
+
+    app.rerun(drag)
+    expect(app.text("quoting the instruction. (characters")).to_be_visible()
+    editor = app.main.get_by_role("textbox", name=EDITOR)
+    checklist = yaml.safe_load(editor.input_value())
+    added = checklist["items"][-1]
+    assert added["route"] == "judge" and added["task_quote"] == QUOTE, added
+    assert added["task_quote"] in INSTRUCTION  # the exact span, the invisible character itself included
+    task = Store(app.server.db).get_task(TASK_ID)
+    assert task is not None
+    g1 = [f for f in check_text(editor.input_value(), task, load_rules()).failures if f.gate == "G1"]
+    assert g1 == [], g1
+    card = app.main.locator('[class*="st-key-checklists-item-"]').filter(has_text=f"{added['id']} · judge")
+    expect(card).to_be_visible()
+    expect(card.get_by_text("G1 verbatim quote")).to_have_count(0)  # no G1 message beside the new item
+    assert not app.watch.errors, app.watch.errors
