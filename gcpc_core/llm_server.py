@@ -17,6 +17,7 @@ common servers keep it and reported as unknown otherwise:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import time
 import weakref
@@ -144,6 +145,12 @@ _PROBES: weakref.WeakKeyDictionary[LLM, tuple[asyncio.AbstractEventLoop, asyncio
 )
 
 
+_COUNTS: weakref.WeakKeyDictionary[LLM, dict[bytes, int]] = weakref.WeakKeyDictionary()
+"""Per layer: sha256 of a prompt's text → the server's token count, so a prompt is tokenized once
+(windowing recounts candidates; a forced rerun sends the same prompts again)."""
+COUNT_CACHE_SIZE = 4096
+
+
 async def server_info(llm: LLM) -> ServerInfo:
     """The server's facts, probed once per layer (concurrent callers share one probe)."""
     if llm in _FACTS:
@@ -167,14 +174,21 @@ async def count_prompt_tokens(
     text = "\n".join(str(m.get("content") or "") for m in sent)
     overhead = MESSAGE_OVERHEAD_TOKENS * len(sent)
     info = await server_info(llm)
-    if info.tokenizer is not None and info.tokenizer_path is not None:
+    if info.tokenizer is None or info.tokenizer_path is None:
+        return estimate_tokens(text) + overhead, False
+    counts = _COUNTS.setdefault(llm, {})
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    if digest not in counts:
         try:
             counted = await _tokenize(llm, info.tokenizer, info.tokenizer_path, text)
         except (openai.APIError, ValueError):
             counted = None
-        if counted is not None:
-            return counted + overhead, True
-    return estimate_tokens(text) + overhead, False
+        if counted is None:
+            return estimate_tokens(text) + overhead, False  # not remembered: the next prompt asks again
+        if len(counts) >= COUNT_CACHE_SIZE:
+            counts.pop(next(iter(counts)))
+        counts[digest] = counted
+    return counts[digest] + overhead, True
 
 
 # ---- the check behind `llm check` and the Runs page ---------------------------------------------

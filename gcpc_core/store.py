@@ -521,6 +521,10 @@ _LLM_CALL_COLUMNS = (
     "run_id", "created_at", "key", "model", "prompt_version", "tag", "cache_hit", "status", "prompt_tokens",
     "cached_tokens", "completion_tokens", "cost_usd", "latency_s", "retries", "error", "raw_reply",
 )
+_SELECT_EVENTS = (
+    "SELECT id, seq, kind, text, tool_name, call_id, path, is_error, source FROM events "
+    "WHERE trajectory_id = ? ORDER BY seq"
+)
 _INSERT_LLM_CALL = (
     f"INSERT INTO llm_calls ({', '.join(_LLM_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_LLM_CALL_COLUMNS))})"
 )
@@ -735,8 +739,11 @@ class Store:
         return _traj_from_row(rows[0]) if rows else None
 
     def events(self, traj_id: str) -> list[Event]:
-        rows = self.db["events"].rows_where("trajectory_id = ?", [traj_id], order_by="seq")
-        return [_event_from_row(r) for r in rows]
+        # one fixed statement rather than `db["events"].rows_where`, which looks the table up in
+        # sqlite_master on every call: judging reads every trajectory's events on its hot path
+        cursor = self.db.conn.execute(_SELECT_EVENTS, [traj_id])
+        columns = [c[0] for c in cursor.description]
+        return [_event_from_row(dict(zip(columns, row))) for row in cursor]
 
     # ---- import issues ----------------------------------------------------
 
@@ -790,8 +797,8 @@ class Store:
 
     def llm_cache_get(self, key: str) -> dict | None:
         """The cached chat-completion body for a request key, or None."""
-        rows = list(self.db["llm_cache"].rows_where("key = ?", [key], select="response"))
-        return json.loads(rows[0]["response"]) if rows else None
+        row = self.db.conn.execute("SELECT response FROM llm_cache WHERE key = ?", [key]).fetchone()
+        return json.loads(row[0]) if row else None
 
     def llm_cache_put(self, key: str, *, model: str, response: dict) -> None:
         """Cache a validated reply; the first one stored for a key wins."""

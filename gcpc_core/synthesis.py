@@ -34,6 +34,7 @@ from .checklist import (
     load_rules,
     run_gates,
 )
+from .judge.budget import REASON_CONTEXT_OVERFLOW, fit_prompt
 from .llm import LLM, LLMCallError, LLMConfig, LLMReplyError, RunTotals
 from .models import Task
 from .store import Store, utcnow
@@ -49,6 +50,7 @@ __all__ = [
     "ChecklistDraft",
     "ProjectSynthesis",
     "SynthesisResult",
+    "budget_candidates",
     "build_messages",
     "record_synthesis",
     "synthesize_checklist",
@@ -213,25 +215,49 @@ def _test_node_lines(task: Task) -> str:
     return "\n".join(lines) or NO_TEST_NODES
 
 
-def _source_block(name: str, text: str, language: str) -> str:
-    if len(text) > MAX_SOURCE_CHARS:
-        text = text[:MAX_SOURCE_CHARS] + f"\n# [... {len(text) - MAX_SOURCE_CHARS} more characters cut]"
+def _source_block(name: str, text: str, language: str, limit: int = MAX_SOURCE_CHARS) -> str:
+    if len(text) > limit:
+        text = text[:limit] + f"\n# [... {len(text) - limit} more characters cut]"
     return f"### tests/{name}\n```{language}\n{text.rstrip()}\n```"
 
 
-def build_messages(task: Task, rules: Rules) -> list[dict[str, str]]:
+def build_messages(task: Task, rules: Rules, *, source_chars: int | None = MAX_SOURCE_CHARS) -> list[dict[str, str]]:
     """The synthesis request: rules first (identical for every task, so providers can cache the
-    prefix), then this task's instruction, verifier test nodes and verifier source."""
-    blocks = [_source_block(name, src, "python") for name, src in sorted(task.verifier_files.items())]
-    if task.test_script:
-        blocks.append(_source_block("test.sh", task.test_script, "sh"))
+    prefix), then this task's instruction, verifier test nodes and verifier source — each file cut
+    (with a marker) at `source_chars`, or left out with a note when None (the context budget)."""
+    blocks = [_source_block(name, src, "python", source_chars) for name, src in sorted(task.verifier_files.items())
+              if source_chars is not None]
+    if task.test_script and source_chars is not None:
+        blocks.append(_source_block("test.sh", task.test_script, "sh", source_chars))
+    sources = "\n\n".join(blocks) or "(no verifier source)"
+    if source_chars is None and (task.verifier_files or task.test_script):
+        sources = SOURCES_LEFT_OUT
     user = TASK_PROMPT.format(
         task_id=task.id,
         instruction=task.instruction.rstrip(),
         test_nodes=_test_node_lines(task),
-        sources="\n\n".join(blocks) or "(no verifier source)",
+        sources=sources,
     )
     return [{"role": "system", "content": _system_prompt(rules)}, {"role": "user", "content": user}]
+
+
+SOURCE_WINDOW_STEPS = (20_000, 5_000, 1_500)
+"""Characters each verifier file is cut to, step by step, when the request does not fit the model's
+context window; last, the sources are left out (the test node ids and docstrings stay)."""
+SOURCES_LEFT_OUT = ("(verifier source left out to fit the model's context window: use the test node ids and "
+                    "docstrings above)")
+
+
+def budget_candidates(task: Task, rules: Rules) -> list[tuple[list[dict[str, str]], str]]:
+    """The synthesis request, fullest first, then ever shorter forms, each with what it leaves out
+    (for `judge.budget.fit_prompt`). The instruction is never cut: task quotes must come from it."""
+    out = [(build_messages(task, rules), "")]
+    longest = max([len(src) for src in task.verifier_files.values()] + [len(task.test_script or "")])
+    out += [(build_messages(task, rules, source_chars=step), f"verifier sources cut to {step:,} chars each")
+            for step in SOURCE_WINDOW_STEPS if step < min(longest, MAX_SOURCE_CHARS)]
+    if longest:
+        out.append((build_messages(task, rules, source_chars=None), "the verifier sources left out"))
+    return out
 
 
 # ---- one task ---------------------------------------------------------------------------------
@@ -286,19 +312,27 @@ async def synthesize_checklist_async(task: Task, *, llm: LLM, rules: Rules) -> S
     exactly one repair that sends the gate messages (or the read error) back.
     """
     provenance = {"task": task.id, "model": llm.model, "rules_version": rules.version}
-    messages = build_messages(task, rules)
+    fit = await fit_prompt(llm, budget_candidates(task, rules), ChecklistDraft)
+    if fit.messages is None:
+        return SynthesisResult(status="failed", reason=f"{REASON_CONTEXT_OVERFLOW}: {fit.overflow}", **provenance)
+    messages = fit.messages
+    budget = f" ({fit.note})" if fit.note else ""
     outcomes: list[_Outcome] = []
     try:
         outcomes.append(await _attempt("initial", messages, task, llm, rules))
         if outcomes[0].attempt.failures:
             outcomes.append(await _attempt("repair", _repair_messages(messages, outcomes[0]), task, llm, rules))
     except LLMCallError as error:
-        return SynthesisResult(
-            status="error",
-            reason=f"LLM call failed ({error.reason}): {error}",
-            attempts=[o.attempt for o in outcomes],
-            **provenance,
-        )
+        if error.reason != REASON_CONTEXT_OVERFLOW:
+            return SynthesisResult(
+                status="error",
+                reason=f"LLM call failed ({error.reason}): {error}",
+                attempts=[o.attempt for o in outcomes],
+                **provenance,
+            )
+        if not outcomes:  # deterministic: stored as failed, not retried as an endpoint fault
+            return SynthesisResult(status="failed", reason=f"{REASON_CONTEXT_OVERFLOW}: {error}{budget}", **provenance)
+        budget += f" (repair not sent: {error})"
     attempts = [o.attempt for o in outcomes]
     last = outcomes[-1]
     if last.checklist is not None and not last.attempt.failures:
@@ -308,7 +342,7 @@ async def synthesize_checklist_async(task: Task, *, llm: LLM, rules: Rules) -> S
             status="frozen",
             checklist=frozen.checklist,
             sha=frozen.sha,
-            reason=f"passed every gate{repaired}",
+            reason=f"passed every gate{repaired}{budget}",
             attempts=attempts,
             **provenance,
         )
@@ -323,7 +357,7 @@ async def synthesize_checklist_async(task: Task, *, llm: LLM, rules: Rules) -> S
         f"unusable reply after repair ({last.error.reason})"
         if last.error is not None
         else f"{len(failures)} gate failure(s) after repair ({', '.join(gates)})"
-    )
+    ) + budget
     return SynthesisResult(
         status="failed",
         checklist=best.checklist if best else None,

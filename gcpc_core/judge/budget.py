@@ -1,5 +1,8 @@
-"""Context budget: a judge prompt is counted before it is sent, and evidence that does not fit the
-model's context window is windowed — explicitly, never silently truncated.
+"""Context budget: a judge or synthesis prompt is counted before it is sent, and what does not fit
+the model's context window is windowed — explicitly, never silently truncated. Judges window their
+evidence (`fit_evidence`, below); synthesis offers ever shorter forms of its request, each saying
+what it leaves out (`fit_prompt`), and a task whose request fits in no form is stored as failed with
+reason `context_overflow`.
 
 The window is the layer's `context_window` (`GCPC_CONTEXT_WINDOW`, or what `llm check` found the
 server reporting); without one nothing is counted and a server's own overflow error becomes
@@ -20,7 +23,7 @@ What was done is returned as one line, recorded with the judgment's replies (the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel
@@ -30,7 +33,15 @@ from ..llm import LLM
 from ..llm_server import count_prompt_tokens
 from .prompts import Messages
 
-__all__ = ["DEFAULT_REPLY_RESERVE", "REASON_CONTEXT_OVERFLOW", "WINDOW_STEPS", "Fit", "fit_evidence"]
+__all__ = [
+    "DEFAULT_REPLY_RESERVE",
+    "REASON_CONTEXT_OVERFLOW",
+    "WINDOW_STEPS",
+    "Fit",
+    "PromptFit",
+    "fit_evidence",
+    "fit_prompt",
+]
 
 REASON_CONTEXT_OVERFLOW = "context_overflow"
 DEFAULT_REPLY_RESERVE = 2048
@@ -74,15 +85,53 @@ def elide_middle(view: EvidenceView, keep: int, window: int) -> EvidenceView:
     return fitted
 
 
+def _budget(llm: LLM) -> tuple[int, int, int]:
+    """(window, reply reserve, prompt budget) in tokens; only for a layer with a window."""
+    window = llm.context_window or 0
+    reserve = llm.config.max_completion_tokens or min(DEFAULT_REPLY_RESERVE, window // 4)
+    return window, reserve, window - reserve
+
+
+def _head(window: int, reserve: int, tokens: int, exact: bool) -> str:
+    how = "counted by the server" if exact else "estimated"
+    return f"context budget: {window:,}-token window, {reserve:,} reserved for the reply; prompt {tokens:,} tokens ({how})"
+
+
+@dataclass
+class PromptFit:
+    """The request to send (None when none fits), what was shortened, and why nothing fits."""
+
+    messages: Messages | None
+    note: str | None = None
+    overflow: str | None = None
+
+
+async def fit_prompt(
+    llm: LLM | None, candidates: Sequence[tuple[Messages, str]], response_model: type[BaseModel]
+) -> PromptFit:
+    """The first of `candidates` — a request and what was shortened in it, fullest first — whose
+    prompt fits the context window. For requests without evidence to window (checklist synthesis):
+    the caller says what each shorter form leaves out, and records the note."""
+    if llm is None or not llm.context_window:
+        return PromptFit(candidates[0][0])
+    window, reserve, budget = _budget(llm)
+    first = None
+    for index, (messages, shortened) in enumerate(candidates):
+        count, exact = await count_prompt_tokens(llm, messages, response_model)
+        first = first or _head(window, reserve, count, exact)
+        if count <= budget:
+            return PromptFit(messages, None if index == 0 else f"{first} → {count:,}: {shortened}")
+    least = f"even with {candidates[-1][1]}" if len(candidates) > 1 else "with nothing to leave out"
+    return PromptFit(None, overflow=f"{first}; {least} it needs {count:,} tokens, more than the {budget:,} available")
+
+
 async def fit_evidence(
     llm: LLM | None, view: EvidenceView, build: Callable[[EvidenceView], Messages], response_model: type[BaseModel]
 ) -> Fit:
     """The evidence view shortened (as little as needed) so `build(view)` fits the context window."""
     if llm is None or not llm.context_window:
         return Fit(view)
-    window = llm.context_window
-    reserve = llm.config.max_completion_tokens or min(DEFAULT_REPLY_RESERVE, window // 4)
-    budget = window - reserve
+    window, reserve, budget = _budget(llm)
 
     async def tokens(candidate: EvidenceView) -> tuple[int, bool]:
         return await count_prompt_tokens(llm, build(candidate), response_model)
@@ -90,8 +139,7 @@ async def fit_evidence(
     first, exact = await tokens(view)
     if first <= budget:
         return Fit(view)
-    how = "counted by the server" if exact else "estimated"
-    head = f"context budget: {window:,}-token window, {reserve:,} reserved for the reply; prompt {first:,} tokens ({how})"
+    head = _head(window, reserve, first, exact)
     for step in WINDOW_STEPS:
         candidate = rewindow(view, step)
         count, _ = await tokens(candidate)

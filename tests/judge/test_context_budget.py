@@ -122,3 +122,17 @@ def test_holistic_is_budgeted_too(fake_openai: FakeOpenAI, project, make_llm) ->
     report = judge_project(project, judge="holistic", llm=make_llm(context_window=600, max_completion_tokens=100),
                            limit=1, progress=False)
     assert report.verdicts == {"unrated:context_overflow": 1} and fake_openai.request_count == 0
+
+
+def test_a_prompt_is_tokenized_once(fake_openai: FakeOpenAI, make_llm) -> None:
+    """The server's count of a prompt is remembered: counting it again (a recount while windowing, a
+    forced rerun) makes no second tokenizer request, and another prompt is counted afresh."""
+    fake_openai.serve_tokenizer()
+    llm = make_llm(context_window=8192)
+    view = build_evidence_view(events(3, 100))
+    first = llm.run_sync(lambda: count_prompt_tokens(llm, prompt(view), Reply_))
+    again = llm.run_sync(lambda: count_prompt_tokens(llm, prompt(view), Reply_))
+    assert first == again and first[1]
+    assert fake_openai.paths.count("POST /extras/tokenize/count") == 2  # the probe's and this prompt's
+    other = llm.run_sync(lambda: count_prompt_tokens(llm, prompt(build_evidence_view(events(4, 100))), Reply_))
+    assert other[0] > first[0] and fake_openai.paths.count("POST /extras/tokenize/count") == 3

@@ -372,3 +372,64 @@ def test_fake_batch_endpoints_with_real_client(fake_openai: FakeOpenAI) -> None:
     assert row["custom_id"] == "traj-1"
     assert json.loads(row["response"]["body"]["choices"][0]["message"]["content"]) == OK
     client.close()
+
+
+def test_cache_key_is_the_canonical_request(make_llm) -> None:
+    """The key's text is assembled from parts; it must stay byte for byte the canonical JSON of the
+    whole request, or every reply cached by an earlier version would be missed."""
+    import hashlib
+
+    from gcpc_core.llm import _canonical, _json_schema, request_key
+
+    messages = [{"role": "system", "content": "Ünïcode ⟦gcpc⟧ \"quoted\"\n"}, {"content": "q", "role": "user"}]
+    for temperature in (0.0, None, 0.7):
+        whole = _canonical({"model": "m/x", "messages": messages, "temperature": temperature, "prompt_version": "v9",
+                            "schema": {"name": "Answer", "json_schema": _json_schema(Answer)}})
+        assert request_key(model="m/x", messages=messages, response_model=Answer, temperature=temperature,
+                           prompt_version="v9") == hashlib.sha256(whole.encode("utf-8")).hexdigest()
+
+
+def test_a_reply_is_cached_and_recorded_in_one_transaction(fake_openai: FakeOpenAI, make_llm, store,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cached reply and its call record commit together: one commit per call on the hot path,
+    and never a cached reply without its record (or the reverse)."""
+    fake_openai.on("question one", Reply.json(OK))
+    commits: list[str] = []
+    original = store.atomic
+
+    def counting_atomic():
+        if not store.db.conn.in_transaction:
+            commits.append("transaction")
+        return original()
+
+    monkeypatch.setattr(store, "atomic", counting_atomic)
+    llm = make_llm()
+    ask(llm, "question one, first")  # the first call also stores the negotiated mode
+    commits.clear()
+    ask(llm, "question one, second")
+    assert commits == ["transaction"]
+    call = store.llm_calls()[-1]
+    assert store.llm_cache_get(call["key"]) is not None and call["status"] == "ok"
+
+
+def test_a_failed_record_leaves_no_cached_reply(fake_openai: FakeOpenAI, make_llm, store,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_openai.on("question one", Reply.json(OK))
+
+    def broken(row: dict) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store, "record_llm_call", broken)
+    with pytest.raises(OSError):
+        ask(make_llm())
+    assert store.db.conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0] == 0
+
+
+def test_run_sync_restores_the_garbage_collector(fake_openai: FakeOpenAI, make_llm) -> None:
+    """A run exempts the existing heap from collection and collects less often; both are undone after."""
+    import gc
+
+    fake_openai.on("question one", Reply.json(OK))
+    before = gc.get_threshold()
+    ask(make_llm())
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

@@ -325,3 +325,63 @@ def test_frozen_rows_are_immutable_and_edits_are_new_versions(
     assert row["version"] == 2 and row["sha"] != result.sha
     assert project.latest_checklist(TASK_ID)["sha"] == row["sha"]
     assert project.get_checklist(result.sha)["checklist"] == result.checklist.model_dump(mode="json")
+
+
+# ---- context budget -----------------------------------------------------------------------------
+
+
+def _padded(task: Task, chars: int) -> Task:
+    """The task with its verifier file grown by `chars` characters of comments (an oversized task)."""
+    name, source = next(iter(sorted(task.verifier_files.items())))
+    return task.model_copy(update={"verifier_files": {**task.verifier_files,
+                                                      name: source + "\n# padding line\n" * (chars // 16)}})
+
+
+def _tokens(llm, messages) -> int:
+    from gcpc_core.llm_server import count_prompt_tokens
+
+    return llm.run_sync(lambda: count_prompt_tokens(llm, messages, ChecklistDraft))[0]
+
+
+def test_oversized_verifier_is_cut_to_fit_and_says_so(fake_openai: FakeOpenAI, make_llm, store: Store,
+                                                      task: Task, rules) -> None:
+    big = _padded(task, 200_000)
+    store.upsert_task(big)
+    fake_openai.on(ON_TASK, Reply.json(VALID))
+    reserve = 1000
+    window = _tokens(make_llm(), build_messages(big, rules, source_chars=5_000)) + reserve + 10
+    report = synthesize_project(store, llm=make_llm(context_window=window, max_completion_tokens=reserve),
+                                rules=rules, progress=False)
+    [result] = report.results
+    assert result.status == "frozen"
+    assert "verifier sources cut to 5,000 chars each" in result.reason and f"{window:,}-token window" in result.reason
+    sent = request_text(fake_openai.requests[-1])
+    assert "more characters cut]" in sent and "padding line" in sent
+    assert store.latest_checklist(TASK_ID)["reason"] == result.reason  # recorded with the checklist
+
+
+def test_a_task_that_fits_in_no_form_is_stored_as_context_overflow(fake_openai: FakeOpenAI, make_llm,
+                                                                    store: Store, task: Task, rules) -> None:
+    huge = task.model_copy(update={"instruction": task.instruction + "\nmore words " * 20_000})
+    store.upsert_task(huge)
+    report = synthesize_project(store, llm=make_llm(context_window=4096), rules=rules, progress=False)
+    [result] = report.results
+    assert result.status == "failed" and result.reason.startswith("context_overflow: context budget: 4,096-token")
+    assert "even with the verifier sources left out" in result.reason
+    assert fake_openai.requests == []  # nothing sent that could not fit
+    rows = store.checklists(task=TASK_ID)
+    assert [r["status"] for r in rows] == ["failed"] and rows[0]["reason"] == result.reason
+
+
+def test_server_overflow_is_a_stored_failure_not_a_retry(fake_openai: FakeOpenAI, make_llm, project: Store,
+                                                         rules) -> None:
+    """Without a window to count against, the server's own "too long" is recorded, not retried."""
+    from fake_openai import overflow_error
+
+    fake_openai.on(ON_TASK, overflow_error())
+    report = run_project(project, make_llm, rules)
+    [result] = report.results
+    assert result.status == "failed" and result.reason.startswith("context_overflow:")
+    assert "maximum context length is 2048 tokens" in result.reason
+    assert fake_openai.request_count == 1
+    assert project.latest_checklist(TASK_ID) is None and project.checklists(task=TASK_ID)[0]["status"] == "failed"
