@@ -747,7 +747,7 @@ class Store:
             "import_issues": count("import_issues"),
         }
 
-    # ==== LLM layer and checklists (gcpc_core.llm, gcpc_core.synthesis) ====
+    # ==== LLM layer and checklists (gcpc_core.llm, gcpc_core.checklist.synthesis) ====
     # Helpers of this section are static methods here, so the section stays self-contained.
 
     CHECKLIST_STATUSES = ("frozen", "failed")

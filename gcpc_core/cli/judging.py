@@ -87,7 +87,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_perturb(args: argparse.Namespace) -> int:
-    from ..analysis.sensitivity import run_perturbations
+    from ..perturb import run_perturbations
     from ..llm import LLMError
 
     store = open_db("perturb", args.db)

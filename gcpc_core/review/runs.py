@@ -27,7 +27,7 @@ from ..judge.units import LLM_JUDGES
 from ..llm import LLMConfig, llm_status
 from ..llm_server import check_endpoint
 from ..store import Store, utcnow
-from ..synthesis import synthesize_project
+from ..checklist.synthesis import synthesize_project
 
 __all__ = [
     "ARCHIVE_HOLDS",

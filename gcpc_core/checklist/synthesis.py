@@ -22,21 +22,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
-from .checklist import (
-    Checklist,
-    ChecklistItem,
-    GateFailure,
-    Rules,
-    Waiver,
-    checklist_sha,
-    failure_lines,
-    freeze,
-    load_rules,
-    run_gates,
-)
-from .llm import LLM, LLMCallError, LLMConfig, LLMReplyError, RunTotals
-from .models import Task
-from .store import Store, utcnow
+from ..llm import LLM, LLMCallError, LLMConfig, LLMReplyError, RunTotals
+from ..models import Task
+from ..store import Store, utcnow
+from .freeze import checklist_sha, freeze
+from .gates import GateFailure, failure_lines, run_gates
+from .rules import Rules, load_rules
+from .schema import Checklist, ChecklistItem, Waiver
 
 __all__ = [
     "CONTRACT_PROSE_FILE",
