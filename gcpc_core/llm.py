@@ -42,7 +42,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
@@ -1147,10 +1147,6 @@ class LLM:
         return self._accept(
             body, response_model, key=key, prompt_version=prompt_version, tag=tag, cost_factor=BATCH_PRICE_FACTOR
         )
-
-    def with_config(self, **changes: Any) -> LLM:
-        """A sibling layer sharing the store and prices, e.g. with another structured mode."""
-        return LLM(replace(self.config, **changes), store=self.store, prices=self.prices)
 
 
 class _Client(AsyncOpenAI):
