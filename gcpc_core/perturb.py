@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from .analysis.sensitivity import (
     SCOPES,
@@ -35,8 +34,9 @@ from .evidence import build_evidence_view
 from .judge.results import ITEM_JUDGES
 from .judge.runner import PREPARE_FACTOR, offline_run
 from .judge.units import LLM_JUDGES, judge_unit, prompt_version_of, unit_for
-from .llm import LLM, LLMConfig, RunTotals
+from .llm import LLM, RunTotals
 from .models import Citation
+from .runs import Progress, ProgressBar
 from .store import Store, utcnow
 
 __all__ = ["SensitivityReport", "run_perturbations"]
@@ -79,6 +79,10 @@ class SensitivityReport:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    def counts(self) -> dict[str, int]:
+        """What the run ledger records this run counted."""
+        return {**self.done, "errors": len(self.errors), "skipped": sum(self.skipped.values())}
 
     def lines(self) -> list[str]:
         """Human-readable summary for the CLI."""
@@ -171,7 +175,7 @@ def run_perturbations(
     per_item: bool = False,
     concurrency: int = 8,
     force: bool = False,
-    progress: bool = True,
+    progress: Progress = True,
     llm: LLM | None = None,
     rules: Rules | None = None,
     n_boot: int = 2_000,
@@ -189,7 +193,7 @@ def run_perturbations(
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
     rules = rules or load_rules()
     if judge in LLM_JUDGES and llm is None:
-        llm = LLM(LLMConfig.from_env(model, concurrency=concurrency), store=store)
+        llm = LLM.from_env(model, store=store, concurrency=concurrency)
     model_name = llm.model if judge in LLM_JUDGES and llm is not None else None
     prompt_version = prompt_version_of(judge, per_item=per_item)
     report = SensitivityReport(judge=judge, seed=seed, scope=scope, model=model_name, prompt_version=prompt_version)
@@ -199,8 +203,7 @@ def run_perturbations(
     # exactly the original request for it. An all-items prompt is re-sent whole, as it was judged.
     narrow = per_item or judge not in LLM_JUDGES
     started = time.monotonic()
-    bar = tqdm(total=len(todo), desc=f"perturb {judge}", unit="item", disable=not progress or not todo,
-               dynamic_ncols=True)
+    bar = ProgressBar(len(todo), desc=f"perturb {judge}", unit="item", progress=progress)
 
     async def one(c: _Candidate, run_id: str | None) -> None:
         r = c.row
@@ -239,7 +242,7 @@ def run_perturbations(
     try:
         if todo and judge not in LLM_JUDGES:
             with offline_run(store, f"perturb-{judge}", prompt_version=prompt_version, rules_version=rules.version,
-                             params=params) as totals:
+                             params=params, counts=report.counts) as totals:
                 report.run_id, report.totals = totals.run_id, totals
 
                 async def in_order() -> None:
@@ -251,7 +254,7 @@ def run_perturbations(
         elif todo:
             assert llm is not None
             with llm.run(f"perturb-{judge}", prompt_version=prompt_version, rules_version=rules.version,
-                         params={**params, "concurrency": llm.config.concurrency}) as totals:
+                         params={**params, "concurrency": llm.config.concurrency}, counts=report.counts) as totals:
                 report.run_id, report.totals = totals.run_id, totals
                 gate = asyncio.Semaphore(PREPARE_FACTOR * llm.config.concurrency)
 

@@ -20,9 +20,9 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
-from tqdm import tqdm
 
-from ..llm import LLM, LLMCallError, LLMConfig, LLMReplyError, RunTotals
+from ..llm import LLM, LLMCallError, LLMReplyError, RunTotals
+from ..runs import Progress, ProgressBar
 from ..models import Task
 from ..store import Store, utcnow
 from .freeze import checklist_sha, freeze
@@ -376,6 +376,10 @@ class ProjectSynthesis:
     def count(self, status: str) -> int:
         return sum(r.status == status for r in self.results)
 
+    def counts(self) -> dict[str, int]:
+        """What the run ledger records this run counted."""
+        return {**{s: self.count(s) for s in ("frozen", "failed", "error")}, "skipped": len(self.skipped)}
+
     @property
     def ok(self) -> bool:
         """True when every synthesized task was frozen."""
@@ -405,7 +409,7 @@ def synthesize_project(
     force: bool = False,
     rules: Rules | None = None,
     llm: LLM | None = None,
-    progress: bool = True,
+    progress: Progress = True,
     on_result: Callable[[SynthesisResult], None] | None = None,
 ) -> ProjectSynthesis:
     """Synthesize checklists for every task lacking a frozen one (or just `task`).
@@ -417,7 +421,7 @@ def synthesize_project(
     """
     rules = rules or load_rules()
     if llm is None:
-        llm = LLM(LLMConfig.from_env(model, concurrency=concurrency), store=store)
+        llm = LLM.from_env(model, store=store, concurrency=concurrency)
     if task is not None:
         found = store.get_task(task)
         if found is None:
@@ -433,15 +437,16 @@ def synthesize_project(
     if not todo:
         return report
     params = {"task": task, "force": force, "concurrency": llm.config.concurrency, "tasks": len(todo)}
-    with llm.run("synthesize", prompt_version=PROMPT_VERSION, rules_version=rules.version, params=params) as totals:
+    with llm.run("synthesize", prompt_version=PROMPT_VERSION, rules_version=rules.version, params=params,
+                 counts=report.counts) as totals:
         report.run_id, report.totals = totals.run_id, totals
-        bar = tqdm(total=len(todo), desc="synthesize", unit="task", disable=not progress)
+        bar = ProgressBar(len(todo), desc="synthesize", unit="task", progress=progress)
 
         async def one(t: Task) -> SynthesisResult:
             result = await synthesize_checklist_async(t, llm=llm, rules=rules)
             record_synthesis(store, result, run_id=totals.run_id)
-            bar.set_postfix_str(f"{t.id} {result.status}", refresh=False)
-            bar.update(1)
+            report.results.append(result)  # as they finish, so an interrupted run still counts them
+            bar.update(1, note=f"{t.id} {result.status}")
             if on_result is not None:
                 on_result(result)
             return result
