@@ -43,7 +43,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
@@ -55,6 +55,7 @@ from openai.lib._parsing._completions import type_to_response_format_param
 from pydantic import BaseModel, ValidationError
 
 from .local_llm import LOCAL_MODEL_ALIAS, TINY_LOCAL_MODEL_NOTE
+from .runs import recorded_run
 
 if TYPE_CHECKING:
     from .store import Store
@@ -89,7 +90,6 @@ __all__ = [
     "load_prices",
     "normalized_endpoint",
     "price_for",
-    "recorded_run",
     "request_key",
 ]
 
@@ -391,36 +391,6 @@ class RunTotals:
             "unpriced_calls": self.unpriced_calls,
             "structured_mode": self.structured_mode,
         }
-
-
-@contextmanager
-def recorded_run(
-    store: Store,
-    totals: RunTotals,
-    kind: str,
-    *,
-    model: str | None,
-    prompt_version: str,
-    rules_version: str | None = None,
-    params: Mapping[str, Any] | None = None,
-) -> Iterator[RunTotals]:
-    """One `runs` row around some work, with or without an LLM, so every run is audited alike.
-
-    `totals` gets the row's id; the row ends `done`, `interrupted` (Ctrl-C, cancellation) or
-    `failed` (any other error), with the totals and the wall time.
-    """
-    run_id = totals.run_id = store.start_run(
-        kind=kind, model=model, prompt_version=prompt_version, rules_version=rules_version, params=dict(params or {})
-    )
-    started, status = time.monotonic(), "failed"
-    try:
-        yield totals
-        status = "done"
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        status = "interrupted"
-        raise
-    finally:
-        store.finish_run(run_id, status=status, wall_s=round(time.monotonic() - started, 3), totals=totals.as_row())
 
 
 # ---- errors -----------------------------------------------------------------------
@@ -731,8 +701,9 @@ class LLM:
         prompt_version: str,
         rules_version: str | None = None,
         params: Mapping[str, Any] | None = None,
+        counts: Callable[[], Mapping[str, int]] | None = None,
     ) -> Iterator[RunTotals]:
-        """Record one run (a `runs` row, see `recorded_run`): its calls are tagged with its id and
+        """Record one run (a `runs` row, see `runs.recorded_run`): its calls are tagged with its id and
         summed into it. Without a store the totals are kept in memory only."""
         self.totals = RunTotals(structured_mode=self._mode)
         if self.store is None:
@@ -740,7 +711,7 @@ class LLM:
             return
         with recorded_run(
             self.store, self.totals, kind, model=self.model, prompt_version=prompt_version,
-            rules_version=rules_version, params=params,
+            rules_version=rules_version, params=params, counts=counts,
         ) as totals:
             yield totals
 
@@ -1154,10 +1125,6 @@ class LLM:
         return self._accept(
             body, response_model, key=key, prompt_version=prompt_version, tag=tag, cost_factor=BATCH_PRICE_FACTOR
         )
-
-    def with_config(self, **changes: Any) -> LLM:
-        """A sibling layer sharing the store and prices, e.g. with another structured mode."""
-        return LLM(replace(self.config, **changes), store=self.store, prices=self.prices)
 
 
 @contextmanager

@@ -165,11 +165,6 @@ class Trajectory(BaseModel):
     is_demo: bool = False
     """True for trials of the embedded, simulated demo corpus."""
 
-    @property
-    def pair_key(self) -> tuple[str, str, str, int]:
-        """Key under which with-skills and without-skills trials form matched pairs."""
-        return (self.task, self.agent, self.model, self.trial_index)
-
 
 class Event(BaseModel):
     """One normalized step of a trajectory log, with a stable id that citations point at."""

@@ -10,10 +10,9 @@ The schema is versioned with sqlite-utils migrations.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -498,6 +497,12 @@ def m1401_trial_outcome_basis(db: Database) -> None:
     db["trajectories"].add_column("outcome_basis", str)
 
 
+@MIGRATIONS()
+def m1201_run_counts(db: Database) -> None:
+    """What each run counted when it ended (imported, judged, scored, frozen, …), as JSON."""
+    db["runs"].add_column("counts", str)
+
+
 _EVENT_COLUMNS = ("trajectory_id", "seq", "id", "kind", "tool_name", "call_id", "path", "is_error", "source", "text")
 EventRow = tuple[str, int, str, str, str | None, str | None, str | None, int, str, str]
 """One `events` row, in `_EVENT_COLUMNS` order."""
@@ -531,16 +536,6 @@ _INSERT_LLM_CALL = (
 
 _JSON_TASK = ("verifier_files", "tests", "parse_errors", "metadata")
 _JSON_TRAJ = ("ctrf", "timings", "exception", "tokens")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
 
 
 def _dumps(value: Any) -> str:
@@ -783,7 +778,7 @@ class Store:
             "import_issues": count("import_issues"),
         }
 
-    # ==== LLM layer and checklists (gcpc_core.llm, gcpc_core.synthesis) ====
+    # ==== LLM layer and checklists (gcpc_core.llm, gcpc_core.checklist.synthesis) ====
     # Helpers of this section are static methods here, so the section stays self-contained.
 
     CHECKLIST_STATUSES = ("frozen", "failed")
@@ -818,11 +813,10 @@ class Store:
         prompt_version: str | None,
         rules_version: str | None,
         params: dict | None = None,
+        pid: int | None = None,
+        host: str | None = None,
     ) -> str:
-        """Open a `runs` row (status `running`) and return its id."""
-        import uuid
-
-        self.reap_dead_runs()
+        """Open a `runs` row (status `running`) owned by process `pid` on `host`, and return its id."""
         started = utcnow()
         run_id = f"{kind}-{started.replace(':', '').replace('-', '')[:15]}-{uuid.uuid4().hex[:8]}"
         with self.atomic() as db:
@@ -836,42 +830,41 @@ class Store:
                     "params": _dumps(params or {}),
                     "status": "running",
                     "started_at": started,
-                    "pid": os.getpid(),
-                    "host": socket.gethostname(),
+                    "pid": pid,
+                    "host": host,
                 },
                 pk="id",
             )
         return run_id
 
-    def reap_dead_runs(self) -> int:
-        """Mark `running` rows whose process on this host is gone (SIGKILL, crash) as `interrupted`.
+    def running_runs(self, *, host: str) -> list[dict]:
+        """Id and owning process of every `running` row started on `host`."""
+        return list(self.db["runs"].rows_where("status = 'running' AND host = ?", [host], select="id, pid"))
 
-        Returns how many were marked. Rows of other hosts are left alone: their liveness is unknown here.
-        """
-        host = socket.gethostname()
-        dead = [
-            r["id"]
-            for r in self.db["runs"].rows_where("status = 'running' AND host = ?", [host], select="id, pid")
-            if r["pid"] is not None and not _pid_alive(r["pid"])
-        ]
-        if dead:
-            with self.atomic() as db:
-                for run_id in dead:
-                    db["runs"].update(run_id, {"status": "interrupted", "finished_at": utcnow()})
-        return len(dead)
-
-    def finish_run(self, run_id: str, *, status: str, wall_s: float, totals: dict) -> None:
-        """Close a run with its status, wall time and totals (calls, tokens, cost)."""
+    def interrupt_runs(self, run_ids: Iterable[str]) -> None:
+        """Close rows whose process is gone as `interrupted`."""
         with self.atomic() as db:
-            db["runs"].update(run_id, {"status": status, "finished_at": utcnow(), "wall_s": wall_s, **totals})
+            for run_id in run_ids:
+                db["runs"].update(run_id, {"status": "interrupted", "finished_at": utcnow()})
+
+    def finish_run(
+        self, run_id: str, *, status: str, wall_s: float, totals: dict, counts: dict[str, int] | None = None
+    ) -> None:
+        """Close a run with its status, wall time, totals (calls, tokens, cost) and what it counted."""
+        row = {"status": status, "finished_at": utcnow(), "wall_s": wall_s, **totals}
+        if counts is not None:
+            row["counts"] = _dumps(counts)
+        with self.atomic() as db:
+            db["runs"].update(run_id, row)
 
     def get_run(self, run_id: str) -> dict | None:
         rows = list(self.db["runs"].rows_where("id = ?", [run_id]))
-        return self._decode(rows[0], "params") if rows else None
+        return self._decode(rows[0], "params", "counts") if rows else None
 
     def runs(self, *, kind: str | None = None) -> list[dict]:
         where, args = ("kind = ?", [kind]) if kind else (None, [])
-        return [self._decode(r, "params") for r in self.db["runs"].rows_where(where, args, order_by="started_at, id")]
+        return [self._decode(r, "params", "counts")
+                for r in self.db["runs"].rows_where(where, args, order_by="started_at, id")]
 
     def record_llm_call(self, row: dict) -> None:
         """One LLM call: run id, cache hit, tokens, cost, latency, status and error (raw reply on errors)."""
@@ -1060,8 +1053,6 @@ class Store:
         With `assignment=(kind, target)` the rater must hold that active assignment in an open
         study, checked inside the same transaction as the write (PermissionError otherwise).
         """
-        import uuid
-
         if not rater:
             raise ValueError("an annotation needs a rater")
         keys = {"trajectory_id": trajectory_id, "pair_id": pair_id, "item_id": item_id, "judge": judge}

@@ -14,7 +14,7 @@ import streamlit as st
 from gcpc_core.judge import JUDGES
 from gcpc_core.llm import llm_status
 from gcpc_core.ingest.archive import ARCHIVE_SUFFIXES
-from gcpc_core.review.runs import (ARCHIVE_HOLDS, JOBS, endpoint_check, job_run, needs_llm, run_progress, runs_frame,
+from gcpc_core.review.runs import (ARCHIVE_HOLDS, JOBS, endpoint_check, job_progress, job_run, needs_llm, runs_frame,
                                    start_archive_import)
 from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import require_store
@@ -106,7 +106,7 @@ def live() -> None:
                     + (f" · finished {job.finished_at}" if job.finished_at else ""))
             run = job_run(store, job)
             if run is not None:
-                done, total = run_progress(store, run)
+                done, total = job_progress(store, job, run)
                 if total:
                     st.progress(min(1.0, (done or 0) / total), text=f"{done} of {total}")
                 live_totals = store.run_progress(run["id"])

@@ -60,10 +60,8 @@ from .report import FRAME_NAMES, ReportResult, build_report
 from .sensitivity import (
     SCOPES,
     PerturbationError,
-    SensitivityReport,
     perturb_events,
     perturbation_frame,
-    run_perturbations,
     sensitivity_table,
 )
 from .skills import PAIR_KEY, TRANSITIONS, item_changes, matched_pairs, transition_table
@@ -84,7 +82,6 @@ __all__ = [
     "FrameContractError",
     "PerturbationError",
     "ReportResult",
-    "SensitivityReport",
     "agreement_figure",
     "alpha_table",
     "assertion_truth",
@@ -126,7 +123,6 @@ __all__ = [
     "require_columns",
     "roc_figure",
     "roc_data",
-    "run_perturbations",
     "score_variants",
     "sensitivity_figure",
     "sensitivity_table",

@@ -17,33 +17,22 @@ test a deterministic check of the probes themselves (does a probe still fire on 
 find the span in another event; such rows are counted in ``span_remaining``), or ``log`` — in every
 evidence event that contains it, so the evidence is gone from the whole log.
 
-Pure parts: `perturb_events`, `sensitivity_table`. Effectful: `run_perturbations` (stores one row
-per perturbed item via `Store.save_perturbation`; resumable), `perturbation_frame` (for the loader).
+Pure parts: `perturb_events`, `sensitivity_table`; `perturbation_frame` reads the stored rows for the
+loader. Running the perturbations (LLM calls, one stored row per item) is the `gcpc_core.perturb` stage.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import json
-import time
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
-from ..checklist import Rules, load_rules
-from ..evidence import EVIDENCE_KINDS, build_evidence_view, quote_occurs
-from ..judge.results import ITEM_JUDGES
-from ..judge.runner import PREPARE_FACTOR, offline_run
-from ..judge.units import LLM_JUDGES, judge_unit, prompt_version_of, unit_for
-from ..llm import LLM, LLMConfig, RunTotals
+from ..evidence import EVIDENCE_KINDS, quote_occurs
 from ..models import Citation, Event
-from ..store import Store, utcnow
+from ..store import Store
 from .bootstrap import cluster_counts, clustered_ci, draw_clusters
 from .frames import ordered_judges, require_columns
 from .perturb import perturb_span
@@ -52,10 +41,9 @@ __all__ = [
     "FRAME_COLUMNS",
     "SCOPES",
     "PerturbationError",
-    "SensitivityReport",
     "perturb_events",
     "perturbation_frame",
-    "run_perturbations",
+    "recipe_kind",
     "sensitivity_table",
 ]
 
@@ -112,7 +100,8 @@ def perturb_events(
     return changed, recipes, still
 
 
-def _kind(recipes: Sequence[dict[str, Any]]) -> str | None:
+def recipe_kind(recipes: Sequence[dict[str, Any]]) -> str | None:
+    """The one kind of edit made to an item's cited spans (`mixed` when they differ), as stored per row."""
     kinds = sorted({r["kind"] for r in recipes if r.get("cited") and "kind" in r})
     return kinds[0] if len(kinds) == 1 else ("mixed" if kinds else None)
 
@@ -175,239 +164,6 @@ def sensitivity_table(
     out = out.sort_values(keys, key=lambda s: s.map(order) if s.name == "judge" else s, kind="stable")
     out["model"] = out["model"].replace("—", None)
     return out.reset_index(drop=True)
-
-
-# ---------------------------------------------------------------- effectful: planning and running
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    """One Yes item of one trajectory whose cited evidence will be perturbed."""
-
-    row: dict
-    """Its stored judgment row (raw verdict, citations, checklist sha, model, prompt version)."""
-    key: str
-    """Stable id of this perturbation under the run's setting."""
-
-
-@dataclass
-class SensitivityReport:
-    """What one `run_perturbations` call did, and the resulting shares over every stored row."""
-
-    judge: str
-    seed: int
-    scope: str
-    model: str | None = None
-    prompt_version: str = ""
-    run_id: str | None = None
-    candidates: int = 0
-    done: Counter = field(default_factory=Counter)
-    """status (`judged`, `not_perturbed`) → rows stored by this call."""
-    verdicts: Counter = field(default_factory=Counter)
-    """Perturbed verdicts stored by this call (`No`, `Abstain:<reason>`, `Yes`)."""
-    skipped: Counter = field(default_factory=Counter)
-    """why → Yes items not perturbed now (already done, judged with another model, stale, …)."""
-    errors: dict[str, str] = field(default_factory=dict)
-    """perturbation key → endpoint failure (nothing stored; a rerun tries again)."""
-    totals: RunTotals = field(default_factory=RunTotals)
-    wall_s: float = 0.0
-    table: pd.DataFrame = field(default_factory=pd.DataFrame)
-    """`sensitivity_table` over every stored row of the project, per setting."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-    def lines(self) -> list[str]:
-        """Human-readable summary for the CLI."""
-        out = [f"error {key}: {why}" for key, why in sorted(self.errors.items())]
-        out += [f"skipped {n}: {why}" for why, n in sorted(self.skipped.items())]
-        if self.verdicts:
-            out.append("perturbed verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items())))
-        t = self.totals
-        cost = "" if t.calls == 0 else (f", {t.calls} calls ({t.http_calls} HTTP, {t.cache_hits} cached), cost "
-                                        + ("unknown" if t.cost_or_none is None else f"${t.cost_or_none:.4f}"))
-        stored = ", ".join(f"{k} {v}" for k, v in sorted(self.done.items())) or "none"
-        out.append(f"perturb {self.judge} (seed {self.seed}, scope {self.scope}): {self.candidates} Yes items with "
-                   f"citations; stored {sum(self.done.values())} ({stored}), errors {len(self.errors)}{cost}, "
-                   f"wall {self.wall_s:.1f}s" + (f", run {self.run_id}" if self.run_id else ""))
-        for r in self.table.itertuples(index=False):
-            model = f" model {r.model}" if isinstance(r.model, str) else ""
-            out.append(f"{r.judge}{model} (seed {r.seed}, scope {r.scope}): {r.n} perturbed Yes items over {r.tasks} "
-                       f"tasks → No {r.to_no} ({_pct(r.share_no)} [{_pct(r.share_no_low)}, {_pct(r.share_no_high)}]), "
-                       f"No or Abstain {r.to_no_or_abstain} ({_pct(r.share_no_or_abstain)} "
-                       f"[{_pct(r.share_no_or_abstain_low)}, {_pct(r.share_no_or_abstain_high)}]), still Yes "
-                       f"{r.still_yes}; cited span still in the log {r.span_remaining}"
-                       + (f"; not perturbable {r.not_perturbed}" if r.not_perturbed else ""))
-        return out
-
-
-def _pct(value: float) -> str:
-    return "—" if value is None or not np.isfinite(value) else f"{value:.1%}"
-
-
-def _key(row: dict, *, seed: int, scope: str, model: str | None, prompt_version: str) -> str:
-    parts = [row["trajectory_id"], row["judge"], row["item_id"], seed, scope, model, prompt_version]
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
-
-
-def _plan(
-    store: Store, judge: str, *, seed: int, scope: str, model: str | None, prompt_version: str,
-    limit: int | None, force: bool, report: SensitivityReport,
-) -> list[_Candidate]:
-    """Yes items with citations not yet perturbed under this setting, in a seeded order (so `limit`
-    samples across tasks, and a rerun with a larger limit extends the same sample)."""
-    stored = {r["id"]: r for r in store.perturbations(judge=judge)}
-    units = store.judge_units(judge)
-    hashes = {t.id: t.content_hash for t in store.trajectories()}
-    todo: list[_Candidate] = []
-    for row in store.judgments(judge=judge):
-        if row["route"] == "endpoint" or row["verdict_raw"] != "Yes" or not row["citations"]:
-            continue
-        report.candidates += 1
-        if row["model"] != model or row["prompt_version"] != prompt_version:
-            report.skipped[f"judged with model {row['model']} / prompt {row['prompt_version']}, not "
-                           f"{model} / {prompt_version}"] += 1
-            continue
-        unit = units.get((row["trajectory_id"], judge))
-        if unit is None or hashes.get(row["trajectory_id"]) != unit["content_hash"]:
-            report.skipped["log changed since it was judged (judge it again first)"] += 1
-            continue
-        key = _key(row, seed=seed, scope=scope, model=model, prompt_version=prompt_version)
-        done = stored.get(key)
-        if not force and done is not None and done["original_citations"] == row["citations"]:
-            report.skipped["already perturbed with this setting"] += 1
-            continue
-        todo.append(_Candidate(row, key))
-    todo.sort(key=lambda c: hashlib.sha256(f"{seed}|{c.key}".encode()).hexdigest())
-    if limit is not None and len(todo) > limit:
-        report.skipped["beyond --limit"] += len(todo) - limit
-        todo = todo[:limit]
-    return todo
-
-
-def _row(c: _Candidate, *, run_id: str | None, seed: int, scope: str, rules: Rules, **fields: Any) -> dict:
-    r = c.row
-    return {
-        "id": c.key, "run_id": run_id, "trajectory_id": r["trajectory_id"], "task": r["task"], "judge": r["judge"],
-        "item_id": r["item_id"], "route": r["route"], "checklist_sha": r["checklist_sha"], "model": r["model"],
-        "prompt_version": r["prompt_version"], "rules_version": rules.version, "seed": seed, "scope": scope,
-        "original_verdict": r["verdict_raw"], "original_citations": r["citations"], "created_at": utcnow(),
-        "kind": None, "recipe": [], "verdict": None, "reason": None, "citations": [], "rationale": None,
-        "replies": [], **fields,
-    }
-
-
-def run_perturbations(
-    store: Store,
-    *,
-    judge: str,
-    model: str | None = None,
-    seed: int = 0,
-    scope: Scope = "cited",
-    limit: int | None = None,
-    per_item: bool = False,
-    concurrency: int = 8,
-    force: bool = False,
-    progress: bool = True,
-    llm: LLM | None = None,
-    rules: Rules | None = None,
-    n_boot: int = 2_000,
-) -> SensitivityReport:
-    """Perturb and re-judge every Yes item of `judge` not yet done under (seed, scope, model, prompt).
-
-    Each result is stored the moment it is known (`Store.save_perturbation`), so an interrupted
-    run resumes where it stopped; endpoint failures are reported, not stored. Raises ValueError
-    for a judge without item verdicts, and LLMNotConfigured before any work when an LLM judge has
-    no model or endpoint. The report's `table` covers every stored row, per setting.
-    """
-    if judge not in ITEM_JUDGES:
-        raise ValueError(f"evidence sensitivity needs item verdicts: judge must be one of {', '.join(ITEM_JUDGES)}")
-    if scope not in SCOPES:
-        raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
-    rules = rules or load_rules()
-    if judge in LLM_JUDGES and llm is None:
-        llm = LLM(LLMConfig.from_env(model, concurrency=concurrency), store=store)
-    model_name = llm.model if judge in LLM_JUDGES and llm is not None else None
-    prompt_version = prompt_version_of(judge, per_item=per_item)
-    report = SensitivityReport(judge=judge, seed=seed, scope=scope, model=model_name, prompt_version=prompt_version)
-    todo = _plan(store, judge, seed=seed, scope=scope, model=model_name, prompt_version=prompt_version,
-                 limit=limit, force=force, report=report)
-    # Per-item prompts (and probes) judge one item alone: re-judge only the perturbed item, which is
-    # exactly the original request for it. An all-items prompt is re-sent whole, as it was judged.
-    narrow = per_item or judge not in LLM_JUDGES
-    started = time.monotonic()
-    bar = tqdm(total=len(todo), desc=f"perturb {judge}", unit="item", disable=not progress or not todo,
-               dynamic_ncols=True)
-
-    async def one(c: _Candidate, run_id: str | None) -> None:
-        r = c.row
-        unit = unit_for(store, judge, r["trajectory_id"], r["checklist_sha"], rules)
-        events = store.events(r["trajectory_id"])
-        try:
-            if isinstance(unit, str):
-                raise PerturbationError(unit)
-            citations = [Citation(**x) for x in r["citations"]]
-            changed, recipes, still = perturb_events(events, citations, seed=seed, scope=scope)
-        except PerturbationError as exc:
-            store.save_perturbation(_row(c, run_id=run_id, seed=seed, scope=scope, rules=rules,
-                                         status="not_perturbed", reason=str(exc)))
-            report.done["not_perturbed"] += 1
-            return
-        if narrow:
-            assert unit.checklist is not None
-            items = [i for i in unit.checklist.items if i.id == r["item_id"]]
-            unit = replace(unit, checklist=unit.checklist.model_copy(update={"items": items}))
-        result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm if judge in LLM_JUDGES else None,
-                                  per_item=per_item, view=build_evidence_view(changed))
-        if result.status == "error":
-            report.errors[c.key] = f"{r['trajectory_id']} {r['item_id']}: {result.reason}"
-            return
-        item = next(i for i in result.items if i.item_id == r["item_id"])
-        store.save_perturbation(_row(
-            c, run_id=run_id, seed=seed, scope=scope, rules=rules, status="judged", kind=_kind(recipes),
-            recipe={"events": recipes, "still_in": still}, verdict=item.verdict_raw, reason=item.reason,
-            citations=[x.model_dump() for x in item.citations], rationale=item.rationale,
-            replies=[x.model_dump() for x in result.replies]))
-        report.done["judged"] += 1
-        report.verdicts[item.verdict_raw if item.verdict_raw != "Abstain" else f"Abstain:{item.reason}"] += 1
-
-    params = {"judge": judge, "seed": seed, "scope": scope, "limit": limit, "per_item": per_item, "force": force,
-              "items": len(todo)}
-    try:
-        if todo and judge not in LLM_JUDGES:
-            with offline_run(store, f"perturb-{judge}", prompt_version=prompt_version, rules_version=rules.version,
-                             params=params) as totals:
-                report.run_id, report.totals = totals.run_id, totals
-
-                async def in_order() -> None:
-                    for c in todo:
-                        await one(c, totals.run_id)
-                        bar.update(1)
-
-                asyncio.run(in_order())
-        elif todo:
-            assert llm is not None
-            with llm.run(f"perturb-{judge}", prompt_version=prompt_version, rules_version=rules.version,
-                         params={**params, "concurrency": llm.config.concurrency}) as totals:
-                report.run_id, report.totals = totals.run_id, totals
-                gate = asyncio.Semaphore(PREPARE_FACTOR * llm.config.concurrency)
-
-                async def gated(c: _Candidate) -> None:
-                    async with gate:
-                        await one(c, totals.run_id)
-                    bar.update(1)
-
-                async def everything() -> None:
-                    await asyncio.gather(*(gated(c) for c in todo))
-
-                llm.run_sync(everything)
-    finally:
-        bar.close()
-        report.wall_s = time.monotonic() - started
-    frame = perturbation_frame(store)
-    report.table = sensitivity_table(frame, n_boot=n_boot, seed=seed) if len(frame) else pd.DataFrame()
-    return report
 
 
 def perturbation_frame(store: Store, *, judges: Iterable[str] | None = None) -> pd.DataFrame:

@@ -93,7 +93,7 @@ def _cmd_checklist_draft(args: argparse.Namespace) -> int:
 
 def _cmd_synthesize(args: argparse.Namespace) -> int:
     from ..llm import LLMNotConfigured
-    from ..synthesis import synthesize_project
+    from ..checklist.synthesis import synthesize_project
 
     require_llm("synthesize", args.model)
     with reported("synthesize", LLMNotConfigured, KeyError):

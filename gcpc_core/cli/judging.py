@@ -51,9 +51,9 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
-    from ..judge import score_project
+    from ..stages import recorded_score
 
-    for line in score_project(open_db("score", args.db), judge=args.judge).lines():
+    for line in recorded_score(open_db("score", args.db), judge=args.judge).lines():
         print(line)
     return 0
 
@@ -63,8 +63,8 @@ def _judge_list(text: str | None) -> list[str] | None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from ..analysis import build_report
     from ..analysis.loader import frames_from_store
+    from ..stages import recorded_report
 
     store = open_db("report", args.db)
     frames = frames_from_store(store, include_simulated=not args.exclude_simulated)
@@ -76,7 +76,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if store.get_meta("is_demo") == "1":
         title += " (DEMO project, simulated data)"
     with reported("report", ValueError):  # a frame violating its contract (FrameContractError) or a bad setting
-        result = build_report(frames, args.out, n_boot=args.n_boot, seed=args.seed, judges=judges,
+        result = recorded_report(store, frames, args.out, n_boot=args.n_boot, seed=args.seed, judges=judges,
                               figures=not args.no_figures, title=title)
     print(f"report: {result.markdown}")
     print(f"report: {result.html} ({len(result.figures)} figures)")
@@ -87,7 +87,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_perturb(args: argparse.Namespace) -> int:
-    from ..analysis.sensitivity import run_perturbations
+    from ..perturb import run_perturbations
     from ..llm import LLMError
 
     store = open_db("perturb", args.db)

@@ -13,9 +13,10 @@ from typing import TextIO
 
 from .. import demo, export
 from ..csv_safe import write_csv_rows
-from ..ingest import import_project, load_condition_map
+from ..ingest import load_condition_map
 from ..ingest.archive import ArchiveError, unpack_for_import
 from ..ingest.trials import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, TrialError
+from ..stages import recorded_import
 from ..store import Store
 from .common import add_db, add_quiet, fail, open_db, reported
 
@@ -39,7 +40,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
             folders[flag] = given
     with reported("import", TrialError, OSError):
         mapping = load_condition_map(args.conditions) if args.conditions else None
-    report = import_project(
+    report = recorded_import(
         Store(args.db),
         tasks_dir=folders["--tasks"],
         trials_dir=folders["--trials"],

@@ -17,11 +17,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from ..checklist import Rules, load_rules
 from ..evidence import build_evidence_view
-from ..llm import LLM, LLMConfig, LLMReplyError
+from ..llm import LLM, LLMReplyError
+from ..runs import Progress, ProgressBar
 from ..store import Store, utcnow
 from .calls import Outcome
 from .runner import JudgeReport, account_result, batched_trajectories
@@ -57,7 +56,7 @@ def submit_batch(
     if per_item:
         raise ValueError("--batch sends one request per trajectory: it does not combine with --per-item")
     rules = rules or load_rules()
-    llm = llm or LLM(LLMConfig.from_env(model), store=store)
+    llm = llm or LLM.from_env(model, store=store)
     prompt_version = prompt_version_of(judge)
     plan = plan_units(store, judge, rules=rules, model=llm.model, limit=limit, force=force,
                       exclude=batched_trajectories(store, judge))
@@ -136,7 +135,7 @@ def collect_batches(
     llm: LLM | None = None,
     rules: Rules | None = None,
     concurrency: int = 8,
-    progress: bool = True,
+    progress: Progress = True,
 ) -> CollectReport:
     """Fetch submitted batches (or just `batch_id`) and ingest every finished one."""
     rules = rules or load_rules()
@@ -149,13 +148,13 @@ def collect_batches(
         rows = [r for r in store.judge_batches() if r["status"] not in FINAL_ROW_STATUSES]
     report = CollectReport()
     for row in rows:
-        batch_llm = llm or LLM(LLMConfig.from_env(row["model"], concurrency=concurrency), store=store)
+        batch_llm = llm or LLM.from_env(row["model"], store=store, concurrency=concurrency)
         status = _collect_one(store, row, batch_llm, rules, report, progress=progress)
         report.batches[row["id"]] = status
     return report
 
 
-def _collect_one(store: Store, row: dict, llm: LLM, rules: Rules, report: CollectReport, *, progress: bool) -> str:
+def _collect_one(store: Store, row: dict, llm: LLM, rules: Rules, report: CollectReport, *, progress: Progress) -> str:
     judge = row["judge"]
     batch = llm.run_sync(lambda: llm.retrieve_batch(row["id"]))
     status = batch.get("status") or "unknown"
@@ -165,9 +164,9 @@ def _collect_one(store: Store, row: dict, llm: LLM, rules: Rules, report: Collec
     judged = JudgeReport(judge=judge, model=llm.model, prompt_version=row["prompt_version"])
     params = {"judge": judge, "batch_id": row["id"], "trajectories": row["n_requests"]}
     requests: dict[str, dict[str, Any]] = row["requests"] or {}
-    bar = tqdm(total=len(requests), desc=f"collect {row['id']}", unit="traj", disable=not progress)
+    bar = ProgressBar(len(requests), desc=f"collect {row['id']}", unit="traj", progress=progress)
     with llm.run(f"batch-collect-{judge}", prompt_version=row["prompt_version"], rules_version=rules.version,
-                 params=params) as totals:
+                 params=params, counts=judged.counts) as totals:
         judged.run_id, judged.totals = totals.run_id, totals
 
         async def work() -> None:

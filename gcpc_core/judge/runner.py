@@ -17,10 +17,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdm import tqdm
-
 from ..checklist import Rules, load_rules
-from ..llm import LLM, LLMConfig, RunTotals, recorded_run
+from ..llm import LLM, RunTotals
+from ..runs import Progress, ProgressBar, recorded_run
 from ..store import Store
 from .results import TrajectoryJudgment
 from .units import LLM_JUDGES, Plan, judge_unit, plan_units, prompt_version_of, store_judgment
@@ -54,6 +53,10 @@ class JudgeReport:
     def ok(self) -> bool:
         return not self.errors
 
+    def counts(self) -> dict[str, int]:
+        """What the run ledger records this run counted."""
+        return {"judged": len(self.judged), "errors": len(self.errors), "skipped": len(self.skipped)}
+
     def lines(self) -> list[str]:
         """Human-readable summary for the CLI."""
         skipped = Counter(self.skipped.values())
@@ -69,11 +72,13 @@ class JudgeReport:
 
 
 def offline_run(
-    store: Store, kind: str, *, prompt_version: str, rules_version: str, params: dict
+    store: Store, kind: str, *, prompt_version: str, rules_version: str | None, params: dict,
+    counts: Callable[[], dict[str, int]] | None = None,
 ) -> AbstractContextManager[RunTotals]:
-    """A `runs` row for work without an LLM (the probe judge), recorded like `LLM.run` records one."""
+    """A `runs` row for work without an LLM (the probe judge, import, scoring), recorded like `LLM.run`
+    records one."""
     return recorded_run(store, RunTotals(), kind, model=None, prompt_version=prompt_version,
-                        rules_version=rules_version, params=params)
+                        rules_version=rules_version, params=params, counts=counts)
 
 
 def account_result(report: JudgeReport, result: TrajectoryJudgment) -> None:
@@ -97,7 +102,7 @@ def judge_project(
     per_item: bool = False,
     batch: bool = False,
     force: bool = False,
-    progress: bool = True,
+    progress: Progress = True,
     llm: LLM | None = None,
     rules: Rules | None = None,
     on_result: Callable[[TrajectoryJudgment], None] | None = None,
@@ -117,7 +122,7 @@ def judge_project(
         return submit_batch(store, judge=judge, model=model, limit=limit, per_item=per_item, force=force,
                             llm=llm, rules=rules)
     if judge in LLM_JUDGES and llm is None:
-        llm = LLM(LLMConfig.from_env(model, concurrency=concurrency), store=store)
+        llm = LLM.from_env(model, store=store, concurrency=concurrency)
     model_name = llm.model if judge in LLM_JUDGES and llm is not None else None
     plan: Plan = plan_units(store, judge, rules=rules, model=model_name, per_item=per_item, limit=limit, force=force,
                             exclude=batched_trajectories(store, judge))
@@ -128,7 +133,7 @@ def judge_project(
     params: dict[str, Any] = {"judge": judge, "per_item": per_item, "limit": limit, "force": force,
                               "trajectories": len(plan.todo), "checklists": plan.checklists}
     started = time.monotonic()
-    bar = tqdm(total=len(plan.todo), desc=f"judge {judge}", unit="traj", disable=not progress, dynamic_ncols=True)
+    bar = ProgressBar(len(plan.todo), desc=f"judge {judge}", unit="traj", progress=progress)
 
     def finish(result: TrajectoryJudgment, totals: RunTotals) -> None:
         if result.status == "judged":
@@ -136,15 +141,14 @@ def judge_project(
         account_result(report, result)
         if on_result is not None:
             on_result(result)
-        bar.update(1)
-        if llm is not None and judge in LLM_JUDGES:
-            bar.set_postfix_str(f"${totals.cost_usd:.4f} · {totals.http_calls} http · {totals.cache_hits} cached"
-                                + (f" · {len(report.errors)} errors" if report.errors else ""), refresh=False)
+        bar.update(1, note=f"${totals.cost_usd:.4f} · {totals.http_calls} http · {totals.cache_hits} cached"
+                   + (f" · {len(report.errors)} errors" if report.errors else "")
+                   if llm is not None and judge in LLM_JUDGES else None)
 
     try:
         if judge not in LLM_JUDGES:
             with offline_run(store, f"judge-{judge}", prompt_version=prompt_version, rules_version=rules.version,
-                             params=params) as totals:
+                             params=params, counts=report.counts) as totals:
                 report.run_id, report.totals = totals.run_id, totals
 
                 async def in_order() -> None:
@@ -156,7 +160,7 @@ def judge_project(
             assert llm is not None
             params["concurrency"] = llm.config.concurrency
             with llm.run(f"judge-{judge}", prompt_version=prompt_version, rules_version=rules.version,
-                         params=params) as totals:
+                         params=params, counts=report.counts) as totals:
                 report.run_id, report.totals = totals.run_id, totals
                 gate = asyncio.Semaphore(PREPARE_FACTOR * llm.config.concurrency)
 

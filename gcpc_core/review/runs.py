@@ -1,9 +1,12 @@
 """The runs page's data: background jobs (import, judge, score, synthesize) and the `runs` table.
 
 A job runs in a daemon thread of the app's server with its own `Store` (one connection per
-thread, WAL mode: the pages keep reading while it writes). Its progress is read from the DB — the
-`runs` row, the judge units / checklists / LLM calls stored under the run id — so a run started
-from the command line shows live progress in the same table as one started here.
+thread, WAL mode: the pages keep reading while it writes). It calls the same recorded entry point
+as the command line (`gcpc_core.stages`, or the stage itself where it records its own run through
+`gcpc_core.runs`), so both write the same `runs` row. Progress is read from the DB — the `runs`
+row, the judge units / checklists / LLM calls stored under the run id — so a run started from the
+command line shows live progress in the same table as one started here; a job started here also
+counts its finished units through the harness's progress callback.
 """
 
 from __future__ import annotations
@@ -18,16 +21,16 @@ from typing import Any
 
 import pandas as pd
 
-from ..checklist import load_rules
-from ..ingest import find_trial_dirs, import_project
+from ..checklist.synthesis import synthesize_project
+from ..ingest import find_trial_dirs
 from ..ingest.archive import unpack_for_import
-from ..judge import JUDGES, judge_project, score_project
-from ..judge.runner import offline_run
+from ..judge import JUDGES, judge_project
 from ..judge.units import LLM_JUDGES
 from ..llm import LLMConfig, llm_status
 from ..llm_server import check_endpoint
+from ..runs import ProgressFn, reap_dead_runs
+from ..stages import recorded_import, recorded_score
 from ..store import Store, utcnow
-from ..synthesis import synthesize_project
 
 __all__ = [
     "ARCHIVE_HOLDS",
@@ -35,6 +38,7 @@ __all__ = [
     "JOB_KINDS",
     "Job",
     "JobRunner",
+    "job_progress",
     "job_run",
     "needs_llm",
     "run_progress",
@@ -68,6 +72,9 @@ class Job:
     """The job's report, as the command line would print it."""
     run_id: str | None = None
     """The `runs` row the job writes, once known."""
+    done: int | None = None
+    total: int | None = None
+    """Units finished and planned, as the stage reports them through its progress callback."""
     finished_at: str | None = None
     thread: threading.Thread | None = field(default=None, repr=False, compare=False)
 
@@ -80,11 +87,16 @@ def _import(store: Store, job: Job) -> list[str]:
         if folder is not None and not folder.is_dir():
             raise FileNotFoundError(f"not a folder: {folder}")
     total = len(find_trial_dirs(trials_dir)) if trials_dir else 0
-    with offline_run(store, "import", prompt_version="-", rules_version="-",
-                     params={**params, "trials": total}) as totals:
-        job.run_id = totals.run_id
-        report = import_project(store, tasks_dir=tasks_dir, trials_dir=trials_dir, progress=False)
+    report = recorded_import(store, tasks_dir=tasks_dir, trials_dir=trials_dir, progress=False,
+                             params={**params, "trials": total})
     return report.summary_lines() + [f"{path}: {reason}" for path, reason in report.skipped]
+
+
+def _progress(job: Job) -> ProgressFn:
+    """The harness's progress callback for a job: its finished and planned units."""
+    def report(done: int, total: int) -> None:
+        job.done, job.total = done, total
+    return report
 
 
 def _judge(store: Store, job: Job) -> list[str]:
@@ -92,23 +104,20 @@ def _judge(store: Store, job: Job) -> list[str]:
     if p.get("judge") not in JUDGES:
         raise ValueError(f"unknown judge {p.get('judge')!r}; one of {JUDGES}")
     report = judge_project(store, judge=p["judge"], model=p.get("model") or None, limit=p.get("limit") or None,
-                           concurrency=int(p.get("concurrency") or 8), force=bool(p.get("force")), progress=False)
+                           concurrency=int(p.get("concurrency") or 8), force=bool(p.get("force")),
+                           progress=_progress(job))
     job.run_id = report.run_id
     return report.lines()
 
 
 def _score(store: Store, job: Job) -> list[str]:
-    with offline_run(store, "score", prompt_version="-", rules_version=load_rules().version,
-                     params=dict(job.params)) as totals:
-        job.run_id = totals.run_id
-        report = score_project(store, judge=job.params.get("judge") or None)
-    return report.lines()
+    return recorded_score(store, judge=job.params.get("judge") or None).lines()
 
 
 def _synthesize(store: Store, job: Job) -> list[str]:
     p = job.params
     report = synthesize_project(store, task=p.get("task") or None, model=p.get("model") or None,
-                                force=bool(p.get("force")), progress=False)
+                                force=bool(p.get("force")), progress=_progress(job))
     job.run_id = report.run_id
     return report.lines()
 
@@ -151,6 +160,8 @@ class JobRunner:
             job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"
             job.lines.append(traceback.format_exc(limit=3))
         finally:
+            if job.run_id is None:
+                job.run_id = (job_run(store, job) or {}).get("id")
             job.finished_at = utcnow()
             store.close()
 
@@ -206,9 +217,17 @@ def run_progress(store: Store, run: dict) -> tuple[int | None, int | None]:
     return None, None
 
 
+def job_progress(store: Store, job: Job, run: dict) -> tuple[int | None, int | None]:
+    """(done, total) of a job's run: what the DB says, else what the stage reported to the job."""
+    done, total = run_progress(store, run)
+    if total is None and job.total is not None:
+        return job.done, job.total
+    return done, total
+
+
 def job_run(store: Store, job: Job) -> dict | None:
     """The `runs` row a job writes: by id once the job knows it, else the first run of the job's
-    kind started since the job (judging and synthesis open their row themselves)."""
+    kind started since the job (the stages open their row themselves)."""
     if job.run_id:
         return store.get_run(job.run_id)
     kind = f"judge-{job.params.get('judge')}" if job.kind == "judge" else job.kind
@@ -224,7 +243,7 @@ def runs_frame(store: Store) -> pd.DataFrame:
 
     Runs whose process died without closing its row (kill -9) are first marked `interrupted`.
     """
-    store.reap_dead_runs()
+    reap_dead_runs(store)
     rows = []
     for run in reversed(store.runs()):
         row = {c: run.get(c) for c in RUN_COLUMNS if c != "progress"}

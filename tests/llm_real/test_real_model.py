@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 from pydantic import BaseModel
 
-from gcpc_core.analysis.sensitivity import run_perturbations
+from gcpc_core.perturb import run_perturbations
 from gcpc_core.checklist import load_rules
 from gcpc_core.evidence import build_evidence_view
 from gcpc_core.judge import judge_project
@@ -25,7 +25,7 @@ from gcpc_core.llm import LLMCallError, LLMConfig, LLMReplyError
 from gcpc_core.llm_server import check_endpoint
 from gcpc_core.local_llm import LOCAL_MODEL_ALIAS
 from gcpc_core.models import Citation, ItemJudgment
-from gcpc_core.synthesis import synthesize_project
+from gcpc_core.checklist.synthesis import synthesize_project
 
 from .conftest import CALL_TIMEOUT_S, MAX_TOKENS, TASK, TRIAL
 

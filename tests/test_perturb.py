@@ -8,19 +8,35 @@ does not (always Yes).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_openai import FAKE_MODEL, Reply
 
-from gcpc_core.analysis import perturbation_frame, run_perturbations
+from judge.conftest import PER_ITEM_ID, first_citation, is_items_request, item_ids, items_reply, single_item_reply, user_text
+
+from gcpc_core.analysis import perturbation_frame
 from gcpc_core.cli import main
 from gcpc_core.judge import judge_project
 from gcpc_core.llm import LLM
+from gcpc_core.perturb import run_perturbations
 from gcpc_core.store import Store
 
-from .conftest import PER_ITEM_ID, first_citation, is_items_request, item_ids, items_reply, single_item_reply, user_text
+
+@pytest.fixture
+def project(demo_copy: Path) -> Iterator[Store]:
+    """A private copy of the demo project: 36 trials, frozen demo checklists, probe judgments and scores."""
+    store = Store(demo_copy)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def llm_store(project: Store) -> Store:
+    """`make_llm` layers store into the demo project."""
+    return project
 
 
 def _yes_with_citations(store: Store, judge: str) -> list[dict]:

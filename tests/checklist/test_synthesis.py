@@ -12,17 +12,17 @@ import pytest
 from fake_openai import FAKE_MODEL, FakeOpenAI, Reply, fault_malformed, request_text
 
 from gcpc_core.checklist import Checklist, checklist_sha, load_rules, run_gates
-from gcpc_core.ingest.tasks import load_task
-from gcpc_core.llm import LLMNotConfigured
-from gcpc_core.models import Task
-from gcpc_core.store import Store
-from gcpc_core.synthesis import (
+from gcpc_core.checklist.synthesis import (
     PROMPT_VERSION,
     ChecklistDraft,
     build_messages,
     synthesize_checklist,
     synthesize_project,
 )
+from gcpc_core.ingest.tasks import load_task
+from gcpc_core.llm import LLMNotConfigured
+from gcpc_core.models import Task
+from gcpc_core.store import Store
 
 pytestmark = pytest.mark.skillsbench
 

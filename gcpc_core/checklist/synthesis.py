@@ -20,24 +20,16 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
-from tqdm import tqdm
 
-from .checklist import (
-    Checklist,
-    ChecklistItem,
-    GateFailure,
-    Rules,
-    Waiver,
-    checklist_sha,
-    failure_lines,
-    freeze,
-    load_rules,
-    run_gates,
-)
-from .judge.budget import REASON_CONTEXT_OVERFLOW, fit_prompt
-from .llm import LLM, LLMCallError, LLMConfig, LLMReplyError, RunTotals
-from .models import Task
-from .store import Store, utcnow
+from ..judge.budget import REASON_CONTEXT_OVERFLOW, fit_prompt
+from ..llm import LLM, LLMCallError, LLMReplyError, RunTotals
+from ..runs import Progress, ProgressBar
+from ..models import Task
+from ..store import Store, utcnow
+from .freeze import checklist_sha, freeze
+from .gates import GateFailure, failure_lines, run_gates
+from .rules import Rules, load_rules
+from .schema import Checklist, ChecklistItem, Waiver
 
 __all__ = [
     "CONTRACT_PROSE_FILE",
@@ -418,6 +410,10 @@ class ProjectSynthesis:
     def count(self, status: str) -> int:
         return sum(r.status == status for r in self.results)
 
+    def counts(self) -> dict[str, int]:
+        """What the run ledger records this run counted."""
+        return {**{s: self.count(s) for s in ("frozen", "failed", "error")}, "skipped": len(self.skipped)}
+
     @property
     def ok(self) -> bool:
         """True when every synthesized task was frozen."""
@@ -447,7 +443,7 @@ def synthesize_project(
     force: bool = False,
     rules: Rules | None = None,
     llm: LLM | None = None,
-    progress: bool = True,
+    progress: Progress = True,
     on_result: Callable[[SynthesisResult], None] | None = None,
 ) -> ProjectSynthesis:
     """Synthesize checklists for every task lacking a frozen one (or just `task`).
@@ -459,7 +455,7 @@ def synthesize_project(
     """
     rules = rules or load_rules()
     if llm is None:
-        llm = LLM(LLMConfig.from_env(model, concurrency=concurrency), store=store)
+        llm = LLM.from_env(model, store=store, concurrency=concurrency)
     if task is not None:
         found = store.get_task(task)
         if found is None:
@@ -475,15 +471,16 @@ def synthesize_project(
     if not todo:
         return report
     params = {"task": task, "force": force, "concurrency": llm.config.concurrency, "tasks": len(todo)}
-    with llm.run("synthesize", prompt_version=PROMPT_VERSION, rules_version=rules.version, params=params) as totals:
+    with llm.run("synthesize", prompt_version=PROMPT_VERSION, rules_version=rules.version, params=params,
+                 counts=report.counts) as totals:
         report.run_id, report.totals = totals.run_id, totals
-        bar = tqdm(total=len(todo), desc="synthesize", unit="task", disable=not progress)
+        bar = ProgressBar(len(todo), desc="synthesize", unit="task", progress=progress)
 
         async def one(t: Task) -> SynthesisResult:
             result = await synthesize_checklist_async(t, llm=llm, rules=rules)
             record_synthesis(store, result, run_id=totals.run_id)
-            bar.set_postfix_str(f"{t.id} {result.status}", refresh=False)
-            bar.update(1)
+            report.results.append(result)  # as they finish, so an interrupted run still counts them
+            bar.update(1, note=f"{t.id} {result.status}")
             if on_result is not None:
                 on_result(result)
             return result

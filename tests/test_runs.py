@@ -1,0 +1,172 @@
+"""The run harness (`gcpc_core.runs`) and the recorded stage entry points (`gcpc_core.stages`).
+
+Every stage verb writes one `runs` row with its counts, whether the command line or the app's Runs
+page started it; a run ends `done`, `interrupted` or `failed`; dead runs are reaped; progress goes
+to a terminal bar or to the caller's callback; a project DB of the previous schema gains the
+`counts` column with its rows intact.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI, Reply
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+from gcpc_core.cli import main
+from gcpc_core.demo import write_demo_corpus
+from gcpc_core.llm import RunTotals
+from gcpc_core.review.runs import JobRunner, job_progress, job_run
+from gcpc_core.runs import ProgressBar, reap_dead_runs, recorded_run, run_owner
+from gcpc_core.store import MIGRATIONS, Store
+
+RUN = {"model": "m", "prompt_version": "p", "rules_version": "r"}
+
+
+def _gone_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_dead_runs_of_this_host_are_reaped_live_foreign_and_unowned_ones_kept(store: Store) -> None:
+    gone = _gone_pid()
+    live = store.start_run(kind="judge", **RUN, **run_owner())
+    dead = store.start_run(kind="judge", **RUN, pid=gone, host=socket.gethostname())
+    foreign = store.start_run(kind="judge", **RUN, pid=gone, host=f"not-{socket.gethostname()}")
+    unowned = store.start_run(kind="judge", **RUN)
+    assert reap_dead_runs(store) == 1
+    status = {r["id"]: r["status"] for r in store.runs()}
+    assert status == {live: "running", dead: "interrupted", foreign: "running", unowned: "running"}
+    assert store.get_run(dead)["finished_at"]
+    assert reap_dead_runs(store) == 0
+
+
+def test_a_recorded_run_reaps_first_and_ends_done_interrupted_or_failed_with_its_counts(store: Store) -> None:
+    dead = store.start_run(kind="judge", **RUN, pid=_gone_pid(), host=socket.gethostname())
+    counted: dict[str, int] = {}
+    with recorded_run(store, RunTotals(), "work", model=None, prompt_version="-", params={"a": 1},
+                      counts=lambda: dict(counted)) as totals:
+        assert store.get_run(dead)["status"] == "interrupted"
+        counted["done"] = 2
+    row = store.get_run(totals.run_id)
+    assert (row["status"], row["counts"], row["params"], row["pid"], row["host"]) == (
+        "done", {"done": 2}, {"a": 1}, os.getpid(), socket.gethostname())
+    assert row["wall_s"] >= 0 and row["calls"] == 0
+
+    with pytest.raises(KeyboardInterrupt), recorded_run(store, RunTotals(), "work", model=None, prompt_version="-",
+                                                         counts=lambda: dict(counted)) as stopped:
+        counted["done"] = 3
+        raise KeyboardInterrupt
+    assert (store.get_run(stopped.run_id)["status"], store.get_run(stopped.run_id)["counts"]) == (
+        "interrupted", {"done": 3})
+    with pytest.raises(RuntimeError), recorded_run(store, RunTotals(), "work", model=None,
+                                                   prompt_version="-") as broken:
+        raise RuntimeError("boom")
+    assert store.get_run(broken.run_id)["status"] == "failed" and store.get_run(broken.run_id)["counts"] is None
+
+
+def test_progress_goes_to_the_callback_or_the_terminal_bar(capsys: pytest.CaptureFixture[str]) -> None:
+    seen: list[tuple[int, int]] = []
+    with ProgressBar(3, desc="work", unit="u", progress=lambda done, total: seen.append((done, total))) as bar:
+        bar.update()
+        bar.update(2, note="last")
+    assert seen == [(1, 3), (3, 3)] and capsys.readouterr().err == ""
+    with ProgressBar(2, desc="work", unit="u", progress=False) as bar:
+        bar.update(2)
+    assert capsys.readouterr().err == ""
+    with ProgressBar(2, desc="work", unit="u", progress=True) as bar:
+        bar.update(2, note="last")
+    err = capsys.readouterr().err
+    assert "work" in err and "2/2" in err and "last" in err
+
+
+def test_a_project_db_of_the_previous_schema_gains_the_counts_column(tmp_path: Path) -> None:
+    previous = Migrations("gcpc")
+    for migration in MIGRATIONS._migrations:
+        if migration.name != "m1201_run_counts":
+            previous(name=migration.name)(migration.fn)
+    path = tmp_path / "old.db"
+    db = Database(path)
+    previous.apply(db)
+    db["runs"].insert({"id": "r1", "kind": "judge-probe", "status": "done", "params": '{"judge": "probe"}',
+                       "started_at": "2026-01-01T00:00:00+00:00", "calls": 0})
+    assert "counts" not in db["runs"].columns_dict
+    db.close()
+    store = Store(path)
+    assert store.schema_version == len(MIGRATIONS._migrations)
+    row = store.get_run("r1")
+    assert (row["kind"], row["params"], row["counts"]) == ("judge-probe", {"judge": "probe"}, None)
+    with recorded_run(store, RunTotals(), "score", model=None, prompt_version="-", counts=lambda: {"n": 1}) as t:
+        pass
+    assert store.get_run(t.run_id)["counts"] == {"n": 1}
+
+
+def _only_run(store: Store, kind: str) -> dict:
+    [run] = store.runs(kind=kind)
+    assert run["status"] == "done", run
+    return run
+
+
+def test_every_stage_verb_records_a_run_from_the_command_line(
+    tmp_path: Path, demo_copy: Path, llm_env: FakeOpenAI
+) -> None:
+    tasks, trials = write_demo_corpus(tmp_path / "corpus", seed=3)
+    fresh = tmp_path / "fresh.db"
+    assert main(["import", "--tasks", str(tasks), "--trials", str(trials), "--db", str(fresh), "--quiet"]) == 0
+    store = Store(fresh)
+    run = _only_run(store, "import")
+    assert run["counts"]["trials_imported"] == 36 and run["params"]["trials_dir"] == str(trials)
+
+    llm_env.default = Reply(content="not a checklist")  # every draft fails: the run still records what it did
+    main(["synthesize", "--db", str(fresh), "--quiet"])
+    run = _only_run(store, "synthesize")
+    assert sum(run["counts"][k] for k in ("frozen", "failed", "error")) == len(store.tasks()) > 0
+
+    demo = str(demo_copy)
+    project = Store(demo_copy)
+    before = {r["id"] for r in project.runs()}
+    assert main(["judge", "--db", demo, "--judge", "probe", "--force", "--quiet"]) == 0
+    assert main(["score", "--db", demo]) == 0
+    assert main(["perturb", "--db", demo, "--judge", "probe", "--limit", "3", "--quiet"]) == 0
+    assert main(["report", "--db", demo, "--out", str(tmp_path / "report"), "--n-boot", "20", "--no-figures"]) == 0
+    new = {r["kind"]: r for r in project.runs() if r["id"] not in before}
+    assert set(new) == {"judge-probe", "score", "perturb-probe", "report"}
+    assert all(r["status"] == "done" and r["pid"] == os.getpid() for r in new.values())
+    assert new["judge-probe"]["counts"]["judged"] == 36
+    assert new["score"]["counts"]["probe"] == 36 and new["score"]["rules_version"]
+    assert sum(v for k, v in new["perturb-probe"]["counts"].items() if k in ("judged", "not_perturbed")) == 3
+    assert new["report"]["counts"]["tables"] > 0 and new["report"]["params"]["n_boot"] == 20
+
+
+def test_the_runs_page_jobs_record_the_same_runs_and_report_progress(
+    tmp_path: Path, demo_copy: Path, llm_env: FakeOpenAI
+) -> None:
+    tasks, trials = write_demo_corpus(tmp_path / "corpus", seed=3)
+    fresh = Store(tmp_path / "fresh.db")
+    runner = JobRunner()
+    job = runner.wait(runner.start(fresh.path, "import", {"tasks_dir": str(tasks), "trials_dir": str(trials)}).id, 120)
+    run = job_run(fresh, job)
+    assert job.status == "done" and job.run_id == run["id"] and run["kind"] == "import"
+    assert run["counts"]["trials_imported"] == 36 and run["params"]["trials"] == 36
+
+    llm_env.default = Reply(content="not a checklist")
+    job = runner.wait(runner.start(fresh.path, "synthesize", {}).id, 120)
+    run = job_run(fresh, job)
+    assert job.status == "done" and run["kind"] == "synthesize" and run["status"] == "done"
+    assert job.done == job.total == len(fresh.tasks()) == run["params"]["tasks"]
+
+    job = runner.wait(runner.start(demo_copy, "judge", {"judge": "probe", "force": True}).id, 120)
+    project = Store(demo_copy)
+    run = job_run(project, job)
+    assert (run["kind"], run["counts"]["judged"], job.done, job.total) == ("judge-probe", 36, 36, 36)
+    assert job_progress(project, job, run) == (36, 36)
+    job = runner.wait(runner.start(demo_copy, "score", {}).id, 120)
+    run = job_run(project, job)
+    assert job.run_id == run["id"] and run["kind"] == "score" and run["counts"]["probe"] == 36
