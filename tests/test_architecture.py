@@ -171,7 +171,7 @@ def test_an_import_of_the_own_package_is_named(tmp_path: Path) -> None:
         "pkg/a.py": "A = 1\n",
         "pkg/b.py": "from . import a\nfrom . import A\n",
         "pkg/sub/__init__.py": "",
-        "pkg/sub/c.py": "from ...pkg import A\nfrom ..a import A as B\n",
+        "pkg/sub/c.py": "from .. import A\nfrom ..a import A as B\n",
     })
     modules = module_files(tmp_path, ("pkg",))
     assert own_package_imports(modules, graph) == ["pkg.b imports pkg", "pkg.sub.c imports pkg"]

@@ -7,7 +7,8 @@ grounding check; `score_project` applies the official outcome and writes scores.
 
 Modules: `prompts` (versioned prompt constants), `replies` (reply schemas), `grounding`,
 `calls` (the one-repair policy), `item_judge`, `holistic`, `probe`, `units` (plan / judge /
-store one trajectory), `runner` (`judge_project`), `batch` (Batch API), `scoring`, `export`.
+store one trajectory), `reports` (what a run tallies), `runner` (`judge_project`), `batch`
+(Batch API), `scoring`, `export`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from .probe import probe_item, probe_judge
 from .prompts import HOLISTIC_PROMPT_VERSION, ITEMS_PROMPT_VERSION, PER_ITEM_PROMPT_VERSION, PROBE_VERSION
 from .replies import HolisticReply, ItemJudgeReply, ItemVerdictReply, SingleItemReply
 from .results import ITEM_JUDGES, JUDGES, ReplyRecord, TrajectoryJudgment
-from .runner import JudgeReport, judge_project
+from .reports import JudgeReport
+from .runner import judge_project
 from .scoring import ScoreReport, score_project
 from .units import Unit, judge_unit, plan_units, store_judgment
 
