@@ -24,8 +24,9 @@ from ..evidence import build_evidence_view
 from ..llm import LLM, LLMConfig, LLMReplyError
 from ..store import Store, utcnow
 from .calls import Outcome
+from .registry import LLM_JUDGES, get_judge
 from .reports import JudgeReport, account_result
-from .units import LLM_JUDGES, initial_request, judge_unit, plan_units, prompt_version_of, store_judgment, unit_for
+from .units import initial_request, judge_unit, plan_units, store_judgment, unit_for
 
 __all__ = ["BATCH_DONE_STATUSES", "CollectReport", "batched_trajectories", "collect_batches", "submit_batch"]
 
@@ -62,13 +63,14 @@ def submit_batch(
     out_dir: Path | None = None,
 ) -> JudgeReport:
     """Submit every trajectory not judged yet (at most `limit`) as one Batch-API job."""
-    if judge not in LLM_JUDGES:
+    spec = get_judge(judge)
+    if not spec.calls_llm:
         raise ValueError(f"--batch is for the LLM judges ({', '.join(LLM_JUDGES)}); {judge} runs offline")
     if per_item:
         raise ValueError("--batch sends one request per trajectory: it does not combine with --per-item")
     rules = rules or load_rules()
     llm = llm or LLM(LLMConfig.from_env(model), store=store)
-    prompt_version = prompt_version_of(judge)
+    prompt_version = spec.version()
     plan = plan_units(store, judge, rules=rules, model=llm.model, limit=limit, force=force,
                       exclude=batched_trajectories(store, judge))
     report = JudgeReport(judge=judge, skipped=plan.skipped, model=llm.model, prompt_version=prompt_version)

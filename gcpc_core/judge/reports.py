@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..llm import RunTotals
+from .registry import get_judge
 from .results import TrajectoryJudgment
 
 __all__ = ["JudgeReport", "account_result"]
@@ -57,5 +58,5 @@ def account_result(report: JudgeReport, result: TrajectoryJudgment) -> None:
     report.judged.append(result.trajectory_id)
     for item in result.items:
         report.verdicts[item.verdict_raw if item.verdict_raw != "Abstain" else f"Abstain:{item.reason}"] += 1
-    if result.judge == "holistic":
+    if not get_judge(result.judge).has_items:
         report.verdicts["rated" if result.progress is not None else f"unrated:{result.reason}"] += 1

@@ -23,7 +23,8 @@ from ..store import Store
 from .batch import batched_trajectories, submit_batch
 from .reports import JudgeReport, account_result
 from .results import TrajectoryJudgment
-from .units import LLM_JUDGES, Plan, judge_unit, plan_units, prompt_version_of, store_judgment
+from .registry import get_judge
+from .units import Plan, judge_unit, plan_units, store_judgment
 
 __all__ = ["PREPARE_FACTOR", "judge_project", "offline_run"]
 
@@ -66,12 +67,13 @@ def judge_project(
     if batch:
         return submit_batch(store, judge=judge, model=model, limit=limit, per_item=per_item, force=force,
                             llm=llm, rules=rules)
-    if judge in LLM_JUDGES and llm is None:
+    spec = get_judge(judge)
+    if spec.calls_llm and llm is None:
         llm = LLM(LLMConfig.from_env(model, concurrency=concurrency), store=store)
-    model_name = llm.model if judge in LLM_JUDGES and llm is not None else None
+    model_name = llm.model if spec.calls_llm and llm is not None else None
     plan: Plan = plan_units(store, judge, rules=rules, model=model_name, per_item=per_item, limit=limit, force=force,
                             exclude=batched_trajectories(store, judge))
-    prompt_version = prompt_version_of(judge, per_item=per_item)
+    prompt_version = spec.version(per_item=per_item)
     report = JudgeReport(judge=judge, skipped=plan.skipped, model=model_name, prompt_version=prompt_version)
     if not plan.todo:
         return report
@@ -87,12 +89,12 @@ def judge_project(
         if on_result is not None:
             on_result(result)
         bar.update(1)
-        if llm is not None and judge in LLM_JUDGES:
+        if llm is not None and spec.calls_llm:
             bar.set_postfix_str(f"${totals.cost_usd:.4f} · {totals.http_calls} http · {totals.cache_hits} cached"
                                 + (f" · {len(report.errors)} errors" if report.errors else ""), refresh=False)
 
     try:
-        if judge not in LLM_JUDGES:
+        if not spec.calls_llm:
             with offline_run(store, f"judge-{judge}", prompt_version=prompt_version, rules_version=rules.version,
                              params=params) as totals:
                 report.run_id, report.totals = totals.run_id, totals

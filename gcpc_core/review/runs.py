@@ -21,9 +21,8 @@ import pandas as pd
 from ..checklist import load_rules
 from ..ingest import find_trial_dirs, import_project
 from ..ingest.archive import unpack_for_import
-from ..judge import JUDGES, judge_project, score_project
+from ..judge import find_judge, get_judge, judge_project, score_project
 from ..judge.runner import offline_run
-from ..judge.units import LLM_JUDGES
 from ..llm import LLMConfig, llm_status
 from ..llm_server import check_endpoint
 from ..store import Store, utcnow
@@ -49,7 +48,8 @@ ARCHIVE_HOLDS = {"trials": ("trials_dir",), "tasks": ("tasks_dir",), "tasks and 
 
 def needs_llm(kind: str, params: dict[str, Any]) -> bool:
     """Whether a job calls the LLM endpoint (and so needs it configured)."""
-    return kind == "synthesize" or (kind == "judge" and params.get("judge") in LLM_JUDGES)
+    spec = find_judge(params.get("judge")) if kind == "judge" else None
+    return kind == "synthesize" or (spec is not None and spec.calls_llm)
 
 
 @dataclass
@@ -89,8 +89,7 @@ def _import(store: Store, job: Job) -> list[str]:
 
 def _judge(store: Store, job: Job) -> list[str]:
     p = job.params
-    if p.get("judge") not in JUDGES:
-        raise ValueError(f"unknown judge {p.get('judge')!r}; one of {JUDGES}")
+    get_judge(p.get("judge"))
     report = judge_project(store, judge=p["judge"], model=p.get("model") or None, limit=p.get("limit") or None,
                            concurrency=int(p.get("concurrency") or 8), force=bool(p.get("force")), progress=False)
     job.run_id = report.run_id
