@@ -15,7 +15,7 @@ run tallies), `runner` (`judge_project`), `batch` (Batch API), `scoring`, `expor
 from __future__ import annotations
 
 # The judge modules register their specs on import, in this order (the order `JUDGES` lists).
-from . import gcpc, holistic, fixed, probe  # noqa: I001
+from . import gcpc, holistic, fixed, probe  # noqa: F401, I001
 from .batch import CollectReport, collect_batches, submit_batch
 from .export import export_judgments, export_scores
 from .grounding import GroundedItems, ground_citations, ground_items
