@@ -49,4 +49,4 @@ EXPORTERS: dict[str, Callable[[Store], Iterator[dict]]] = {
     "judgments": export_judgments,
     "scores": export_scores,
 }
-"""`--what` name → row generator; later stages register theirs here."""
+"""`--what` name → row generator: a new export kind is one entry here."""

@@ -14,6 +14,7 @@ import os
 import socket
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -725,7 +726,7 @@ class Store:
     # ---- summary ----------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
-        """Row counts for `info`; tables that later stages add count as 0 until they exist."""
+        """Row counts for `info`; a table this DB does not have counts as 0."""
         db = self.db
 
         def count(table: str, where: str | None = None) -> int:
@@ -784,8 +785,6 @@ class Store:
         params: dict | None = None,
     ) -> str:
         """Open a `runs` row (status `running`) and return its id."""
-        import uuid
-
         self.reap_dead_runs()
         started = utcnow()
         run_id = f"{kind}-{started.replace(':', '').replace('-', '')[:15]}-{uuid.uuid4().hex[:8]}"
@@ -1024,8 +1023,6 @@ class Store:
         With `assignment=(kind, target)` the rater must hold that active assignment in an open
         study, checked inside the same transaction as the write (PermissionError otherwise).
         """
-        import uuid
-
         if not rater:
             raise ValueError("an annotation needs a rater")
         keys = {"trajectory_id": trajectory_id, "pair_id": pair_id, "item_id": item_id, "judge": judge}

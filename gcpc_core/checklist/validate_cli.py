@@ -1,6 +1,6 @@
 """`validate --task-dir DIR --checklist FILE`: the gates over a task folder and a checklist file.
 
-The lead wires `validate_files` into `python -m gcpc_core validate`. Exit codes: 0 every gate
+`validate_files` does the work of `python -m gcpc_core validate`. Exit codes: 0 every gate
 passes; 1 at least one gate failed (one `<item id> <gate id> <message>` line each, including G6
 lines for files that are not valid JSON/YAML or do not match the schema); 2 the gates could not
 run (task folder, checklist file or rules folder unreadable).
