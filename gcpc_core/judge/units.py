@@ -78,7 +78,7 @@ def unit_for(store: Store, judge: str, trajectory_id: str, sha: str | None, rule
     spec = get_judge(judge)
     if spec.checklist == "none":
         return Unit(traj, task, None, None)
-    checklist: Checklist | None = None
+    checklist: Checklist | None
     if spec.checklist == "fixed":
         checklist = fixed_checklist(rules, traj.task)
     else:
