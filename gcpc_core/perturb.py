@@ -31,9 +31,9 @@ from .analysis.sensitivity import (
 )
 from .checklist import Rules, load_rules
 from .evidence import build_evidence_view
-from .judge.results import ITEM_JUDGES
+from .judge.registry import ITEM_JUDGES, get_judge
 from .judge.runner import PREPARE_FACTOR, offline_run
-from .judge.units import LLM_JUDGES, judge_unit, prompt_version_of, unit_for
+from .judge.units import judge_unit, unit_for
 from .llm import LLM, RunTotals
 from .models import Citation
 from .runs import Progress, ProgressBar
@@ -187,21 +187,22 @@ def run_perturbations(
     for a judge without item verdicts, and LLMNotConfigured before any work when an LLM judge has
     no model or endpoint. The report's `table` covers every stored row, per setting.
     """
-    if judge not in ITEM_JUDGES:
+    spec = get_judge(judge)
+    if not spec.has_items:
         raise ValueError(f"evidence sensitivity needs item verdicts: judge must be one of {', '.join(ITEM_JUDGES)}")
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
     rules = rules or load_rules()
-    if judge in LLM_JUDGES and llm is None:
+    if spec.calls_llm and llm is None:
         llm = LLM.from_env(model, store=store, concurrency=concurrency)
-    model_name = llm.model if judge in LLM_JUDGES and llm is not None else None
-    prompt_version = prompt_version_of(judge, per_item=per_item)
+    model_name = llm.model if spec.calls_llm and llm is not None else None
+    prompt_version = spec.version(per_item=per_item)
     report = SensitivityReport(judge=judge, seed=seed, scope=scope, model=model_name, prompt_version=prompt_version)
     todo = _plan(store, judge, seed=seed, scope=scope, model=model_name, prompt_version=prompt_version,
                  limit=limit, force=force, report=report)
     # Per-item prompts (and probes) judge one item alone: re-judge only the perturbed item, which is
     # exactly the original request for it. An all-items prompt is re-sent whole, as it was judged.
-    narrow = per_item or judge not in LLM_JUDGES
+    narrow = per_item or not spec.calls_llm
     started = time.monotonic()
     bar = ProgressBar(len(todo), desc=f"perturb {judge}", unit="item", progress=progress)
 
@@ -223,7 +224,7 @@ def run_perturbations(
             assert unit.checklist is not None
             items = [i for i in unit.checklist.items if i.id == r["item_id"]]
             unit = replace(unit, checklist=unit.checklist.model_copy(update={"items": items}))
-        result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm if judge in LLM_JUDGES else None,
+        result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm if spec.calls_llm else None,
                                   per_item=per_item, view=build_evidence_view(changed))
         if result.status == "error":
             report.errors[c.key] = f"{r['trajectory_id']} {r['item_id']}: {result.reason}"
@@ -240,7 +241,7 @@ def run_perturbations(
     params = {"judge": judge, "seed": seed, "scope": scope, "limit": limit, "per_item": per_item, "force": force,
               "items": len(todo)}
     try:
-        if todo and judge not in LLM_JUDGES:
+        if todo and not spec.calls_llm:
             with offline_run(store, f"perturb-{judge}", prompt_version=prompt_version, rules_version=rules.version,
                              params=params, counts=report.counts) as totals:
                 report.run_id, report.totals = totals.run_id, totals

@@ -756,7 +756,7 @@ class Store:
     # ---- summary ----------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
-        """Row counts for `info`; tables that later stages add count as 0 until they exist."""
+        """Row counts for `info`; a table this DB does not have counts as 0."""
         db = self.db
 
         def count(table: str, where: str | None = None) -> int:

@@ -64,7 +64,7 @@ with import_tab:
     st.button("Unpack and import", key="runs:import_archive", disabled=upload is None, on_click=start_upload)
 with judge_tab:
     cols = st.columns(4)
-    judge = cols[0].selectbox("Judge", JUDGES, index=JUDGES.index("probe"), key="runs:judge")
+    judge = cols[0].selectbox("Judge", list(JUDGES), index=JUDGES.index("probe"), key="runs:judge")
     model = cols[1].text_input("Model", value=os.environ.get("GCPC_MODEL", ""), key="runs:model")
     limit = cols[2].number_input("Limit (0: all)", min_value=0, value=0, key="runs:limit")
     concurrency = cols[3].number_input("Concurrency", min_value=1, value=8, key="runs:concurrency")

@@ -46,6 +46,8 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
+from ..judge.registry import JUDGE_ORDER, ordered_judges
+
 __all__ = [
     "FrameContractError",
     "JUDGE_ORDER",
@@ -55,9 +57,6 @@ __all__ = [
     "require_columns",
     "trajectory_outcomes",
 ]
-
-JUDGE_ORDER = ("gcpc", "fixed", "probe", "holistic")
-"""Known judges first, in this order (the paper's method, then its baselines); others follow alphabetically."""
 
 OUTCOMES = ("PASS", "FAIL")
 
@@ -79,13 +78,6 @@ def require_columns(frame: pd.DataFrame, columns: Iterable[str], name: str) -> N
 def is_available(frame: pd.DataFrame | None) -> bool:
     """True when a frame holds at least one row: an absent or empty frame is data not yet collected."""
     return frame is not None and len(frame) > 0
-
-
-def ordered_judges(judges: Iterable[str]) -> list[str]:
-    """Distinct judge names in report order: `JUDGE_ORDER` first, the rest alphabetically."""
-    names = set(judges)
-    known = [j for j in JUDGE_ORDER if j in names]
-    return known + sorted(names - set(known))
 
 
 def trajectory_outcomes(frame: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -27,7 +27,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..csv_safe import frame_csv
-from ..judge.results import ITEM_JUDGES
+from ..judge.registry import checklist_ablation, item_judges_among
 from .ablations import perfect_agreement, score_variants
 from .agreement import (
     REJECTED_COLUMNS,
@@ -49,8 +49,6 @@ from .skills import item_changes, matched_pairs, transition_table
 __all__ = ["FRAME_NAMES", "SECTION_NAMES", "ReportResult", "ReportTables", "build_report", "report_tables"]
 
 FRAME_NAMES = ("scores", "items", "ctrf", "ratings", "preferences", "perturbations", "audits")
-TASK_CHECKLIST_JUDGE = "gcpc"
-FIXED_CHECKLIST_JUDGE = "fixed"
 CTRF_REFERENCE = "ctrf_pass_fraction (reference)"
 
 
@@ -390,8 +388,8 @@ def _sensitivity(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Bloc
         _Table("sensitivity_units", p, "Inputs: every perturbed item with its recipe and new verdict", show=False),
     ]
     if "scores" in frames:
-        absent = [j for j in ordered_judges(frames["scores"]["judge"].unique())
-                  if j in ITEM_JUDGES and j not in set(p["judge"]) and (st.judges is None or j in st.judges)]
+        absent = [j for j in item_judges_among(frames["scores"]["judge"].unique())
+                  if j not in set(p["judge"]) and (st.judges is None or j in st.judges)]
         if absent:
             blocks.append(_Missing(f"no evidence-perturbation results for judge(s) {', '.join(absent)}: {how}"))
     if st.figures and table["n"].gt(0).any():
@@ -403,15 +401,16 @@ def _ablations(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]
     blocks: list[Block] = [_Heading("RQ4 — Ablations")]
     if "scores" in frames:
         judges = set(frames["scores"]["judge"]) & set(st.judges if st.judges is not None else frames["scores"]["judge"])
-        if {TASK_CHECKLIST_JUDGE, FIXED_CHECKLIST_JUDGE} <= judges:
-            boot = bootstrap_auc(frames["scores"], [TASK_CHECKLIST_JUDGE, FIXED_CHECKLIST_JUDGE], n_boot=st.n_boot,
+        task_judge, fixed_judge = checklist_ablation()
+        if {task_judge, fixed_judge} <= judges:
+            boot = bootstrap_auc(frames["scores"], [task_judge, fixed_judge], n_boot=st.n_boot,
                                  seed=st.seed)
             blocks.append(_Table("ablation_checklist", delta_auc_table(boot, ci=st.ci),
                                  "Task checklist vs fixed checklist: paired ΔAUC"))
         else:
             among = " among the compared judges" if st.judges is not None else ""
-            blocks.append(_Missing(f"task vs fixed checklist needs scores from both the `{TASK_CHECKLIST_JUDGE}` and "
-                                   f"`{FIXED_CHECKLIST_JUDGE}` judges{among}."))
+            blocks.append(_Missing(f"task vs fixed checklist needs scores from both the `{task_judge}` and "
+                                   f"`{fixed_judge}` judges{among}."))
         perfect = perfect_agreement(frames["scores"])
         if st.judges is not None:
             perfect = perfect[perfect["judge"].isin(st.judges)]

@@ -24,9 +24,9 @@ __all__ = ["add_batch", "add_judge", "add_perturb", "add_report", "add_score"]
 
 def _require_llm_judge(verb: str, judge: str, model: str | None) -> None:
     """Only LLM judges need an endpoint: probe runs offline."""
-    from ..judge.units import LLM_JUDGES
+    from ..judge import get_judge
 
-    if judge in LLM_JUDGES:
+    if get_judge(judge).calls_llm:
         require_llm(verb, model)
 
 

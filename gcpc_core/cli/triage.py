@@ -12,10 +12,10 @@ import pandas as pd
 
 from ..analysis.active import STRATA, compare, estimate_error, population, propose, should_stop, verifier_audits
 from ..analysis.calibration import audited_figures
-from ..analysis.frames import FrameContractError, ordered_judges
+from ..analysis.frames import FrameContractError
 from ..analysis.loader import frames_from_store
 from ..analysis.triage import item_verdicts, triage
-from ..judge.results import ITEM_JUDGES
+from ..judge.registry import ITEM_JUDGES, item_judges_among
 from .common import add_db, fail, open_db
 
 __all__ = ["add_triage"]
@@ -93,7 +93,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     frames["items"] = items
     audits = frames["audits"]
     ranked = triage(frames)
-    judges = [j for j in ordered_judges(items["judge"].unique()) if j in ITEM_JUDGES]
+    judges = item_judges_among(items["judge"].unique())
     out: dict = {"db": str(args.db), "n_disagreements": len(ranked),
                  "disagreements": _records(ranked if args.limit == 0 else ranked.head(args.limit))}
     if args.next:

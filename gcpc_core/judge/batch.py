@@ -23,10 +23,11 @@ from ..llm import LLM, LLMReplyError
 from ..runs import Progress, ProgressBar
 from ..store import Store, utcnow
 from .calls import Outcome
-from .runner import JudgeReport, account_result, batched_trajectories
-from .units import LLM_JUDGES, initial_request, judge_unit, plan_units, prompt_version_of, store_judgment, unit_for
+from .registry import LLM_JUDGES, get_judge
+from .reports import JudgeReport, account_result
+from .units import initial_request, judge_unit, plan_units, store_judgment, unit_for
 
-__all__ = ["BATCH_DONE_STATUSES", "CollectReport", "collect_batches", "submit_batch"]
+__all__ = ["BATCH_DONE_STATUSES", "CollectReport", "batched_trajectories", "collect_batches", "submit_batch"]
 
 BATCH_DONE_STATUSES = ("completed", "expired", "cancelled")
 """Provider statuses after which no more results arrive (expired/cancelled may hold some)."""
@@ -36,6 +37,16 @@ FINAL_ROW_STATUSES = ("collected", "failed", "expired", "cancelled")
 def batch_dir(store: Store) -> Path:
     """Where submitted JSONL files are kept: beside the project DB."""
     return store.path.parent / f"{store.path.stem}_batches"
+
+
+def batched_trajectories(store: Store, judge: str) -> set[str]:
+    """Trajectories sitting in a submitted, not yet collected batch of this judge."""
+    return {
+        request["trajectory_id"]
+        for row in store.judge_batches()
+        if row["judge"] == judge and row["status"] not in FINAL_ROW_STATUSES
+        for request in (row["requests"] or {}).values()
+    }
 
 
 def submit_batch(
@@ -51,13 +62,14 @@ def submit_batch(
     out_dir: Path | None = None,
 ) -> JudgeReport:
     """Submit every trajectory not judged yet (at most `limit`) as one Batch-API job."""
-    if judge not in LLM_JUDGES:
+    spec = get_judge(judge)
+    if not spec.calls_llm:
         raise ValueError(f"--batch is for the LLM judges ({', '.join(LLM_JUDGES)}); {judge} runs offline")
     if per_item:
         raise ValueError("--batch sends one request per trajectory: it does not combine with --per-item")
     rules = rules or load_rules()
     llm = llm or LLM.from_env(model, store=store)
-    prompt_version = prompt_version_of(judge)
+    prompt_version = spec.version()
     plan = plan_units(store, judge, rules=rules, model=llm.model, limit=limit, force=force,
                       exclude=batched_trajectories(store, judge))
     report = JudgeReport(judge=judge, skipped=plan.skipped, model=llm.model, prompt_version=prompt_version)
@@ -159,7 +171,7 @@ def _collect_one(store: Store, row: dict, llm: LLM, rules: Rules, report: Collec
     batch = llm.run_sync(lambda: llm.retrieve_batch(row["id"]))
     status = batch.get("status") or "unknown"
     if status not in BATCH_DONE_STATUSES:
-        store.update_judge_batch(row["id"], {"status": "failed" if status == "failed" else status})
+        store.update_judge_batch(row["id"], {"status": status})
         return status
     judged = JudgeReport(judge=judge, model=llm.model, prompt_version=row["prompt_version"])
     params = {"judge": judge, "batch_id": row["id"], "trajectories": row["n_requests"]}

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from ..checklist import Checklist, fixed_checklist, load_rules
 from ..store import Store
+from .registry import checklist_kind
 
 __all__ = ["export_judgments", "export_scores"]
 
@@ -30,7 +31,7 @@ def export_judgments(store: Store) -> Iterator[dict]:
     fixed = {q.id: {"text": q.text, "verifier_refs": []} for q in fixed_checklist(load_rules(), "-").items}
     outcomes = {t.id: (t.outcome, t.condition) for t in store.trajectories()}
     for row in store.judgments():
-        items = index.get(row["checklist_sha"] or "") or (fixed if row["judge"] == "fixed" else {})
+        items = index.get(row["checklist_sha"] or "") or (fixed if checklist_kind(row["judge"]) == "fixed" else {})
         item = items.get(row["item_id"], {})
         outcome, condition = outcomes.get(row["trajectory_id"], (None, None))
         yield {

@@ -1,4 +1,4 @@
-"""The holistic baseline: one call per trajectory, overall progress in [0, 1], no checklist.
+"""The `holistic` judge, a baseline: one call per trajectory, overall progress in [0, 1], no checklist.
 
 Its citations go through the same grounding check; ungrounded ones are dropped and noted (a
 progress number has no Yes/No to turn into Abstain). An unusable reply after the repair round
@@ -9,18 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..checklist import Rules
+from ..checklist import Checklist, Rules
 from ..evidence import EvidenceView
 from ..llm import LLM
 from ..models import Citation, Task
 from .budget import REASON_CONTEXT_OVERFLOW, Fit, fit_evidence
 from .calls import Assessed, Outcome, with_one_repair
 from .grounding import ground_citations
-from .prompts import HOLISTIC_PROMPT_VERSION, holistic_messages
+from .prompts import HOLISTIC_PROMPT_VERSION, Messages, holistic_messages
+from .registry import JudgeCall, JudgeSpec, Verdicts, register_judge
 from .replies import HolisticReply
 from .results import ReplyRecord
 
-__all__ = ["HolisticResult", "judge_holistic"]
+__all__ = ["HOLISTIC", "HolisticResult", "judge_holistic"]
 
 
 @dataclass
@@ -65,3 +66,26 @@ async def judge_holistic(
         return HolisticResult(None, reason=result.reason or "no_reply", records=result.records)
     result.value.records = result.records
     return result.value
+
+
+async def _judge(call: JudgeCall) -> Verdicts:
+    rated = await judge_holistic(call.llm, call.task, call.view, call.rules, tag=call.tag, first=call.first)
+    return Verdicts(replies=rated.records, progress=rated.progress, rationale=rated.rationale,
+                    citations=rated.citations, reason=rated.reason)
+
+
+def _first_request(
+    task: Task, checklist: Checklist | None, view: EvidenceView, rules: Rules
+) -> tuple[Messages, type[HolisticReply], str]:
+    return holistic_messages(task, view, rules), HolisticReply, HOLISTIC_PROMPT_VERSION
+
+
+HOLISTIC = register_judge(JudgeSpec(
+    name="holistic",
+    order=3,
+    calls_llm=True,
+    checklist="none",
+    prompt_version=HOLISTIC_PROMPT_VERSION,
+    judge=_judge,
+    first_request=_first_request,
+))

@@ -1,5 +1,6 @@
-"""The GCPC item judge: a frozen checklist + the task instruction + one trajectory's evidence
-view → a grounded verdict per item. Also judges the fixed checklist (same path, other items).
+"""The item judge: a checklist + the task instruction + one trajectory's evidence view → a grounded
+verdict per item. The `gcpc` judge runs it over the task's frozen checklist, `fixed` over the
+fixed checklist (same path, other items).
 
 Default: one call for all items. `per_item`: one call per item (more calls, each smaller; the
 evidence prefix is shared, so a provider's prompt cache absorbs most of the repeat).
@@ -20,17 +21,15 @@ from .prompts import (
     ITEMS_PROMPT_VERSION,
     PER_ITEM_PROMPT_VERSION,
     REPAIR_IDS_PROMPT,
+    Messages,
     items_messages,
     per_item_messages,
 )
+from .registry import JudgeCall, Verdicts
 from .replies import ItemJudgeReply, SingleItemReply
 from .results import ReplyRecord
 
-__all__ = ["assess_items_reply", "judge_items", "prompt_version_for"]
-
-
-def prompt_version_for(per_item: bool) -> str:
-    return PER_ITEM_PROMPT_VERSION if per_item else ITEMS_PROMPT_VERSION
+__all__ = ["assess_items_reply", "items_request", "judge_checklist", "judge_items"]
 
 
 def assess_items_reply(checklist: Checklist, view: EvidenceView, reply: ItemJudgeReply) -> Assessed[GroundedItems]:
@@ -142,3 +141,19 @@ async def judge_items(
         raise ValueError("a batch reply covers all items; per-item mode has no single first reply")
     done = await asyncio.gather(*(_one_item(llm, task, item, view, rules, tag=tag) for item in checklist.items))
     return [j for j, _ in done], [r for _, records in done for r in records]
+
+
+async def judge_checklist(call: JudgeCall) -> Verdicts:
+    """The item judge as a registered judge runs it: every item of the call's checklist."""
+    assert call.checklist is not None
+    items, replies = await judge_items(call.llm, call.task, call.checklist, call.view, call.rules,
+                                       per_item=call.per_item, tag=call.tag, first=call.first)
+    return Verdicts(items=items, replies=replies)
+
+
+def items_request(
+    task: Task, checklist: Checklist | None, view: EvidenceView, rules: Rules
+) -> tuple[Messages, type[ItemJudgeReply], str]:
+    """The all-items request a live run sends first and a Batch-API line carries."""
+    assert checklist is not None
+    return items_messages(task, checklist, view, rules), ItemJudgeReply, ITEMS_PROMPT_VERSION

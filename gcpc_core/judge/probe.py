@@ -1,4 +1,4 @@
-"""The probe judge: deterministic verdicts from item probes, offline, no LLM.
+"""The `probe` judge: deterministic verdicts from item probes, offline, no LLM.
 
 A probe is a regular expression over the evidence view with the verdict a match supports
 (`yes` or `no`). Each probe is searched in the full text of every evidence event; the match in
@@ -16,8 +16,10 @@ from ..checklist import Checklist, ChecklistItem
 from ..evidence import EvidenceView
 from ..models import Citation, ItemJudgment
 from .grounding import abstain, item_judgment
+from .prompts import PROBE_VERSION
+from .registry import JudgeCall, JudgeSpec, Verdicts, register_judge
 
-__all__ = ["MAX_PROBE_QUOTE", "REASON_NO_MATCH", "REASON_NO_PROBE", "probe_item", "probe_judge"]
+__all__ = ["MAX_PROBE_QUOTE", "PROBE", "REASON_NO_MATCH", "REASON_NO_PROBE", "probe_item", "probe_judge"]
 
 MAX_PROBE_QUOTE = 300
 """A longer match is cited by its first characters: still a verbatim span, and readable."""
@@ -69,3 +71,18 @@ def probe_item(item: ChecklistItem, view: EvidenceView) -> ItemJudgment:
 def probe_judge(checklist: Checklist, view: EvidenceView) -> list[ItemJudgment]:
     """Probe verdicts for every item of `checklist`, in checklist order."""
     return [probe_item(item, view) for item in checklist.items]
+
+
+async def _judge(call: JudgeCall) -> Verdicts:
+    assert call.checklist is not None
+    return Verdicts(items=probe_judge(call.checklist, call.view))
+
+
+PROBE = register_judge(JudgeSpec(
+    name="probe",
+    order=2,
+    calls_llm=False,
+    checklist="task",
+    prompt_version=PROBE_VERSION,
+    judge=_judge,
+))

@@ -8,12 +8,7 @@ from pydantic import BaseModel, Field
 
 from ..models import Citation, ItemJudgment
 
-__all__ = ["ITEM_JUDGES", "JUDGES", "Judge", "ReplyRecord", "TrajectoryJudgment"]
-
-Judge = Literal["gcpc", "holistic", "fixed", "probe"]
-JUDGES: tuple[str, ...] = Judge.__args__  # type: ignore[attr-defined]
-ITEM_JUDGES: tuple[str, ...] = ("gcpc", "fixed", "probe")
-"""Judges with item verdicts; the holistic judge cites evidence for a score, not for items."""
+__all__ = ["ReplyRecord", "TrajectoryJudgment"]
 
 
 class ReplyRecord(BaseModel):
@@ -45,15 +40,15 @@ class TrajectoryJudgment(BaseModel):
     judge: str
     status: Literal["judged", "error"] = "judged"
     items: list[ItemJudgment] = Field(default_factory=list)
-    """Grounded raw verdicts, one per checklist item (empty for the holistic judge)."""
+    """Grounded raw verdicts, one per checklist item (empty for a rating judge such as `holistic`)."""
     progress: float | None = None
-    """Holistic judge only: progress in [0, 1], None when no usable rating was obtained."""
+    """Rating judges only: progress in [0, 1], None when no usable rating was obtained."""
     rationale: str = ""
-    """Holistic judge only: its rationale (item rationales live on the items)."""
+    """Rating judges only: the rating's rationale (item rationales live on the items)."""
     citations: list[Citation] = Field(default_factory=list)
-    """Holistic judge only: grounded citations."""
+    """Rating judges only: grounded citations."""
     reason: str | None = None
-    """Why the unit is incomplete: a holistic reply error, or the call error for `error`."""
+    """Why the unit is incomplete: a rating reply error, or the call error for `error`."""
     checklist_sha: str | None = None
     model: str | None = None
     prompt_version: str

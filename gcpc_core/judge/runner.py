@@ -11,64 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..checklist import Rules, load_rules
 from ..llm import LLM, RunTotals
 from ..runs import Progress, ProgressBar, recorded_run
 from ..store import Store
+from .batch import batched_trajectories, submit_batch
+from .reports import JudgeReport, account_result
 from .results import TrajectoryJudgment
-from .units import LLM_JUDGES, Plan, judge_unit, plan_units, prompt_version_of, store_judgment
+from .registry import get_judge
+from .units import Plan, judge_unit, plan_units, store_judgment
 
-__all__ = ["JudgeReport", "account_result", "batched_trajectories", "judge_project", "offline_run"]
+__all__ = ["PREPARE_FACTOR", "judge_project", "offline_run"]
 
 PREPARE_FACTOR = 2
 """Trajectories prepared at once = this × the LLM concurrency: enough to keep every HTTP slot busy."""
-
-
-@dataclass
-class JudgeReport:
-    """What one `judge_project` call did."""
-
-    judge: str
-    judged: list[str] = field(default_factory=list)
-    errors: dict[str, str] = field(default_factory=dict)
-    """trajectory id → endpoint failure (not stored; a rerun tries again)."""
-    skipped: dict[str, str] = field(default_factory=dict)
-    run_id: str | None = None
-    model: str | None = None
-    prompt_version: str = ""
-    totals: RunTotals = field(default_factory=RunTotals)
-    wall_s: float = 0.0
-    verdicts: Counter = field(default_factory=Counter)
-    """Raw verdicts and abstain reasons over the judged items, e.g. `Yes`, `Abstain:ungrounded`."""
-    batch_id: str | None = None
-    """Set when the run submitted a Batch-API job instead of judging live."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-    def counts(self) -> dict[str, int]:
-        """What the run ledger records this run counted."""
-        return {"judged": len(self.judged), "errors": len(self.errors), "skipped": len(self.skipped)}
-
-    def lines(self) -> list[str]:
-        """Human-readable summary for the CLI."""
-        skipped = Counter(self.skipped.values())
-        out = [f"{tid} error {why}" for tid, why in sorted(self.errors.items())]
-        out += [f"skipped {n}: {why}" for why, n in sorted(skipped.items())]
-        if self.verdicts:
-            out.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items())))
-        out.append(
-            f"judge {self.judge}: judged {len(self.judged)}, errors {len(self.errors)}, skipped {len(self.skipped)}; "
-            f"{self.totals.summary()}, wall {self.wall_s:.1f}s" + (f", run {self.run_id}" if self.run_id else "")
-        )
-        return out
 
 
 def offline_run(
@@ -79,17 +39,6 @@ def offline_run(
     records one."""
     return recorded_run(store, RunTotals(), kind, model=None, prompt_version=prompt_version,
                         rules_version=rules_version, params=params, counts=counts)
-
-
-def account_result(report: JudgeReport, result: TrajectoryJudgment) -> None:
-    if result.status == "error":
-        report.errors[result.trajectory_id] = result.reason or "error"
-        return
-    report.judged.append(result.trajectory_id)
-    for item in result.items:
-        report.verdicts[item.verdict_raw if item.verdict_raw != "Abstain" else f"Abstain:{item.reason}"] += 1
-    if result.judge == "holistic":
-        report.verdicts["rated" if result.progress is not None else f"unrated:{result.reason}"] += 1
 
 
 def judge_project(
@@ -117,16 +66,15 @@ def judge_project(
     """
     rules = rules or load_rules()
     if batch:
-        from .batch import submit_batch  # batch builds on this module
-
         return submit_batch(store, judge=judge, model=model, limit=limit, per_item=per_item, force=force,
                             llm=llm, rules=rules)
-    if judge in LLM_JUDGES and llm is None:
+    spec = get_judge(judge)
+    if spec.calls_llm and llm is None:
         llm = LLM.from_env(model, store=store, concurrency=concurrency)
-    model_name = llm.model if judge in LLM_JUDGES and llm is not None else None
+    model_name = llm.model if spec.calls_llm and llm is not None else None
     plan: Plan = plan_units(store, judge, rules=rules, model=model_name, per_item=per_item, limit=limit, force=force,
                             exclude=batched_trajectories(store, judge))
-    prompt_version = prompt_version_of(judge, per_item=per_item)
+    prompt_version = spec.version(per_item=per_item)
     report = JudgeReport(judge=judge, skipped=plan.skipped, model=model_name, prompt_version=prompt_version)
     if not plan.todo:
         return report
@@ -143,10 +91,10 @@ def judge_project(
             on_result(result)
         bar.update(1, note=f"${totals.cost_usd:.4f} · {totals.http_calls} http · {totals.cache_hits} cached"
                    + (f" · {len(report.errors)} errors" if report.errors else "")
-                   if llm is not None and judge in LLM_JUDGES else None)
+                   if llm is not None and spec.calls_llm else None)
 
     try:
-        if judge not in LLM_JUDGES:
+        if not spec.calls_llm:
             with offline_run(store, f"judge-{judge}", prompt_version=prompt_version, rules_version=rules.version,
                              params=params, counts=report.counts) as totals:
                 report.run_id, report.totals = totals.run_id, totals
@@ -177,13 +125,3 @@ def judge_project(
         bar.close()
         report.wall_s = time.monotonic() - started
     return report
-
-
-def batched_trajectories(store: Store, judge: str) -> set[str]:
-    """Trajectories sitting in a submitted, not yet collected batch of this judge."""
-    return {
-        request["trajectory_id"]
-        for row in store.judge_batches()
-        if row["judge"] == judge and row["status"] not in ("collected", "failed", "expired", "cancelled")
-        for request in (row["requests"] or {}).values()
-    }

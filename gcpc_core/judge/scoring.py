@@ -3,7 +3,8 @@
 Pure functions from `outcome` do the work; this module only reads raw verdicts and writes
 postprocessed verdicts (the endpoint item included) and one score row per (trajectory, judge).
 Always recomputed from the raw verdicts, so scoring is idempotent and safe to rerun at any time.
-The holistic judge has no items: its progress is stored as its `partial_credit`.
+A rating judge (`holistic`) has no items: its progress is stored as its `partial_credit`. A judge
+name not registered (one since removed) is scored as an item judge, from its stored verdicts.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from ..models import ENDPOINT_ITEM_ID, Citation, ItemJudgment
 from ..outcome import postprocess, score_items
 from ..store import Store, utcnow
+from .registry import find_judge
 
 __all__ = ["ScoreReport", "score_project"]
 
@@ -62,7 +64,8 @@ def score_project(store: Store, *, judge: str | None = None) -> ScoreReport:
         base = {"trajectory_id": traj_id, "judge": judge_name, "task": traj.task, "outcome": traj.outcome,
                 "condition": traj.condition, "scored_at": now, **provenance}
         raw_rows = rows_by_unit.get((traj_id, judge_name), [])
-        if judge_name == "holistic":
+        spec = find_judge(judge_name)
+        if spec is not None and not spec.has_items:
             score = {**base, "partial_credit": unit["progress"], "evidence_coverage": None, "perfect": None,
                      "perfect_with_endpoint": None, "n_items": 0, "n_yes": 0, "n_no": 0, "n_abstain": 0}
             writes.append((score, []))

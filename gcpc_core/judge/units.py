@@ -19,26 +19,19 @@ from ..llm import LLM, LLMCallError
 from ..models import Task, Trajectory
 from ..store import Store, utcnow
 from .calls import Outcome
-from .holistic import judge_holistic
-from .item_judge import judge_items, prompt_version_for
-from .probe import probe_judge
-from .prompts import HOLISTIC_PROMPT_VERSION, PROBE_VERSION, Messages, holistic_messages, items_messages
-from .replies import HolisticReply, ItemJudgeReply
-from .results import JUDGES, TrajectoryJudgment
+from .prompts import Messages
+from .registry import JudgeCall, JudgeSpec, get_judge
+from .results import TrajectoryJudgment
 
 __all__ = [
-    "LLM_JUDGES",
     "Plan",
     "Unit",
     "initial_request",
     "judge_unit",
     "plan_units",
-    "prompt_version_of",
     "store_judgment",
     "unit_for",
 ]
-
-LLM_JUDGES = ("gcpc", "holistic", "fixed")
 
 
 @dataclass(frozen=True)
@@ -48,7 +41,7 @@ class Unit:
     trajectory: Trajectory
     task: Task
     checklist: Checklist | None
-    """The frozen checklist (gcpc, probe), the fixed one (fixed) or None (holistic)."""
+    """The checklist the judge's spec names: the task's frozen one, the fixed one, or None."""
     checklist_sha: str | None
 
 
@@ -61,19 +54,11 @@ class Plan:
     """task → checklist sha this run judges against (the run record keeps it)."""
 
 
-def prompt_version_of(judge: str, *, per_item: bool = False) -> str:
-    if judge == "probe":
-        return PROBE_VERSION
-    if judge == "holistic":
-        return HOLISTIC_PROMPT_VERSION
-    return prompt_version_for(per_item)
-
-
-def _checklist_for(store: Store, judge: str, task: str, rules: Rules) -> tuple[Checklist | None, str | None, str | None]:
+def _checklist_for(store: Store, spec: JudgeSpec, task: str, rules: Rules) -> tuple[Checklist | None, str | None, str | None]:
     """(checklist, sha, why none) for one task under one judge."""
-    if judge == "holistic":
+    if spec.checklist == "none":
         return None, None, None
-    if judge == "fixed":
+    if spec.checklist == "fixed":
         checklist = fixed_checklist(rules, task)
         return checklist, checklist_sha(checklist), None
     row = store.latest_checklist(task)
@@ -90,26 +75,27 @@ def unit_for(store: Store, judge: str, trajectory_id: str, sha: str | None, rule
     task = store.get_task(traj.task)
     if task is None:
         return f"task {traj.task} is no longer in the project"
-    checklist: Checklist | None = None
-    if judge == "fixed":
+    spec = get_judge(judge)
+    if spec.checklist == "none":
+        return Unit(traj, task, None, None)
+    checklist: Checklist | None
+    if spec.checklist == "fixed":
         checklist = fixed_checklist(rules, traj.task)
-    elif judge != "holistic":
+    else:
         row = store.get_checklist(sha or "")
         checklist = Checklist.model_validate(row["checklist"]) if row and row["checklist"] else None
-    if checklist is not None and checklist_sha(checklist) != sha:
-        checklist = None
-    if judge != "holistic" and checklist is None:
+    if checklist is None or checklist_sha(checklist) != sha:
         return f"checklist {str(sha)[:12]} the request was built from is gone or changed"
-    return Unit(traj, task, checklist, sha if judge != "holistic" else None)
+    return Unit(traj, task, checklist, sha)
 
 
 def initial_request(unit: Unit, judge: str, view: EvidenceView, rules: Rules) -> tuple[Messages, type[BaseModel], str]:
     """(messages, reply schema, prompt version) of a unit's first request in the default mode:
     what a live run sends first, and what a batch line carries."""
-    if judge == "holistic":
-        return holistic_messages(unit.task, view, rules), HolisticReply, HOLISTIC_PROMPT_VERSION
-    assert unit.checklist is not None
-    return items_messages(unit.task, unit.checklist, view, rules), ItemJudgeReply, prompt_version_for(False)
+    first_request = get_judge(judge).first_request
+    if first_request is None:
+        raise ValueError(f"judge {judge!r} sends no requests")
+    return first_request(unit.task, unit.checklist, view, rules)
 
 
 def plan_units(
@@ -124,9 +110,8 @@ def plan_units(
     exclude: Iterable[str] = (),
 ) -> Plan:
     """What a run of `judge` still has to do, in (task, trajectory) order; at most `limit` units."""
-    if judge not in JUDGES:
-        raise ValueError(f"unknown judge {judge!r}; one of {', '.join(JUDGES)}")
-    prompt_version = prompt_version_of(judge, per_item=per_item)
+    spec = get_judge(judge)
+    prompt_version = spec.version(per_item=per_item)
     done = {} if force else store.judge_units(judge)
     excluded = set(exclude)
     tasks = {t.id: t for t in store.tasks()}
@@ -134,7 +119,7 @@ def plan_units(
     plan = Plan(todo=[])
     for traj in store.trajectories():
         if traj.task not in by_task:
-            by_task[traj.task] = _checklist_for(store, judge, traj.task, rules)
+            by_task[traj.task] = _checklist_for(store, spec, traj.task, rules)
         checklist, sha, why_not = by_task[traj.task]
         if why_not is not None:
             plan.skipped[traj.id] = why_not
@@ -172,32 +157,26 @@ async def judge_unit(
     `view` replaces the evidence built from the stored events: the evidence-sensitivity test
     (`analysis.sensitivity`) judges a perturbed log through this very path.
     """
+    spec = get_judge(judge)
     traj = unit.trajectory
     result = TrajectoryJudgment(
         trajectory_id=traj.id,
         task=traj.task,
         judge=judge,
         checklist_sha=unit.checklist_sha,
-        model=llm.model if llm is not None and judge != "probe" else None,
-        prompt_version=prompt_version_of(judge, per_item=per_item),
+        model=llm.model if llm is not None and spec.calls_llm else None,
+        prompt_version=spec.version(per_item=per_item),
         rules_version=rules.version,
         content_hash=traj.content_hash,
     )
     if view is None:
         view = build_evidence_view(store.events(traj.id))
+    call = JudgeCall(task=unit.task, checklist=unit.checklist, view=view, rules=rules,
+                     llm=llm if spec.calls_llm else None, tag=traj.id, per_item=per_item, first=first)
     try:
-        if judge == "probe":
-            assert unit.checklist is not None
-            result.items = probe_judge(unit.checklist, view)
-        elif judge == "holistic":
-            rated = await judge_holistic(llm, unit.task, view, rules, tag=traj.id, first=first)
-            result.progress, result.rationale, result.citations = rated.progress, rated.rationale, rated.citations
-            result.reason, result.replies = rated.reason, rated.records
-        else:
-            assert unit.checklist is not None
-            result.items, result.replies = await judge_items(
-                llm, unit.task, unit.checklist, view, rules, per_item=per_item, tag=traj.id, first=first
-            )
+        out = await spec.judge(call)
+        result.items, result.replies, result.progress = out.items, out.replies, out.progress
+        result.rationale, result.citations, result.reason = out.rationale, out.citations, out.reason
     except LLMCallError as error:
         result.status, result.reason = "error", f"{error.reason}: {error}"
     return result

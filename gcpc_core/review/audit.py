@@ -22,6 +22,7 @@ from ..checklist import Checklist, ChecklistItem, fixed_checklist, load_rules, s
 from ..evidence import EVIDENCE_KINDS
 from ..judge.grounding import REASON_JUDGE_ABSTAIN, REASON_NOT_JUDGED, REASON_UNGROUNDED, REASON_UNKNOWN_ITEM
 from ..judge.probe import REASON_NO_MATCH, REASON_NO_PROBE
+from ..judge.registry import checklist_kind
 from ..models import ENDPOINT_ITEM_ID, CtrfTest, Event, Task, Trajectory
 from ..store import Store
 from .text import Excerpt, Span, excerpt, locate
@@ -327,7 +328,7 @@ def checklist_items(store: Store, rows: Iterable[dict], judge: str, task_id: str
         row = store.get_checklist(sha)
         if row and row["checklist"]:
             items.update({i.id: i for i in Checklist.model_validate(row["checklist"]).items})
-    if not items and judge == "fixed":
+    if not items and checklist_kind(judge) == "fixed":
         items = {i.id: i for i in fixed_checklist(load_rules(), task_id).items}
     return items
 

@@ -14,10 +14,9 @@ import plotly.graph_objects as go
 
 from ..analysis.active import ErrorEstimate, estimate_error, estimate_history, population, propose, should_stop
 from ..analysis.calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
-from ..analysis.frames import ordered_judges
 from ..analysis.loader import frames_from_store
 from ..analysis.triage import audit_link, triage
-from ..judge.results import ITEM_JUDGES
+from ..judge.registry import item_judges_among
 from ..store import Store
 from .ui import cached
 
@@ -53,7 +52,7 @@ def loop_data(store: Store, n_boot: int = CALIBRATION_BOOT) -> LoopData:
     """Disagreements ranked by impact, calibration against auditors and verifier, raw vs audited figures."""
     frames = frames_from_store(store)
     items = frames["items"]
-    judges = [j for j in ordered_judges(items["judge"].unique()) if j in ITEM_JUDGES]
+    judges = item_judges_among(items["judge"].unique())
     ranked = triage(frames)
     labels = reference_labels(items, frames["ctrf"], frames["audits"]) if len(items) else pd.DataFrame()
     empty = pd.DataFrame()

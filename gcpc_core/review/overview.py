@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
+from ..judge.registry import TASK_CHECKLIST_JUDGES, checklist_kind
 from ..store import Store
 from .audit import AuditFilters, audit_list
 
 __all__ = [
-    "CHECKLIST_JUDGES",
     "NEXT_STEPS",
     "TaskStatus",
     "judges_frame",
@@ -25,9 +25,6 @@ __all__ = [
     "studies_frame",
     "task_status",
 ]
-
-CHECKLIST_JUDGES: tuple[str, ...] = ("gcpc", "probe")
-"""Judges that judge the task's own frozen checklist (a new checklist version makes their verdicts stale)."""
 
 NEXT_STEPS: tuple[str, ...] = ("import trials", "synthesize a checklist", "draft a checklist", "judge", "score",
                                "audit", "done")
@@ -76,7 +73,7 @@ def _next(status: TaskStatus, db: str, llm_ready: bool) -> tuple[str, str, str]:
         out = f"{status.task}.yaml"
         return ("draft a checklist", f"python -m gcpc_core checklist draft --db {db} --task {status.task} --out {out}",
                 f"edit {out}, set 'source: human:<your name>', then: python -m gcpc_core checklist add --db {db} {out}")
-    if not any(status.judged.get(j, 0) >= status.trajectories for j in CHECKLIST_JUDGES):
+    if not any(status.judged.get(j, 0) >= status.trajectories for j in TASK_CHECKLIST_JUDGES):
         judge = "gcpc" if llm_ready else "probe"
         return "judge", f"python -m gcpc_core judge --db {db} --judge {judge}", ""
     if any(status.scored.get(j, 0) < n for j, n in status.judged.items()):
@@ -106,7 +103,7 @@ def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
         if task is None:
             continue
         current = latest.get(task)
-        fresh = judge not in CHECKLIST_JUDGES or (current is not None and unit["checklist_sha"] == current["sha"])
+        fresh = checklist_kind(judge) != "task" or (current is not None and unit["checklist_sha"] == current["sha"])
         (judged if fresh else stale).setdefault(task, Counter())[judge] += 1
     scored: dict[str, Counter[str]] = {}
     for row in store.scores():

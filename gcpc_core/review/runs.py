@@ -24,8 +24,7 @@ import pandas as pd
 from ..checklist.synthesis import synthesize_project
 from ..ingest import find_trial_dirs
 from ..ingest.archive import unpack_for_import
-from ..judge import JUDGES, judge_project
-from ..judge.units import LLM_JUDGES
+from ..judge import find_judge, get_judge, judge_project
 from ..llm import LLMConfig, llm_status
 from ..llm_server import check_endpoint
 from ..runs import ProgressFn, reap_dead_runs
@@ -53,7 +52,8 @@ ARCHIVE_HOLDS = {"trials": ("trials_dir",), "tasks": ("tasks_dir",), "tasks and 
 
 def needs_llm(kind: str, params: dict[str, Any]) -> bool:
     """Whether a job calls the LLM endpoint (and so needs it configured)."""
-    return kind == "synthesize" or (kind == "judge" and params.get("judge") in LLM_JUDGES)
+    spec = find_judge(params.get("judge")) if kind == "judge" else None
+    return kind == "synthesize" or (spec is not None and spec.calls_llm)
 
 
 @dataclass
@@ -101,8 +101,7 @@ def _progress(job: Job) -> ProgressFn:
 
 def _judge(store: Store, job: Job) -> list[str]:
     p = job.params
-    if p.get("judge") not in JUDGES:
-        raise ValueError(f"unknown judge {p.get('judge')!r}; one of {JUDGES}")
+    get_judge(p.get("judge"))
     report = judge_project(store, judge=p["judge"], model=p.get("model") or None, limit=p.get("limit") or None,
                            concurrency=int(p.get("concurrency") or 8), force=bool(p.get("force")),
                            progress=_progress(job))

@@ -19,8 +19,9 @@ from gcpc_core.perturb import run_perturbations
 from gcpc_core.checklist import load_rules
 from gcpc_core.evidence import build_evidence_view
 from gcpc_core.judge import judge_project
+from gcpc_core.judge.registry import get_judge
 from gcpc_core.judge.results import TrajectoryJudgment
-from gcpc_core.judge.units import prompt_version_of, store_judgment
+from gcpc_core.judge.units import store_judgment
 from gcpc_core.llm import LLMCallError, LLMConfig, LLMReplyError
 from gcpc_core.llm_server import check_endpoint
 from gcpc_core.local_llm import LOCAL_MODEL_ALIAS
@@ -103,7 +104,7 @@ def test_one_perturbation(real_llm, real_store) -> None:
                             citations=[Citation(event_id="E4", quote="hello")], rationale="E4 shows hello")
     store_judgment(real_store, TrajectoryJudgment(
         trajectory_id=TRIAL, task=TASK, judge="gcpc", checklist_sha=checklist["sha"], model=llm.model,
-        prompt_version=prompt_version_of("gcpc"), rules_version=load_rules().version,
+        prompt_version=get_judge("gcpc").version(), rules_version=load_rules().version,
         content_hash=real_store.get_trajectory(TRIAL).content_hash, items=items), run_id=None)
     report = run_perturbations(real_store, judge="gcpc", llm=llm, progress=False, n_boot=50)
     assert report.ok, report.errors

@@ -1,0 +1,194 @@
+"""Module structure: no module of `gcpc_core` or `annotations` imports one that imports it back.
+
+The import graph is read from the source with `ast`, every import statement counted wherever it
+stands — at module level, inside a function (a late import hides a circle, it does not remove it)
+or under `if TYPE_CHECKING:`. Relative imports are resolved against the importing module;
+`from pkg import name` is an edge to `pkg.name` when that is a module, else to `pkg`.
+
+The rule that keeps package `__init__` re-exports from closing false circles: a module never
+imports its own package or an ancestor package (`from . import X`, `from .. import Y` where the
+name is not a module); it imports the sibling module that defines the name. A package `__init__`
+may then re-export whatever its submodules define.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components, shortest_path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("gcpc_core", "annotations")
+
+
+def module_files(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    """Dotted module name → source file, for every module of `packages` under `root`."""
+    modules: dict[str, Path] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+def _resolve(target: str, modules: dict[str, Path]) -> str | None:
+    """The module of ours `target` names: itself, else its longest importable prefix; None if foreign."""
+    parts = target.split(".")
+    while parts:
+        name = ".".join(parts)
+        if name in modules:
+            return name
+        parts.pop()
+    return None
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every module of ours that module `name` (at `path`) imports, wherever the import stands."""
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                if node.level > 1:
+                    base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                base = ".".join(p for p in [*base_parts, node.module or ""] if p)
+            else:
+                base = node.module or ""
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            resolved = _resolve(target, modules)
+            if resolved is not None:
+                found.add(resolved)
+    return found
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One concrete circle per strongly connected component of more than one module (or a self
+    import), as the module path `a → b → … → a`."""
+    names = sorted(graph)
+    index = {n: i for i, n in enumerate(names)}
+    rows = [index[a] for a in names for b in graph[a] if b in index]
+    cols = [index[b] for a in names for b in graph[a] if b in index]
+    matrix = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(names), len(names)))
+    _, labels = connected_components(matrix, directed=True, connection="strong")
+    found: list[list[str]] = [[n, n] for n in names if n in graph[n]]
+    for label in sorted(set(labels)):
+        members = [i for i in range(len(names)) if labels[i] == label]
+        if len(members) < 2:
+            continue
+        sub = matrix[members][:, members]
+        _, pred = shortest_path(sub, directed=True, unweighted=True, indices=0, return_predecessors=True)
+        back = next(j for j in range(len(members)) if sub[j, 0] and j != 0)
+        path = [back]
+        while path[-1] != 0:
+            path.append(int(pred[path[-1]]))
+        found.append([names[members[0]], *(names[members[j]] for j in reversed(path[:-1])), names[members[0]]])
+    return found
+
+
+@pytest.fixture(scope="module")
+def tree() -> tuple[dict[str, Path], dict[str, set[str]]]:
+    modules = module_files()
+    return modules, import_graph(modules)
+
+
+def test_no_import_cycles(tree: tuple[dict[str, Path], dict[str, set[str]]]) -> None:
+    found = cycles(tree[1])
+    assert not found, "modules that import each other back:\n" + "\n".join(" → ".join(c) for c in found)
+
+
+def own_package_imports(modules: dict[str, Path], graph: dict[str, set[str]]) -> list[str]:
+    """`a.b.c imports a.b` for every module that imports its own package or an ancestor's `__init__`."""
+    return sorted(
+        f"{name} imports {target}"
+        for name, targets in graph.items()
+        for target in targets
+        if modules[target].name == "__init__.py" and name.startswith(target + ".")
+    )
+
+
+def test_no_module_imports_its_own_package(tree: tuple[dict[str, Path], dict[str, set[str]]]) -> None:
+    offenders = own_package_imports(*tree)
+    assert not offenders, "import the sibling module instead of the package:\n" + "\n".join(offenders)
+
+
+# The walker itself, on small trees whose answer is known.
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
+    for rel, text in files.items():
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return import_graph(module_files(tmp_path, ("pkg",)))
+
+
+def test_walker_finds_a_circle_hidden_in_a_function(tmp_path: Path) -> None:
+    graph = _tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from .b import thing\n",
+        "pkg/b.py": "def f():\n    from pkg.a import other\n    return other\nthing = 1\n",
+    })
+    assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.b"] == {"pkg.a"}
+    assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.a"]]
+
+
+def test_walker_resolves_relative_and_from_imports(tmp_path: Path) -> None:
+    graph = _tree(tmp_path, {
+        "pkg/__init__.py": "from .sub import x\n",
+        "pkg/sub/__init__.py": "from . import leaf\nfrom .leaf import x\nfrom .. import top\n",
+        "pkg/sub/leaf.py": "import os\nfrom ..top import VALUE\nimport pkg.sub.leaf\nx = VALUE\n",
+        "pkg/top.py": "VALUE = 1\nfrom . import NAME_NOT_A_MODULE\n",
+    })
+    assert graph["pkg"] == {"pkg.sub"}
+    assert graph["pkg.sub"] == {"pkg.sub.leaf", "pkg.top"}
+    assert graph["pkg.sub.leaf"] == {"pkg.top", "pkg.sub.leaf"}
+    assert graph["pkg.top"] == {"pkg"}
+    found = cycles(graph)
+    assert ["pkg.sub.leaf", "pkg.sub.leaf"] in found
+    assert ["pkg", "pkg.sub", "pkg.top", "pkg"] in found
+
+
+def test_an_import_of_the_own_package_is_named(tmp_path: Path) -> None:
+    graph = _tree(tmp_path, {
+        "pkg/__init__.py": "from .a import A\n",
+        "pkg/a.py": "A = 1\n",
+        "pkg/b.py": "from . import a\nfrom . import A\n",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/c.py": "from .. import A\nfrom ..a import A as B\n",
+    })
+    modules = module_files(tmp_path, ("pkg",))
+    assert own_package_imports(modules, graph) == ["pkg.b imports pkg", "pkg.sub.c imports pkg"]
+
+
+def test_walker_passes_an_acyclic_tree(tmp_path: Path) -> None:
+    graph = _tree(tmp_path, {
+        "pkg/__init__.py": "from .a import A\nfrom .b import B\n",
+        "pkg/a.py": "A = 1\n",
+        "pkg/b.py": "from .a import A\nB = A\n",
+    })
+    assert cycles(graph) == []
+
+
+def test_the_walker_sees_the_real_tree(tree: tuple[dict[str, Path], dict[str, set[str]]]) -> None:
+    """Guards the main test against walking nothing: known edges of the tree are present."""
+    graph = tree[1]
+    assert len(graph) > 50
+    assert "gcpc_core.store" in graph["gcpc_core.judge.scoring"]
+    assert "gcpc_core.judge.units" in graph["gcpc_core.judge.batch"]
