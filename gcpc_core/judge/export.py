@@ -6,7 +6,7 @@ export is self-contained for auditors and for the analysis `items` frame.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from ..checklist import Checklist, fixed_checklist, load_rules
 from ..store import Store
@@ -24,12 +24,15 @@ def _item_index(store: Store) -> dict[str, dict[str, dict]]:
     return index
 
 
-def export_judgments(store: Store) -> Iterator[dict]:
-    """One row per (trajectory, judge, item): raw and postprocessed verdicts, citations, reasons."""
+def export_judgments(
+    store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False
+) -> Iterator[dict]:
+    """One row per (trajectory, judge, item) of each judge's chosen run (`Store.judgments`; every run
+    with `all_labels`): raw and postprocessed verdicts, citations, reasons, the run's label."""
     index = _item_index(store)
     fixed = {q.id: {"text": q.text, "verifier_refs": []} for q in fixed_checklist(load_rules(), "-").items}
     outcomes = {t.id: (t.outcome, t.condition) for t in store.trajectories()}
-    for row in store.judgments():
+    for row in store.judgments(labels=labels, all_labels=all_labels):
         items = index.get(row["checklist_sha"] or "") or (fixed if row["judge"] == "fixed" else {})
         item = items.get(row["item_id"], {})
         outcome, condition = outcomes.get(row["trajectory_id"], (None, None))
@@ -37,6 +40,7 @@ def export_judgments(store: Store) -> Iterator[dict]:
             "trajectory_id": row["trajectory_id"],
             "task": row["task"],
             "judge": row["judge"],
+            "label": row["label"],
             "item_id": row["item_id"],
             "route": row["route"],
             "verdict_raw": row["verdict_raw"],
@@ -59,16 +63,19 @@ def export_judgments(store: Store) -> Iterator[dict]:
         }
 
 
-def export_scores(store: Store) -> Iterator[dict]:
-    """One row per (trajectory, judge). `model` is the agent's model (the matched-pair key);
-    the judge's own model is `judge_model`."""
+def export_scores(
+    store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False
+) -> Iterator[dict]:
+    """One row per (trajectory, judge) of each judge's chosen run (per label with `all_labels`). `model`
+    is the agent's model (the matched-pair key); the judge's own model is `judge_model`."""
     trajectories = {t.id: t for t in store.trajectories()}
-    for row in store.scores():
+    for row in store.scores(labels=labels, all_labels=all_labels):
         traj = trajectories.get(row["trajectory_id"])
         yield {
             "trajectory_id": row["trajectory_id"],
             "task": row["task"],
             "judge": row["judge"],
+            "label": row["label"],
             "outcome": row["outcome"],
             "condition": row["condition"],
             "partial_credit": row["partial_credit"],
