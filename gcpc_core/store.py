@@ -1409,9 +1409,15 @@ class Store:
         simulated: bool = False, note: str | None = None,
     ) -> None:
         """Replace one (trajectory, judge, label)'s judgments, unit row and score; append its replies.
-        One transaction. The label is recorded on first use (`named`: a person chose it; `simulated`:
-        the verdicts were simulated, not judged)."""
-        key = [unit["trajectory_id"], unit["judge"], unit["label"]]
+        One transaction. Every row is stored under the unit's label (one save is one run's); a unit
+        without one gets the label derived from its provenance (`derive_label`). The label is recorded on first use (`named`: a
+        person chose it; `simulated`: the verdicts were simulated, not judged)."""
+        label = unit.get("label") or derive_label(unit["judge"], unit.get("model"), unit.get("prompt_version"),
+                                                  unit.get("rules_version"))
+        unit = {**unit, "label": label}
+        judgments = [{**r, "label": label} for r in judgments]
+        replies = [{**r, "label": label} for r in replies]
+        key = [unit["trajectory_id"], unit["judge"], label]
         with self.atomic() as db:
             for table in ("judgments", "scores", "judge_units"):
                 db.execute(f"DELETE FROM {table} WHERE trajectory_id = ? AND judge = ? AND label = ?", key)

@@ -31,7 +31,7 @@ from ..analysis.loader import frames_from_store
 from ..checklist import Rules, load_rules
 from ..models import Event
 from ..store import Store
-from . import agreement, audit, checklists, pairs, scores
+from . import agreement, audit, checklists, compare, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
 from .text import Excerpt, collapse, excerpt, highlighted_html, line_range, marked_excerpt, md_escape, show_invisible
 
@@ -45,6 +45,7 @@ __all__ = [
     "cached_dashboard",
     "cached_events",
     "cached_frames",
+    "cached_compare",
     "cached_item_views",
     "cached_judge_stats",
     "cached_pair_items",
@@ -238,6 +239,7 @@ cached_section_figures = cached(*_ANALYSIS_TABLES)(_section_figures)
 cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
 cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
 cached_trajectory_score = cached("scores")(scores.trajectory_score)
+cached_compare = cached("judgments", "scores", "trajectories", "checklists")(compare.compare_view)
 
 
 @st.cache_resource(show_spinner=False)
