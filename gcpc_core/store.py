@@ -796,11 +796,12 @@ class Store:
     # ---- summary ----------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
-        """Row counts for `info`; tables that later stages add count as 0 until they exist."""
+        """Row counts for `info`; tables that later stages add count as 0 until they exist. `judgments`
+        counts each judge's chosen (default) run, as every read does; `judgments_all_runs` every labelled run."""
         db = self.db
 
-        def count(table: str, where: str | None = None) -> int:
-            return db[table].count_where(where) if db[table].exists() else 0
+        def count(table: str, where: str | None = None, args: list | None = None) -> int:
+            return db[table].count_where(where, args or []) if db[table].exists() else 0
 
         return {
             "tasks": count("tasks"),
@@ -813,7 +814,9 @@ class Store:
             "unknown_condition": count("trajectories", "condition = 'unknown'"),
             "events": count("events"),
             "checklists": count("checklists"),
-            "judgments": count("judgments"),
+            "judgments": count("judgments", *self._label_clause(None, False)) if db["judge_units"].exists() else 0,
+            "judgments_all_runs": count("judgments"),
+            "judge_runs": len(self.judge_labels()) if db["judge_units"].exists() else 0,
             "annotations": count("annotations"),
             "import_issues": count("import_issues"),
         }

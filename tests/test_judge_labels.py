@@ -121,6 +121,8 @@ def test_labelled_runs_coexist_and_reads_default_to_the_most_recent(migrated: St
     assert migrated.default_labels()["probe"] == "model-b"
     assert {r["label"] for r in migrated.judgments(judge="probe")} == {"model-b"}
     assert len(migrated.judgments(judge="probe", all_labels=True)) == 8
+    counts = migrated.counts()  # `info`: each judge's chosen run, and every run
+    assert (counts["judgments"], counts["judgments_all_runs"], counts["judge_runs"]) == (6, 10, 3)
     assert {r["label"] for r in migrated.judgments(judge="probe", labels={"probe": PROBE_LABEL})} == {PROBE_LABEL}
     # the migrated audit stays with the run it checked, not with the new default
     assert audits_frame(migrated).query("judge == 'probe'").empty

@@ -21,11 +21,12 @@ __all__ = ["ScoreReport", "score_project"]
 @dataclass
 class ScoreReport:
     scored: Counter = field(default_factory=Counter)
-    """judge → trajectories scored."""
+    """(judge, label) → trajectories scored in that labelled run."""
     missing_trajectories: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        out = [f"scored {n} trajectories for judge {judge}" for judge, n in sorted(self.scored.items())]
+        out = [f"scored {n} trajectories for judge {judge} (run {label})"
+               for (judge, label), n in sorted(self.scored.items())]
         if not self.scored:
             out.append("nothing to score: run `judge` first")
         return out
@@ -95,5 +96,5 @@ def _score_run(
                 else:
                     rows.append({**by_id[item.item_id], "verdict": item.verdict, "reason": item.reason, "scored_at": now})
             writes.append(({**base, **s.model_dump()}, rows))
-        report.scored[judge_name] += 1
+        report.scored[judge_name, label] += 1
     return writes
