@@ -92,7 +92,8 @@ def _judge(store: Store, job: Job) -> list[str]:
     if p.get("judge") not in JUDGES:
         raise ValueError(f"unknown judge {p.get('judge')!r}; one of {JUDGES}")
     report = judge_project(store, judge=p["judge"], model=p.get("model") or None, limit=p.get("limit") or None,
-                           concurrency=int(p.get("concurrency") or 8), force=bool(p.get("force")), progress=False)
+                           concurrency=int(p.get("concurrency") or 8), force=bool(p.get("force")), progress=False,
+                           label=p.get("label") or None)
     job.run_id = report.run_id
     return report.lines()
 
