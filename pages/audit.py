@@ -96,7 +96,8 @@ with st.expander("Filters", expanded=True):
                                  "auditors (a current audit disagrees with this judge)"),
     )
 runs = [r for r in store.judge_labels() if r["judge"] == judge]
-label = store.default_labels().get(judge) if judge else None
+default_label = store.default_labels().get(judge) if judge else None
+label = default_label
 if len(runs) > 1:
     run_names = [r["label"] for r in runs]
     if st.session_state.get("audit:label") not in run_names:
@@ -105,10 +106,10 @@ if len(runs) > 1:
     label = st.selectbox(
         "Run", run_names, key="audit:label",
         format_func=lambda name: name + (" (SIMULATED verdicts)" if run_info[name]["simulated"] else "")
-        + (" · default" if name == store.default_labels().get(judge) else ""),
+        + (" · default" if name == default_label else ""),
         help="This judge has several labelled runs (another model, prompt or rules): whose verdicts you audit. "
              "Each item also shows the other runs' verdicts.")
-    if label != store.default_labels().get(judge):
+    if label != default_label:
         stats = cached_judge_stats(store, {judge: label})
 listing = audit_list(trajectories, stats, judge, filters)
 st.text(f"{len(listing)} of {len(trajectories)} trajectories match")
@@ -155,7 +156,7 @@ def focus(item_id: str) -> None:
 @st.fragment
 def item_panel(view: ItemView, focused: bool) -> None:
     """One item; the focused one in full with the audit controls, the others as one line."""
-    key = f"audit:{traj_id}:{judge}:{label}:{view.item_id}"
+    key = f"audit:{traj_id}:{judge}:{view.item_id}" + ("" if label == default_label else f":{label}")
     history = item_audit_history(store, trajectory_id=traj_id, item_id=view.item_id, judge=judge, label=label)
     with st.container(border=True):
         head = st.columns([0.8, 1.2, 1.6, 1.4, 5])

@@ -40,7 +40,6 @@ def export_judgments(
             "trajectory_id": row["trajectory_id"],
             "task": row["task"],
             "judge": row["judge"],
-            "label": row["label"],
             "item_id": row["item_id"],
             "route": row["route"],
             "verdict_raw": row["verdict_raw"],
@@ -60,6 +59,7 @@ def export_judgments(
             "run_id": row["run_id"],
             "created_at": row["created_at"],
             "scored_at": row["scored_at"],
+            "label": row["label"],
         }
 
 
@@ -75,7 +75,6 @@ def export_scores(
             "trajectory_id": row["trajectory_id"],
             "task": row["task"],
             "judge": row["judge"],
-            "label": row["label"],
             "outcome": row["outcome"],
             "condition": row["condition"],
             "partial_credit": row["partial_credit"],
@@ -96,4 +95,5 @@ def export_scores(
             "rules_version": row["rules_version"],
             "run_id": row["run_id"],
             "scored_at": row["scored_at"],
+            "label": row["label"],
         }

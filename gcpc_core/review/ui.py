@@ -64,6 +64,7 @@ __all__ = [
     "render_plain",
     "render_steps",
     "require_store",
+    "run_select",
     "reviewer",
     "sign_in",
     "signed_in",
@@ -240,6 +241,28 @@ cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.tas
 cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
 cached_trajectory_score = cached("scores")(scores.trajectory_score)
 cached_compare = cached("judgments", "scores", "trajectories", "checklists")(compare.compare_view)
+
+
+def run_select(store: Store, key: str) -> dict[str, str] | None:
+    """A "Run of JUDGE" box for each judge with several labelled runs (default: its default run); returns
+    judge → label for the runs chosen instead of a default, None when every judge reads its default."""
+    defaults = store.default_labels()
+    by_judge: dict[str, list[dict]] = {}
+    for run in store.judge_labels():
+        by_judge.setdefault(run["judge"], []).append(run)
+    chosen: dict[str, str] = {}
+    for judge, runs in sorted(by_judge.items()):
+        if len(runs) < 2:
+            continue
+        names = [defaults[judge], *(r["label"] for r in reversed(runs) if r["label"] != defaults[judge])]
+        simulated = {r["label"] for r in runs if r["simulated"]}
+        label = st.selectbox(f"Run of {judge}", names, key=f"{key}:run:{judge}",
+                             format_func=lambda n: n + (" · default" if n == defaults[judge] else "")
+                             + (" (SIMULATED verdicts)" if n in simulated else ""),
+                             help="This judge has several labelled runs: whose verdicts every figure here uses")
+        if label != defaults[judge]:
+            chosen[judge] = label
+    return chosen or None
 
 
 @st.cache_resource(show_spinner=False)
