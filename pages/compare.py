@@ -16,7 +16,7 @@ from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import cached_compare, require_store
 
 store = require_store()
-st.title("Compare judge runs")
+st.title("Compare runs")
 runs = run_choices(store)
 pair = default_pair(runs)
 if pair is None:

@@ -30,7 +30,7 @@ def test_compare_page_shows_both_runs_and_opens_a_differing_item_with_both_verdi
     assert len(expected.differing) > 0
 
     demo.open("compare")
-    expect(demo.title()).to_have_text("Compare judge runs")
+    expect(demo.title()).to_have_text("Compare runs")
     expect(demo.text("SIMULATED verdicts").first).to_be_visible()
     expect(demo.text(expected.headline(), exact=True)).to_be_visible()
     assert metric(demo, "Items both judged") == str(expected.n_items)

@@ -70,3 +70,28 @@ def test_a_runs_page_job_judges_under_its_label(demo: Store, monkeypatch: pytest
     assert {r["label"] for r in demo.judge_labels()} == {"from-the-page", DEMO_SIMULATED_LABEL,
                                                          next(r["label"] for r in demo.judge_labels()
                                                               if r["label"].startswith("probe:"))}
+
+
+def test_triage_reads_the_chosen_run_and_links_to_it(demo: Store) -> None:
+    from gcpc_core.review.auditloop import judge_loop, loop_data
+
+    default = loop_data(demo, n_boot=50)
+    chosen = loop_data(demo, n_boot=50, labels={"probe": DEMO_SIMULATED_LABEL})
+    assert not default.disagreements["link"].str.contains("label=").any()
+    assert chosen.disagreements["link"].str.contains("label=DEMO").all()
+    # the simulated run flips verdicts, so it disagrees with the verifier where the probe judge did not
+    assert set(chosen.disagreements["trajectory_id"] + chosen.disagreements["item_id"]) != set(
+        default.disagreements["trajectory_id"] + default.disagreements["item_id"])
+    loop = judge_loop(demo, "probe", 3, 0.1, labels={"probe": DEMO_SIMULATED_LABEL})
+    assert len(loop.proposals) == 3 and loop.proposals["link"].str.contains("label=DEMO").all()
+
+
+def test_the_report_names_the_run_of_each_judge(demo: Store, tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
+    from gcpc_core.analysis import build_report
+    from gcpc_core.analysis.loader import frames_from_store
+
+    result = build_report(frames_from_store(demo), tmp_path / "r", n_boot=50, figures=False)
+    assert list(result.tables["judges"]["run"]) == [demo.default_labels()["probe"]]
+    chosen = build_report(frames_from_store(demo, labels={"probe": DEMO_SIMULATED_LABEL}), tmp_path / "s", n_boot=50,
+                          figures=False)
+    assert list(chosen.tables["judges"]["run"]) == [DEMO_SIMULATED_LABEL]
