@@ -77,6 +77,9 @@ def test_migration_keeps_every_row_under_its_derived_label(migrated: Store) -> N
     assert db["judgments"].pks == ["trajectory_id", "judge", "label", "item_id"]
     assert db["judge_units"].pks == ["trajectory_id", "judge", "label"]
     assert db["scores"].pks == ["trajectory_id", "judge", "label"]
+    for table in ("judge_units", "judgments", "scores"):  # the rebuilt tables keep their trajectory foreign key
+        assert [fk.other_table for fk in db[table].foreign_keys] == ["trajectories"]
+    assert db.execute("PRAGMA foreign_key_check").fetchall() == []
     for table in ("judge_units", "judgments", "scores", "judge_replies"):
         labels = {(r["judge"], r["label"]) for r in db[table].rows}
         assert labels == {("probe", PROBE_LABEL), ("gcpc", GCPC_LABEL)}, table
