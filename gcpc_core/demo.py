@@ -36,7 +36,7 @@ def build_demo_project(db_path: Path, *, seed: int = 7) -> ImportReport:
     store.set_meta("is_demo", "1")
     store.set_meta("demo_note", DEMO_MARKER)
     report = import_project(store, tasks_dir=tasks_dir, trials_dir=trials_dir, is_demo=True, progress=False)
-    _add_demo_judgments(store)
+    _add_demo_judgments(store, seed=seed)
     _add_demo_study(store, seed=seed)
     return report
 
@@ -46,8 +46,9 @@ DEMO_CHECKLISTS_DIR = Path(__file__).with_name("demo_checklists")
 DEMO_CHECKLIST_AUTHOR = "gcpc demo"
 
 
-def _add_demo_judgments(store: Store) -> None:
-    """Freeze the demo checklists, judge every demo trial with the offline probe judge, score."""
+def _add_demo_judgments(store: Store, *, seed: int) -> None:
+    """Freeze the demo checklists, judge every demo trial with the offline probe judge, add the simulated
+    second run, score."""
     from .checklist import load_checklist_file, load_rules
     from .checklist.registry import register_checklist
     from .judge import judge_project, score_project  # the judge builds on this package: import late
@@ -58,7 +59,7 @@ def _add_demo_judgments(store: Store) -> None:
         if failures:  # tests keep every demo checklist passing the gates
             raise RuntimeError(f"demo checklist {path.name} fails gates: {[f.line() for f in failures]}")
     judge_project(store, judge="probe", progress=False, rules=rules)
-    _add_demo_simulated_run(store, seed=7)
+    _add_demo_simulated_run(store, seed=seed)
     score_project(store)
 
 

@@ -8,6 +8,7 @@ Data values are shown through st.dataframe / st.text only.
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
@@ -45,10 +46,10 @@ for note in result.notes:
     st.text("Note: " + note)
 m = st.columns(4)
 delta = result.delta.iloc[0]
-m[0].metric("ΔAUC (A − B)", "n/a" if delta["delta_auc"] != delta["delta_auc"] else f"{delta['delta_auc']:+.3f}")
+m[0].metric("ΔAUC (A − B)", "n/a" if pd.isna(delta["delta_auc"]) else f"{delta['delta_auc']:+.3f}")
 m[1].metric("Items both judged", result.n_items)
 m[2].metric("Same raw verdict", "n/a" if not result.n_items else f"{100 * result.agreement:.1f}%")
-m[3].metric("Cohen's κ", "n/a" if result.kappa != result.kappa else f"{result.kappa:.3f}")
+m[3].metric("Cohen's κ", "n/a" if pd.isna(result.kappa) else f"{result.kappa:.3f}")
 
 st.subheader("AUC vs official PASS, on the trajectories both runs scored")
 st.dataframe(result.auc[["judge", "n", "n_pass", "n_fail", "n_tasks", "auc", "ci_low", "ci_high", "note"]]

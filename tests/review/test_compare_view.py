@@ -4,6 +4,7 @@ run's verdict and citations on an item, audits recorded per run, and a Runs-page
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -86,7 +87,7 @@ def test_triage_reads_the_chosen_run_and_links_to_it(demo: Store) -> None:
     assert len(loop.proposals) == 3 and loop.proposals["link"].str.contains("label=DEMO").all()
 
 
-def test_the_report_names_the_run_of_each_judge(demo: Store, tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
+def test_the_report_names_the_run_of_each_judge(demo: Store, tmp_path: Path) -> None:
     from gcpc_core.analysis import build_report
     from gcpc_core.analysis.loader import frames_from_store
 
