@@ -161,3 +161,10 @@ def test_resolve_labels_names_what_is_wrong(migrated: Store) -> None:
     with pytest.raises(ValueError, match="several judges: write KIND=LABEL"):
         migrated.resolve_labels(["shared"])
     assert migrated.resolve_labels(["gcpc=shared"]) == {"gcpc": "shared"}
+
+
+def test_a_batch_run_cannot_take_a_label(store: Store) -> None:
+    from gcpc_core.judge import judge_project
+
+    with pytest.raises(ValueError, match="--label is not available with --batch"):
+        judge_project(store, judge="gcpc", batch=True, label="mine", progress=False)
