@@ -68,6 +68,7 @@ ADMIN_PAGES = {  # URL path → (script, title); "" is the default page, served 
     "": ("pages/overview.py", "Overview"),
     "audit": ("pages/audit.py", "Item audit"),
     "triage": ("pages/triage.py", "Triage"),
+    "compare": ("pages/compare.py", "Compare runs"),
     "checklists": ("pages/checklists.py", "Checklists"),
     "pairs": ("pages/pairs.py", "Skill pairs"),
     "agreement": ("pages/agreement.py", "Agreement"),

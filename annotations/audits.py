@@ -1,8 +1,9 @@
 """Item audits: an auditor's agree / disagree (with a corrected verdict) on one judge's item verdict.
 
 The review app records these in the same append-only annotations store as the study answers: a
-new audit of the same (trajectory, item, judge) by the same reviewer supersedes the previous one and
-the history is kept. These helpers only validate and shape; the app owns the page.
+new audit of the same (trajectory, item, judge, label) by the same reviewer supersedes the previous one and
+the history is kept. An audit names the labelled judge run whose verdict it checked; without a label it
+is of the judge's default run. These helpers only validate and shape; the app owns the page.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ def audit_value(agree: bool, corrected_verdict: str | None) -> dict:
 def record_item_audit(
     store: Store, *, trajectory_id: str, item_id: str, judge: str, reviewer: str, agree: bool,
     corrected_verdict: str | None = None, note: str | None = None, task: str | None = None,
-    client_token: str | None = None,
+    client_token: str | None = None, label: str | None = None,
 ) -> tuple[dict, bool]:
     """Append an audit; returns (stored row, whether a new row was written — False for a repeat)."""
+    label = label or _default_label(store, judge)
     if task is None:
         traj = store.get_trajectory(trajectory_id)
         if traj is None:
@@ -39,19 +41,33 @@ def record_item_audit(
         task = traj.task
     return store.add_annotation(
         kind="item_audit", rater=reviewer, value=audit_value(agree, corrected_verdict), task=task,
-        trajectory_id=trajectory_id, item_id=item_id, judge=judge, note=free_text(note),
+        trajectory_id=trajectory_id, item_id=item_id, judge=judge, label=label, note=free_text(note),
         client_token=client_token,
     )
 
 
-def item_audits(store: Store, *, trajectory_id: str | None = None, judge: str | None = None) -> list[dict]:
-    """Current audits (latest per reviewer and item), optionally for one trajectory and/or judge."""
-    rows = store.annotations(kind="item_audit", trajectory_id=trajectory_id)
+def _default_label(store: Store, judge: str) -> str | None:
+    """The judge's default run; None when the judge has no run (the audit then names no run)."""
+    return store.default_labels().get(judge)
+
+
+def item_audits(
+    store: Store, *, trajectory_id: str | None = None, judge: str | None = None, label: str | None = None
+) -> list[dict]:
+    """Current audits (latest per reviewer and item), optionally for one trajectory and/or judge; of the
+    judge's run `label` (default: each judge's default run)."""
+    labels = {judge: label} if judge and label else None
+    rows = store.annotations(kind="item_audit", trajectory_id=trajectory_id, labels=labels)
     return [r for r in rows if judge is None or r["judge"] == judge]
 
 
-def item_audit_history(store: Store, *, trajectory_id: str, item_id: str, judge: str) -> list[dict]:
-    """Every audit version of one item verdict by every reviewer, oldest first."""
-    target = store.annotation_target("item_audit", {"trajectory_id": trajectory_id, "item_id": item_id, "judge": judge})
-    rows = store.annotations(kind="item_audit", target=target, current=False)
+def item_audit_history(
+    store: Store, *, trajectory_id: str, item_id: str, judge: str, label: str | None = None
+) -> list[dict]:
+    """Every audit version of one item verdict (of run `label`, default the judge's default run) by every
+    reviewer, oldest first."""
+    label = label or _default_label(store, judge)
+    target = store.annotation_target("item_audit", {"trajectory_id": trajectory_id, "item_id": item_id,
+                                                    "judge": judge, "label": label})
+    rows = store.annotations(kind="item_audit", target=target, current=False, all_labels=True)
     return sorted(rows, key=lambda r: r["id"])

@@ -7,13 +7,15 @@ ready project DB, which the app opens when no project is configured.
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 from .demo_corpus import DEMO_MARKER, write_demo_corpus
 from .ingest import ImportReport, import_project
-from .store import Store
+from .store import Store, utcnow
 
-__all__ = ["DEMO_CHECKLISTS_DIR", "DEMO_MARKER", "build_demo_project", "default_demo_db", "ensure_demo_project", "write_demo_corpus"]
+__all__ = ["DEMO_CHECKLISTS_DIR", "DEMO_MARKER", "DEMO_SIMULATED_LABEL", "DEMO_SIMULATED_MODEL", "build_demo_project",
+           "default_demo_db", "ensure_demo_project", "write_demo_corpus"]
 
 
 def default_demo_db() -> Path:
@@ -24,7 +26,9 @@ def default_demo_db() -> Path:
 
 def build_demo_project(db_path: Path, *, seed: int = 7) -> ImportReport:
     """Write the demo corpus beside `db_path` and import it; the DB is marked as demo. Then the demo
-    checklists are frozen, every trial is probe-judged and scored, and a simulated study is added."""
+    checklists are frozen, every trial is probe-judged, a second SIMULATED run of the probe judge is
+    added under another model label (so two runs can be compared), everything is scored, and a
+    simulated study is added."""
     db_path = Path(db_path)
     corpus = db_path.parent / f"{db_path.stem}_corpus"
     tasks_dir, trials_dir = write_demo_corpus(corpus, seed=seed)
@@ -32,7 +36,7 @@ def build_demo_project(db_path: Path, *, seed: int = 7) -> ImportReport:
     store.set_meta("is_demo", "1")
     store.set_meta("demo_note", DEMO_MARKER)
     report = import_project(store, tasks_dir=tasks_dir, trials_dir=trials_dir, is_demo=True, progress=False)
-    _add_demo_judgments(store)
+    _add_demo_judgments(store, seed=seed)
     _add_demo_study(store, seed=seed)
     return report
 
@@ -42,8 +46,9 @@ DEMO_CHECKLISTS_DIR = Path(__file__).with_name("demo_checklists")
 DEMO_CHECKLIST_AUTHOR = "gcpc demo"
 
 
-def _add_demo_judgments(store: Store) -> None:
-    """Freeze the demo checklists, judge every demo trial with the offline probe judge, score."""
+def _add_demo_judgments(store: Store, *, seed: int) -> None:
+    """Freeze the demo checklists, judge every demo trial with the offline probe judge, add the simulated
+    second run, score."""
     from .checklist import load_checklist_file, load_rules
     from .checklist.registry import register_checklist
     from .judge import judge_project, score_project  # the judge builds on this package: import late
@@ -54,7 +59,45 @@ def _add_demo_judgments(store: Store) -> None:
         if failures:  # tests keep every demo checklist passing the gates
             raise RuntimeError(f"demo checklist {path.name} fails gates: {[f.line() for f in failures]}")
     judge_project(store, judge="probe", progress=False, rules=rules)
+    _add_demo_simulated_run(store, seed=seed)
     score_project(store)
+
+
+DEMO_SIMULATED_MODEL = "demo-model-b (SIMULATED)"
+DEMO_SIMULATED_LABEL = "DEMO simulated: probe under demo-model-b"
+DEMO_FLIP_SHARE = 0.2
+"""Share of the probe's decided (Yes/No) verdicts the simulated second run flips."""
+
+
+def _add_demo_simulated_run(store: Store, *, seed: int) -> None:
+    """A second run of the probe judge whose verdicts are SIMULATED, not judged: the probe's raw
+    verdicts with a seeded share of Yes/No flipped, stored under their own label and model and marked
+    simulated (so it is never a judge's default run). It lets the compare page show two runs."""
+    rng = random.Random(seed)
+    base = store.default_labels()["probe"]
+    rows_by_traj: dict[str, list[dict]] = {}
+    for row in store.judgments(judge="probe", labels={"probe": base}):
+        if row["route"] != "endpoint":
+            rows_by_traj.setdefault(row["trajectory_id"], []).append(row)
+    units = store.judge_units("probe", labels={"probe": base})
+    first = next(iter(units.values()))
+    run_id = store.start_run(kind="judge-probe-simulated", model=DEMO_SIMULATED_MODEL,
+                             prompt_version=first["prompt_version"], rules_version=first["rules_version"],
+                             params={"simulated": True, "from_label": base, "flip_share": DEMO_FLIP_SHARE, "seed": seed})
+    now = utcnow()
+    common = {"label": DEMO_SIMULATED_LABEL, "model": DEMO_SIMULATED_MODEL, "run_id": run_id, "created_at": now}
+    flip = {"Yes": "No", "No": "Yes"}
+    for (traj_id, _), unit in sorted(units.items()):
+        rows = []
+        for row in rows_by_traj.get(traj_id, []):
+            verdict = row["verdict_raw"]
+            if verdict in flip and rng.random() < DEMO_FLIP_SHARE:
+                row = {**row, "verdict_raw": flip[verdict], "rationale": f"SIMULATED (demo): the probe judge said "
+                       f"{verdict}; this simulated run says {flip[verdict]}"}
+            rows.append({**row, **common, "verdict": row["verdict_raw"], "reason": row["reason_raw"], "scored_at": None})
+        store.save_trajectory_judgment({**unit, **common}, rows, [], simulated=True,
+                                       note="DEMO: simulated verdicts (the probe judge's, a share flipped), not a judge run")
+    store.finish_run(run_id, status="done", wall_s=0.0, totals={})
 
 
 def _add_demo_study(store: Store, *, seed: int) -> None:

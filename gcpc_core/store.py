@@ -13,7 +13,7 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +24,7 @@ from sqlite_utils.migrations import Migrations
 
 from .models import CtrfTest, Event, Task, Trajectory, VerifierTest
 
-__all__ = ["EventRow", "Store", "TrajectoryClash", "event_rows", "utcnow"]
+__all__ = ["EventRow", "Store", "TrajectoryClash", "derive_label", "event_rows", "utcnow"]
 
 MIGRATIONS = Migrations("gcpc")
 BUSY_TIMEOUT_S = 60.0
@@ -37,6 +37,14 @@ class TrajectoryClash(ValueError):
 def utcnow() -> str:
     """ISO-8601 UTC timestamp used for every `created_at` column."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def derive_label(judge: str, model: str | None, prompt_version: str | None, rules_version: str | None) -> str:
+    """The label a judge run gets when nobody names it: what makes two runs of one judge kind different.
+
+    Deterministic, so a rerun of the same judge, model, prompt and rules resumes the same label.
+    """
+    return f"{judge}:{model or 'offline'}:{prompt_version or '-'}:rules-{(rules_version or '-')[:12]}"
 
 
 @MIGRATIONS()
@@ -298,6 +306,10 @@ def m301_annotations_and_studies(db: Database) -> None:
     db["annotations"].create_index(["supersedes"], unique=True)  # history is a chain, never a fork
     db["annotations"].create_index(["kind", "study_id", "target", "rater"])
     db["annotations"].create_index(["trajectory_id"])
+    _append_only_triggers(db)
+
+
+def _append_only_triggers(db: Database) -> None:
     for op in ("UPDATE", "DELETE"):
         db.execute(
             f"""
@@ -501,6 +513,65 @@ def m1401_trial_outcome_basis(db: Database) -> None:
 def m1201_run_counts(db: Database) -> None:
     """What each run counted when it ended (imported, judged, scored, frozen, …), as JSON."""
     db["runs"].add_column("counts", str)
+
+
+_LABELLED = {
+    "judge_units": ("trajectory_id", "judge", "label"),
+    "judgments": ("trajectory_id", "judge", "label", "item_id"),
+    "scores": ("trajectory_id", "judge", "label"),
+    "judge_replies": None,
+}
+"""Tables keyed by judge run label, with their new primary key (replies keep their integer id)."""
+
+
+@MIGRATIONS()
+def m1701_judge_labels(db: Database) -> None:
+    """Labelled judge runs: several runs of one judge kind (another model, prompt or rules) coexist.
+
+    Judgments, units, scores and replies gain a `label` in their key. Existing rows get the label
+    derived from the provenance their unit recorded (`derive_label`), so nothing is dropped and a
+    rerun with the same setting resumes them. `judge_labels` records each label once (who named it,
+    whether its verdicts are simulated). Existing item audits are attached to the label of the
+    unit they audited: their `label` is set and their `target` extended with it, which keeps each
+    audit's supersession chain intact; the append-only triggers are lifted for this one rewrite only.
+    """
+    db.register_function(derive_label, deterministic=True, replace=True)
+    for table in _LABELLED:
+        db[table].add_column("label", str)
+    db.execute("UPDATE judge_units SET label = derive_label(judge, model, prompt_version, rules_version)")
+    unit_label = ("(SELECT u.label FROM judge_units AS u WHERE u.trajectory_id = {t}.trajectory_id "
+                  "AND u.judge = {t}.judge)")
+    for table in ("judgments", "scores", "judge_replies"):
+        db.execute(f"UPDATE {table} SET label = {unit_label.format(t=table)}")
+    for table in ("judgments", "scores"):  # rows without a unit (none are written so) keep their own provenance
+        db.execute(f"UPDATE {table} SET label = derive_label(judge, model, prompt_version, rules_version) "
+                   "WHERE label IS NULL")
+    db.execute("UPDATE judge_replies SET label = derive_label(judge, NULL, NULL, NULL) WHERE label IS NULL")
+    for table, pk in _LABELLED.items():
+        if pk is not None:
+            db[table].transform(pk=pk, not_null={"label"})
+    db["judge_units"].create_index(["judge", "label"])
+    db["judgments"].create_index(["judge", "label", "task"])
+    db["judge_replies"].create_index(["trajectory_id", "judge", "label"])
+    db["judge_labels"].create(
+        {"judge": str, "label": str, "model": str, "prompt_version": str, "rules_version": str, "named": int,
+         "simulated": int, "note": str, "created_at": str},
+        pk=("judge", "label"),
+        not_null={"created_at"},
+    )
+    db.execute(
+        "INSERT INTO judge_labels (judge, label, model, prompt_version, rules_version, named, simulated, created_at) "
+        "SELECT judge, label, model, prompt_version, rules_version, 0, 0, min(created_at) FROM judge_units "
+        "GROUP BY judge, label"
+    )
+    db["annotations"].add_column("label", str)
+    for op in ("update", "delete"):
+        db.execute(f"DROP TRIGGER annotations_append_only_{op}")
+    db.execute(
+        f"UPDATE annotations SET label = {unit_label.format(t='annotations')} WHERE kind = 'item_audit'"
+    )
+    db.execute("UPDATE annotations SET target = target || '|' || label WHERE kind = 'item_audit' AND label IS NOT NULL")
+    _append_only_triggers(db)
 
 
 _EVENT_COLUMNS = ("trajectory_id", "seq", "id", "kind", "tool_name", "call_id", "path", "is_error", "source", "text")
@@ -756,11 +827,12 @@ class Store:
     # ---- summary ----------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
-        """Row counts for `info`; a table this DB does not have counts as 0."""
+        """Row counts for `info`; tables that later stages add count as 0 until they exist. `judgments`
+        counts each judge's chosen (default) run, as every read does; `judgments_all_runs` every labelled run."""
         db = self.db
 
-        def count(table: str, where: str | None = None) -> int:
-            return db[table].count_where(where) if db[table].exists() else 0
+        def count(table: str, where: str | None = None, args: list | None = None) -> int:
+            return db[table].count_where(where, args or []) if db[table].exists() else 0
 
         return {
             "tasks": count("tasks"),
@@ -773,7 +845,9 @@ class Store:
             "unknown_condition": count("trajectories", "condition = 'unknown'"),
             "events": count("events"),
             "checklists": count("checklists"),
-            "judgments": count("judgments"),
+            "judgments": count("judgments", *self._label_clause(None, False)) if db["judge_units"].exists() else 0,
+            "judgments_all_runs": count("judgments"),
+            "judge_runs": len(self.judge_labels()) if db["judge_units"].exists() else 0,
             "annotations": count("annotations"),
             "import_issues": count("import_issues"),
         }
@@ -1000,6 +1074,8 @@ class Store:
         "preference": ("pair_id",),
     }
     """Columns that say what an annotation is about; joined with `|` they form its `target`."""
+    ANNOTATION_TARGET_OPTIONAL: dict[str, tuple[str, ...]] = {"item_audit": ("label",)}
+    """Appended to the target when set: the judge run an audit checked (an audit of a judge with no run has none)."""
     _NOT_SUPERSEDED = "NOT EXISTS (SELECT 1 FROM annotations AS b WHERE b.supersedes = annotations.id)"
 
     @classmethod
@@ -1011,6 +1087,7 @@ class Store:
         missing = [n for n in names if not keys.get(n)]
         if missing:
             raise ValueError(f"a {kind} annotation needs {', '.join(missing)}")
+        names += tuple(n for n in cls.ANNOTATION_TARGET_OPTIONAL.get(kind, ()) if keys.get(n))
         return "|".join(str(keys[n]) for n in names)
 
     @staticmethod
@@ -1037,6 +1114,7 @@ class Store:
         pair_id: str | None = None,
         item_id: str | None = None,
         judge: str | None = None,
+        label: str | None = None,
         note: str | None = None,
         confidence: int | None = None,
         client_token: str | None = None,
@@ -1055,7 +1133,7 @@ class Store:
         """
         if not rater:
             raise ValueError("an annotation needs a rater")
-        keys = {"trajectory_id": trajectory_id, "pair_id": pair_id, "item_id": item_id, "judge": judge}
+        keys = {"trajectory_id": trajectory_id, "pair_id": pair_id, "item_id": item_id, "judge": judge, "label": label}
         target = self.annotation_target(kind, keys)
         token = client_token or uuid.uuid4().hex
         value_json = _dumps(value)
@@ -1075,7 +1153,7 @@ class Store:
             row = {
                 "kind": kind, "study_id": study_id, "target": target, "task": task,
                 "trajectory_id": trajectory_id, "unit_id": unit_id, "pair_id": pair_id, "item_id": item_id,
-                "judge": judge, "rater": rater, "value": value_json, "note": note, "confidence": confidence,
+                "judge": judge, "label": label, "rater": rater, "value": value_json, "note": note, "confidence": confidence,
                 "created_at": created_at or utcnow(), "supersedes": None if current is None else current["id"],
                 "client_token": token, "source": source, "is_simulated": int(is_simulated),
             }
@@ -1092,16 +1170,25 @@ class Store:
         target: str | None = None,
         trajectory_id: str | None = None,
         current: bool = True,
+        labels: Mapping[str, str] | None = None,
+        all_labels: bool = False,
     ) -> list[dict]:
-        """Annotation rows (value decoded) in id order; only current answers unless `current=False`."""
-        clauses = [
-            (c, v)
-            for c, v in (("kind = ?", kind), ("study_id = ?", study_id), ("rater = ?", rater),
-                         ("target = ?", target), ("trajectory_id = ?", trajectory_id))
-            if v is not None
-        ]
-        where = [c for c, _ in clauses] + ([self._NOT_SUPERSEDED] if current else [])
-        rows = self.db["annotations"].rows_where(" AND ".join(where) or None, [v for _, v in clauses], order_by="id")
+        """Annotation rows (value decoded) in id order; only current answers unless `current=False`.
+
+        Item audits are kept only for each judge's chosen run (its default label, or `labels`), like
+        the verdicts they audit, unless `all_labels`; audits naming no run (made before the judge had
+        one) and other kinds are always kept.
+        """
+        filters = [("kind = ?", kind), ("study_id = ?", study_id), ("rater = ?", rater), ("target = ?", target),
+                   ("trajectory_id = ?", trajectory_id)]
+        where, args = self._where(filters, None, True)
+        clauses = [where] if where else []
+        clauses += [self._NOT_SUPERSEDED] if current else []
+        label_where, label_args = self._label_clause(labels, all_labels)
+        if label_where is not None:
+            clauses.append(f"(kind != 'item_audit' OR label IS NULL OR {label_where})")
+            args += label_args
+        rows = self.db["annotations"].rows_where(" AND ".join(clauses) or None, args, order_by="id")
         return [self._annotation_row(r) for r in rows]
 
     def annotation_history(self, *, kind: str, study_id: str | None, target: str, rater: str) -> list[dict]:
@@ -1235,21 +1322,21 @@ class Store:
     # Plain SQL with executemany here: these writes sit on the judging hot path.
 
     JUDGMENT_COLUMNS = (
-        "trajectory_id", "judge", "item_id", "position", "task", "route", "verdict_raw", "reason_raw",
+        "trajectory_id", "judge", "label", "item_id", "position", "task", "route", "verdict_raw", "reason_raw",
         "verdict", "reason", "citations", "rationale", "checklist_sha", "model", "prompt_version",
         "rules_version", "run_id", "created_at", "scored_at",
     )
     JUDGE_UNIT_COLUMNS = (
-        "trajectory_id", "judge", "task", "checklist_sha", "model", "prompt_version", "rules_version",
+        "trajectory_id", "judge", "label", "task", "checklist_sha", "model", "prompt_version", "rules_version",
         "content_hash", "n_items", "progress", "rationale", "citations", "reason", "run_id", "created_at",
     )
     JUDGE_REPLY_COLUMNS = (
-        "trajectory_id", "judge", "run_id", "attempt", "item_id", "llm_key", "cache_hit", "status", "problems",
-        "raw", "created_at",
+        "trajectory_id", "judge", "label", "run_id", "attempt", "item_id", "llm_key", "cache_hit", "status",
+        "problems", "raw", "created_at",
     )
     SCORE_COLUMNS = (
-        "trajectory_id", "judge", "task", "outcome", "condition", "partial_credit", "evidence_coverage", "perfect",
-        "perfect_with_endpoint", "n_items", "n_yes", "n_no", "n_abstain", "checklist_sha", "model",
+        "trajectory_id", "judge", "label", "task", "outcome", "condition", "partial_credit", "evidence_coverage",
+        "perfect", "perfect_with_endpoint", "n_items", "n_yes", "n_no", "n_abstain", "checklist_sha", "model",
         "prompt_version", "rules_version", "run_id", "scored_at",
     )
 
@@ -1266,20 +1353,104 @@ class Store:
             out.append(tuple(_dumps(v) if isinstance(v, (list, dict)) else v for v in values))
         return out
 
-    def judge_units(self, judge: str | None = None) -> dict[tuple[str, str], dict]:
-        """(trajectory id, judge) → unit row (JSON columns decoded): what is judged already."""
-        where, args = ("judge = ?", [judge]) if judge else (None, [])
+    # ---- labelled judge runs ------------------------------------------------------
+    # Several labelled runs of one judge kind coexist. Reads that do not name labels see one run per
+    # kind: its default label (see `default_labels`), so every view and figure shows one set per judge
+    # unless a label is chosen (`labels={judge: label}`) or every run is asked for (`all_labels`).
+
+    def judge_labels(self) -> list[dict]:
+        """Every labelled run, oldest first by its latest write: judge, label, provenance, `named`,
+        `simulated`, `note`, `n_trajectories`, `first_at`, `last_at`."""
+        rows = self.db.execute(
+            "SELECT u.judge, u.label, l.model, l.prompt_version, l.rules_version, coalesce(l.named, 0),"
+            " coalesce(l.simulated, 0), l.note, count(*), min(u.created_at), max(u.created_at), max(u.rowid)"
+            " FROM judge_units AS u LEFT JOIN judge_labels AS l ON l.judge = u.judge AND l.label = u.label"
+            " GROUP BY u.judge, u.label ORDER BY max(u.created_at), max(u.rowid)"
+        ).fetchall()
+        keys = ("judge", "label", "model", "prompt_version", "rules_version", "named", "simulated", "note",
+                "n_trajectories", "first_at", "last_at")
+        return [{**dict(zip(keys, r[:-1])), "named": bool(r[5]), "simulated": bool(r[6])} for r in rows]
+
+    def default_labels(self) -> dict[str, str]:
+        """judge kind → its default label: the most recently written run whose verdicts a judge produced.
+
+        A simulated run (the demo's second model) is the default only when its kind has no other run,
+        so simulated verdicts never silently replace a judge's figures.
+        """
+        chosen: dict[str, tuple[bool, str]] = {}
+        for row in self.judge_labels():  # oldest first: a later real run wins, a simulated one never beats a real one
+            held = chosen.get(row["judge"])
+            if held is None or not (row["simulated"] and not held[0]):
+                chosen[row["judge"]] = (row["simulated"], row["label"])
+        return {judge: label for judge, (_, label) in chosen.items()}
+
+    def resolve_labels(self, names: Iterable[str]) -> dict[str, str]:
+        """judge kind → label for labels a user typed (`NAME`, or `KIND=NAME` when NAME is ambiguous).
+
+        Raises ValueError naming the unknown or ambiguous label and listing the labels there are.
+        """
+        known = self.judge_labels()
+        out: dict[str, str] = {}
+        for name in names:
+            kind, sep, label = name.partition("=")
+            hits = [r for r in known if (r["judge"], r["label"]) == (kind, label)] if sep else []
+            hits = hits or [r for r in known if r["label"] == name]
+            listing = ", ".join(f"{r['judge']}={r['label']}" for r in known) or "none: run `judge` first"
+            if not hits:
+                raise ValueError(f"no judge run labelled {name!r} (labels: {listing})")
+            if len(hits) > 1:
+                raise ValueError(f"label {name!r} names runs of several judges: write KIND=LABEL (labels: {listing})")
+            if hits[0]["judge"] in out and out[hits[0]["judge"]] != hits[0]["label"]:
+                raise ValueError(f"two labels chosen for judge {hits[0]['judge']!r}: {out[hits[0]['judge']]!r} "
+                                 f"and {hits[0]['label']!r}")
+            out[hits[0]["judge"]] = hits[0]["label"]
+        return out
+
+    def _label_clause(self, labels: Mapping[str, str] | None, all_labels: bool) -> tuple[str | None, list[str]]:
+        """WHERE clause keeping the chosen run of each judge kind (defaults, overridden by `labels`)."""
+        if all_labels:
+            return None, []
+        chosen = {**self.default_labels(), **(labels or {})}
+        if not chosen:
+            return "0", []
+        clause = "(" + " OR ".join("(judge = ? AND label = ?)" for _ in chosen) + ")"
+        return clause, [v for pair in chosen.items() for v in pair]
+
+    def _where(self, filters: Iterable[tuple[str, Any]], labels: Mapping[str, str] | None,
+               all_labels: bool) -> tuple[str | None, list[Any]]:
+        clauses = [(c, v) for c, v in filters if v is not None]
+        where, args = [c for c, _ in clauses], [v for _, v in clauses]
+        label_where, label_args = self._label_clause(labels, all_labels)
+        if label_where is not None:
+            where.append(label_where)
+            args += label_args
+        return " AND ".join(where) or None, args
+
+    def judge_units(self, judge: str | None = None, *, labels: Mapping[str, str] | None = None) -> dict[tuple[str, str], dict]:
+        """(trajectory id, judge) → unit row (JSON columns decoded) of each judge's chosen run: what is judged already."""
+        where, args = self._where([("judge = ?", judge)], labels, False)
         return {
             (r["trajectory_id"], r["judge"]): self._decode(r, "citations")
             for r in self.db["judge_units"].rows_where(where, args, order_by="trajectory_id, judge")
         }
 
-    def save_trajectory_judgment(self, unit: dict, judgments: list[dict], replies: list[dict]) -> None:
-        """Replace one (trajectory, judge)'s judgments, unit row and score; append its replies. One transaction."""
-        key = [unit["trajectory_id"], unit["judge"]]
+    def save_trajectory_judgment(
+        self, unit: dict, judgments: list[dict], replies: list[dict], *, named: bool = False,
+        simulated: bool = False, note: str | None = None,
+    ) -> None:
+        """Replace one (trajectory, judge, label)'s judgments, unit row and score; append its replies.
+        One transaction. Every row is stored under the unit's label (one save is one run's); a unit
+        without one gets the label derived from its provenance (`derive_label`). The label is recorded on first use (`named`: a
+        person chose it; `simulated`: the verdicts were simulated, not judged)."""
+        label = unit.get("label") or derive_label(unit["judge"], unit.get("model"), unit.get("prompt_version"),
+                                                  unit.get("rules_version"))
+        unit = {**unit, "label": label}
+        judgments = [{**r, "label": label} for r in judgments]
+        replies = [{**r, "label": label} for r in replies]
+        key = [unit["trajectory_id"], unit["judge"], label]
         with self.atomic() as db:
             for table in ("judgments", "scores", "judge_units"):
-                db.execute(f"DELETE FROM {table} WHERE trajectory_id = ? AND judge = ?", key)
+                db.execute(f"DELETE FROM {table} WHERE trajectory_id = ? AND judge = ? AND label = ?", key)
             db.conn.executemany(
                 self._insert_sql("judgments", self.JUDGMENT_COLUMNS), self._values(judgments, self.JUDGMENT_COLUMNS)
             )
@@ -1290,33 +1461,47 @@ class Store:
             db.conn.execute(
                 self._insert_sql("judge_units", self.JUDGE_UNIT_COLUMNS), self._values([unit], self.JUDGE_UNIT_COLUMNS)[0]
             )
+            db.conn.execute(
+                "INSERT OR IGNORE INTO judge_labels (judge, label, model, prompt_version, rules_version, named,"
+                " simulated, note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (unit["judge"], unit["label"], unit.get("model"), unit.get("prompt_version"), unit.get("rules_version"),
+                 int(named), int(simulated), note, unit["created_at"]),
+            )
 
-    def judgments(self, *, judge: str | None = None, trajectory_id: str | None = None) -> list[dict]:
-        """Item judgment rows (citations decoded), by trajectory, judge and checklist position."""
-        clauses = [(c, v) for c, v in (("judge = ?", judge), ("trajectory_id = ?", trajectory_id)) if v is not None]
-        where = " AND ".join(c for c, _ in clauses) or None
-        rows = self.db["judgments"].rows_where(where, [v for _, v in clauses], order_by="trajectory_id, judge, position")
+    def judgments(
+        self, *, judge: str | None = None, trajectory_id: str | None = None,
+        labels: Mapping[str, str] | None = None, all_labels: bool = False,
+    ) -> list[dict]:
+        """Item judgment rows (citations decoded) of each judge's chosen run (every run with `all_labels`),
+        by trajectory, judge, label and checklist position."""
+        where, args = self._where([("judge = ?", judge), ("trajectory_id = ?", trajectory_id)], labels, all_labels)
+        rows = self.db["judgments"].rows_where(where, args, order_by="trajectory_id, judge, label, position")
         return [self._decode(r, "citations") for r in rows]
 
-    def judge_replies(self, *, trajectory_id: str | None = None, judge: str | None = None) -> list[dict]:
-        """Every stored reply (the audit trail), oldest first, problems decoded."""
-        clauses = [(c, v) for c, v in (("trajectory_id = ?", trajectory_id), ("judge = ?", judge)) if v is not None]
-        where = " AND ".join(c for c, _ in clauses) or None
-        return [self._decode(r, "problems") for r in self.db["judge_replies"].rows_where(where, [v for _, v in clauses], order_by="id")]
+    def judge_replies(
+        self, *, trajectory_id: str | None = None, judge: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> list[dict]:
+        """Every stored reply of each judge's chosen run (the audit trail), oldest first, problems decoded."""
+        where, args = self._where([("trajectory_id = ?", trajectory_id), ("judge = ?", judge)], labels, False)
+        return [self._decode(r, "problems") for r in self.db["judge_replies"].rows_where(where, args, order_by="id")]
 
     def save_scores(self, scored: Iterable[tuple[dict, list[dict]]]) -> int:
         """Write postprocessed verdicts and scores: each entry is (score row, postprocessed judgment
-        rows, endpoint included). Raw verdicts are never touched. One transaction; returns the count."""
+        rows, endpoint included) of one (trajectory, judge, label). Raw verdicts are never touched.
+        One transaction; returns the count."""
         n = 0
         with self.atomic() as db:
             for score, rows in scored:
-                key = [score["trajectory_id"], score["judge"]]
-                db.execute("DELETE FROM judgments WHERE trajectory_id = ? AND judge = ? AND route = 'endpoint'", key)
+                key = [score["trajectory_id"], score["judge"], score["label"]]
+                db.execute("DELETE FROM judgments WHERE trajectory_id = ? AND judge = ? AND label = ? "
+                           "AND route = 'endpoint'", key)
                 real = [r for r in rows if r["route"] != "endpoint"]
                 db.conn.executemany(
                     "UPDATE judgments SET verdict = ?, reason = ?, scored_at = ? "
-                    "WHERE trajectory_id = ? AND judge = ? AND item_id = ?",
-                    [(r["verdict"], r["reason"], r["scored_at"], r["trajectory_id"], r["judge"], r["item_id"]) for r in real],
+                    "WHERE trajectory_id = ? AND judge = ? AND label = ? AND item_id = ?",
+                    [(r["verdict"], r["reason"], r["scored_at"], r["trajectory_id"], r["judge"], r["label"], r["item_id"])
+                     for r in real],
                 )
                 db.conn.executemany(
                     self._insert_sql("judgments", self.JUDGMENT_COLUMNS),
@@ -1329,10 +1514,12 @@ class Store:
                 n += 1
         return n
 
-    def scores(self, *, judge: str | None = None) -> list[dict]:
-        """Score rows, by trajectory then judge."""
-        where, args = ("judge = ?", [judge]) if judge else (None, [])
-        return list(self.db["scores"].rows_where(where, args, order_by="trajectory_id, judge"))
+    def scores(
+        self, *, judge: str | None = None, labels: Mapping[str, str] | None = None, all_labels: bool = False,
+    ) -> list[dict]:
+        """Score rows of each judge's chosen run (every run with `all_labels`), by trajectory, judge, label."""
+        where, args = self._where([("judge = ?", judge)], labels, all_labels)
+        return list(self.db["scores"].rows_where(where, args, order_by="trajectory_id, judge, label"))
 
     def add_judge_batch(self, row: dict) -> None:
         """Record a submitted Batch-API job (`requests` maps custom_id → what it judges)."""

@@ -3,7 +3,9 @@ evidence; auditors agree, or disagree with a corrected verdict (append-only, his
 
 Layout and widgets only: `gcpc_core.review.audit` builds the item views, `annotations.audits`
 stores audits. Keys: A agree · D disagree · J / K next / previous item · N / P next / previous
-trajectory. Log and task text is untrusted and only shown with st.text / st.code.
+trajectory. When a judge has several labelled runs (e.g. two models), a Run box chooses whose verdicts
+are audited (default: the judge's default run) and every item shows the other runs' verdicts with their
+citations. Log and task text is untrusted and only shown with st.text / st.code.
 """
 
 from __future__ import annotations
@@ -63,11 +65,12 @@ stats = cached_judge_stats(store)
 judges = ordered_judges(stats["judge"].unique())
 
 # ---- a link (?trajectory=…&judge=…&item=…) selects what it names, once --------------------------------
-query = {k: st.query_params.get(k) for k in ("trajectory", "judge", "item")}
+query = {k: st.query_params.get(k) for k in ("trajectory", "judge", "item", "label")}
 if any(query.values()) and st.session_state.get("audit:applied") != query:
     st.session_state["audit:applied"] = query
     if query["judge"] in judges:
         st.session_state["audit:judge"] = query["judge"]
+        st.session_state["audit:label"] = query["label"]
     if query["trajectory"] in set(trajectories["trajectory_id"]):
         st.session_state["audit:trajectory"] = query["trajectory"]
         for key in ("audit:tasks", "audit:outcomes", "audit:conditions"):
@@ -92,6 +95,22 @@ with st.expander("Filters", expanded=True):
                             help="Disagreement between judges (same item, different raw verdicts) or with "
                                  "auditors (a current audit disagrees with this judge)"),
     )
+runs = [r for r in store.judge_labels() if r["judge"] == judge]
+default_label = store.default_labels().get(judge) if judge else None
+label = default_label
+if len(runs) > 1:
+    run_names = [r["label"] for r in runs]
+    if st.session_state.get("audit:label") not in run_names:
+        st.session_state["audit:label"] = label
+    run_info = {r["label"]: r for r in runs}
+    label = st.selectbox(
+        "Run", run_names, key="audit:label",
+        format_func=lambda name: name + (" (SIMULATED verdicts)" if run_info[name]["simulated"] else "")
+        + (" · default" if name == default_label else ""),
+        help="This judge has several labelled runs (another model, prompt or rules): whose verdicts you audit. "
+             "Each item also shows the other runs' verdicts.")
+    if label != default_label:
+        stats = cached_judge_stats(store, {judge: label})
 listing = audit_list(trajectories, stats, judge, filters)
 st.text(f"{len(listing)} of {len(trajectories)} trajectories match")
 if listing.empty:
@@ -119,7 +138,7 @@ nav[2].button("Next", key="audit:next_traj", shortcut="n", on_click=step_traject
 
 row = listing[listing["trajectory_id"] == traj_id].iloc[0]
 st.subheader(md_escape(traj_id))
-score = cached_trajectory_score(store, traj_id, judge) if judge else None
+score = cached_trajectory_score(store, traj_id, judge, label) if judge else None
 for line in trajectory_summary(row, judge, score):
     st.text(line)
 if score is not None:
@@ -137,8 +156,8 @@ def focus(item_id: str) -> None:
 @st.fragment
 def item_panel(view: ItemView, focused: bool) -> None:
     """One item; the focused one in full with the audit controls, the others as one line."""
-    key = f"audit:{traj_id}:{judge}:{view.item_id}"
-    history = item_audit_history(store, trajectory_id=traj_id, item_id=view.item_id, judge=judge)
+    key = f"audit:{traj_id}:{judge}:{view.item_id}" + ("" if label == default_label else f":{label}")
+    history = item_audit_history(store, trajectory_id=traj_id, item_id=view.item_id, judge=judge, label=label)
     with st.container(border=True):
         head = st.columns([0.8, 1.2, 1.6, 1.4, 5])
         head[0].text(view.item_id)
@@ -165,6 +184,17 @@ def item_panel(view: ItemView, focused: bool) -> None:
             st.text("Reply problem: " + problem)
         if view.other_judges:
             st.text("Other judges (raw): " + ", ".join(f"{j} {v}" for j, v in view.other_judges.items()))
+        if view.other_runs:
+            with st.container(border=True):
+                st.caption(f"This item in {judge}'s other labelled runs (raw verdicts; this run: {view.verdict_raw})")
+                for k, run in enumerate(view.other_runs):
+                    badge(f"{run.label}: {run.verdict_raw}", run.verdict_raw)
+                    st.text(f"run {run.label} · model {run.model or 'offline'}"
+                            + (" · SIMULATED verdicts (demo), not a judge run" if run.simulated else "")
+                            + (" · same verdict" if run.verdict_raw == view.verdict_raw else " · DIFFERENT verdict"))
+                    if run.rationale:
+                        show_text(run.rationale)
+                    render_citations(run.citations, f"{key}:run{k}")
 
         left, right = st.columns(2)
         with left:
@@ -214,7 +244,7 @@ def item_panel(view: ItemView, focused: bool) -> None:
             try:
                 _, written = record_audit(store, view, trajectory_id=traj_id, judge=judge, reviewer=who, agree=agree,
                                           corrected_verdict=corrected, note=st.session_state.get(f"{key}:note"),
-                                          client_token=st.session_state[token_key])
+                                          client_token=st.session_state[token_key], label=label)
             except ValueError as exc:
                 st.error(md_escape(exc))
                 return
@@ -260,11 +290,11 @@ def item_panel(view: ItemView, focused: bool) -> None:
 items_tab, log_tab, instruction_tab = st.tabs(["Items", "Log", "Instruction"])
 current: str | None = None
 with items_tab:
-    views = cached_item_views(store, traj_id, judge) if judge else []
+    views = cached_item_views(store, traj_id, judge, label) if judge else []
     if not views:
         st.info("This trajectory has no item verdicts" + (" from this judge." if judge else ": no judge has run."))
     else:
-        audits = item_audits(store, trajectory_id=traj_id, judge=judge)
+        audits = item_audits(store, trajectory_id=traj_id, judge=judge, label=label)
         st.session_state.setdefault("audit:item_show", "all")
         show = st.segmented_control("Items", ITEM_SHOW, key="audit:item_show", required=True)
         shown = filter_items(views, audits, show or "all")
@@ -297,7 +327,8 @@ with instruction_tab:
         show_code(task.instruction)
 
 # ---- the URL names what is shown, so it can be shared (and is not applied again as a link) -----------
-shown_query = {"trajectory": traj_id, "judge": judge, "item": current}
+shown_query = {"trajectory": traj_id, "judge": judge, "item": current,
+               "label": label if len(runs) > 1 else None}
 for name, value in shown_query.items():
     if value:
         st.query_params[name] = value

@@ -68,9 +68,13 @@ with judge_tab:
     model = cols[1].text_input("Model", value=os.environ.get("GCPC_MODEL", ""), key="runs:model")
     limit = cols[2].number_input("Limit (0: all)", min_value=0, value=0, key="runs:limit")
     concurrency = cols[3].number_input("Concurrency", min_value=1, value=8, key="runs:concurrency")
+    label = st.text_input("Run label (optional)", key="runs:label",
+                          help="Name this run; empty: derived from judge, model, prompt and rules version. Runs under "
+                               "other labels are kept side by side (the Compare runs page compares two); the same "
+                               "label resumes or replaces that run.")
     force = st.toggle("Judge already judged trajectories again", key="runs:force")
     params = {"judge": judge, "model": model.strip(), "limit": int(limit), "concurrency": int(concurrency),
-              "force": force}
+              "force": force, "label": label.strip()}
     blocked = needs_llm("judge", params) and not usable
     if blocked:
         st.text(f"The {judge} judge calls an LLM: {reason}")

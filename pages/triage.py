@@ -14,13 +14,14 @@ import streamlit as st
 from gcpc_core.analysis import FrameContractError
 from gcpc_core.review.auditloop import cached_judge_loop, cached_loop_data, history_figure, row_label
 from gcpc_core.review.text import md_escape
-from gcpc_core.review.ui import require_store
+from gcpc_core.review.ui import require_store, run_select
 
 store = require_store()
 st.title("Triage")
+runs = run_select(store, "triage")  # a judge with several labelled runs: which one
 try:
     with st.spinner("Ranking disagreements…"):
-        data = cached_loop_data(store)
+        data = cached_loop_data(store, labels=runs)
 except FrameContractError as exc:
     st.error("The analysis cannot run on this project's data: " + md_escape(exc, limit=400))
     st.stop()
@@ -40,7 +41,8 @@ def open_link(label: str, rows: list[dict], key: str) -> None:
     chosen = cols[0].selectbox(label, range(len(rows)), format_func=labels.__getitem__, key=key)
     row = rows[chosen]
     cols[1].page_link("pages/audit.py", label="Open in item audit", icon=":material/fact_check:",
-                      query_params={"trajectory": row["trajectory_id"], "judge": row["judge"], "item": row["item_id"]})
+                      query_params={"trajectory": row["trajectory_id"], "judge": row["judge"], "item": row["item_id"]}
+                      | ({"label": runs[row["judge"]]} if runs and row["judge"] in runs else {}))
 
 
 # ---- audit next: the estimate, its interval, and the proposals ---------------------------------------
@@ -50,7 +52,7 @@ judge = cols[0].selectbox("Judge", data.judges, key="triage:judge")
 k = cols[1].number_input("Proposals", min_value=1, max_value=200, value=10, key="triage:k")
 target = cols[2].number_input("Target interval width", min_value=0.01, max_value=1.0, value=0.10, step=0.01,
                               key="triage:target")
-loop = cached_judge_loop(store, judge, int(k), float(target))
+loop = cached_judge_loop(store, judge, int(k), float(target), labels=runs)
 est = loop.estimate
 m = st.columns(4)
 m[0].metric("Error rate (auditor ≠ judge)", f"{est.estimate:.3f}")

@@ -1,7 +1,8 @@
 """Item audits as an analysis frame, and what the auditors say each audited item verdict should be.
 
 **audits** frame (what `audits_frame` loads): one row per *current* audit (the latest per reviewer
-and item verdict; the annotations store keeps the history): ``trajectory_id, judge, item_id,
+and item verdict; the annotations store keeps the history) of one labelled run per judge:
+``trajectory_id, judge, label`` (the run audited; None for an audit made before its judge had a run), ``item_id,
 rater, agree`` (bool), ``verdict`` (the corrected verdict of a disagreeing audit, else None),
 ``created_at``, ``is_simulated``. An audit is of the judge's **raw** verdict (the audit page
 compares a correction with it), so an agreeing audit says the raw verdict is right.
@@ -14,6 +15,8 @@ disagreement).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 from ..store import Store
@@ -21,16 +24,19 @@ from .frames import require_columns
 
 __all__ = ["AUDIT_COLUMNS", "KEY", "auditor_consensus", "auditor_verdicts", "audits_frame"]
 
-AUDIT_COLUMNS = ("trajectory_id", "judge", "item_id", "rater", "agree", "verdict", "created_at", "is_simulated")
+AUDIT_COLUMNS = ("trajectory_id", "judge", "label", "item_id", "rater", "agree", "verdict", "created_at", "is_simulated")
 KEY = ["trajectory_id", "judge", "item_id"]
 """One item verdict: an item of a trajectory as one judge decided it."""
 
 
-def audits_frame(store: Store) -> pd.DataFrame:
-    """Current item audits of a project (see the module docstring); empty with its columns when none."""
-    rows = [{"trajectory_id": a["trajectory_id"], "judge": a["judge"], "item_id": a["item_id"], "rater": a["rater"],
-             "agree": bool(a["value"]["agree"]), "verdict": a["value"].get("verdict"), "created_at": a["created_at"],
-             "is_simulated": bool(a["is_simulated"])} for a in store.annotations(kind="item_audit")]
+def audits_frame(store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False) -> pd.DataFrame:
+    """Current item audits of a project (see the module docstring) of each judge's chosen run (its
+    default label unless `labels` says otherwise; every run with `all_labels`); empty with its
+    columns when none."""
+    audits = store.annotations(kind="item_audit", labels=labels, all_labels=all_labels)
+    rows = [{"trajectory_id": a["trajectory_id"], "judge": a["judge"], "label": a["label"], "item_id": a["item_id"],
+             "rater": a["rater"], "agree": bool(a["value"]["agree"]), "verdict": a["value"].get("verdict"),
+             "created_at": a["created_at"], "is_simulated": bool(a["is_simulated"])} for a in audits]
     return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS)).astype({"agree": bool, "is_simulated": bool})
 
 

@@ -11,6 +11,8 @@ recorded reward) have no official outcome, so their rows are left out of `scores
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 from ..judge.export import export_judgments, export_scores
@@ -21,11 +23,11 @@ from .sensitivity import perturbation_frame
 
 __all__ = ["CTRF_COLUMNS", "ITEM_COLUMNS", "SCORE_COLUMNS", "frames_from_store"]
 
-SCORE_COLUMNS = ("trajectory_id", "task", "judge", "outcome", "condition", "agent", "model", "trial_index",
+SCORE_COLUMNS = ("trajectory_id", "task", "judge", "label", "outcome", "condition", "agent", "model", "trial_index",
                  "partial_credit", "evidence_coverage", "perfect", "perfect_with_endpoint", "n_items", "n_yes",
                  "n_no", "n_abstain", "reward")
-ITEM_COLUMNS = ("trajectory_id", "task", "judge", "item_id", "route", "verdict_raw", "verdict", "reason",
-                "verifier_refs", "outcome", "condition")
+ITEM_COLUMNS = ("trajectory_id", "task", "judge", "label", "item_id", "route", "verdict_raw", "verdict", "reason",
+                "verifier_refs", "outcome", "condition", "checklist_sha")
 CTRF_COLUMNS = ("trajectory_id", "test", "status")
 
 
@@ -33,23 +35,29 @@ def _frame(rows: list[dict], columns: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame([{c: r.get(c) for c in columns} for r in rows], columns=list(columns))
 
 
-def frames_from_store(store: Store, *, include_simulated: bool = True) -> dict[str, pd.DataFrame]:
+def frames_from_store(
+    store: Store, *, include_simulated: bool = True, labels: Mapping[str, str] | None = None, all_labels: bool = False,
+) -> dict[str, pd.DataFrame]:
     """`scores`, `items`, `ctrf`, `ratings`, `preferences`, `perturbations`, `audits` frames of a project.
 
-    `include_simulated=False` drops human answers from simulated raters (the demo study) and simulated audits.
+    Scores, items and audits are of one labelled run per judge: its default label (`Store.default_labels`)
+    unless `labels` chooses another; `all_labels` loads every run (for `compare`; the other analyses
+    expect one run per judge). `include_simulated=False` drops human answers from simulated raters
+    (the demo study) and simulated audits.
     """
     from annotations.frames import preferences_frame, ratings_frame  # annotations builds on gcpc_core
 
-    scores = _frame(list(export_scores(store)), SCORE_COLUMNS)
+    scores = _frame(list(export_scores(store, labels=labels, all_labels=all_labels)), SCORE_COLUMNS)
     for column in ("partial_credit", "evidence_coverage", "reward"):
         scores[column] = pd.to_numeric(scores[column], errors="coerce").astype(float)
-    items = _frame(list(export_judgments(store)), ITEM_COLUMNS)
+    items = _frame(list(export_judgments(store, labels=labels, all_labels=all_labels)), ITEM_COLUMNS)
     scores = scores[scores["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True)
     items = items[items["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True)
     scores.attrs["unscored_trials"] = store.counts()["unscored"]
     ctrf = pd.DataFrame([(t.id, c.name, c.status) for t in store.trajectories() for c in t.ctrf],
                         columns=list(CTRF_COLUMNS))
-    ratings, preferences, audits = ratings_frame(store), preferences_frame(store), audits_frame(store)
+    ratings, preferences = ratings_frame(store), preferences_frame(store)
+    audits = audits_frame(store, labels=labels, all_labels=all_labels)
     if not include_simulated:
         ratings = ratings[~ratings["simulated"]].reset_index(drop=True)
         preferences = preferences[~preferences["simulated"]].reset_index(drop=True)

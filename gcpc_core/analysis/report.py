@@ -235,7 +235,12 @@ def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame
         per = (s.groupby("judge").agg(trajectories=("trajectory_id", "nunique"), tasks=("task", "nunique"),
                                       scored=("partial_credit", lambda x: int(x.notna().sum())))
                .reindex(ordered_judges(s["judge"].unique())).reset_index())
-        blocks.append(_Table("judges", per, "Judges: trajectories with a row, tasks, trajectories with a score"))
+        caption = "Judges: trajectories with a row, tasks, trajectories with a score"
+        if "label" in s.columns:  # which labelled run of each judge the report reads (`report --label` chooses)
+            runs = s.groupby("judge")["label"].agg(lambda x: ", ".join(sorted(map(str, x.dropna().unique()))))
+            per.insert(1, "run", per["judge"].map(runs))
+            caption += ", and the labelled judge run read"
+        blocks.append(_Table("judges", per, caption))
         blocks.append(_Text("Scores per trajectory and judge: partial credit = Yes / (Yes + No) over the postprocessed "
                             "verdicts (official PASS sets assertion items to Yes; FAIL adds an endpoint item judged No); "
                             "evidence coverage = (Yes + No) / items over the raw verdicts, before postprocessing, since "

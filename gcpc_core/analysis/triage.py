@@ -161,9 +161,11 @@ def rank_disagreements(
     return out[TRIAGE_COLUMNS]
 
 
-def audit_link(trajectory_id: str, judge: str, item_id: str) -> str:
-    """Relative URL of the item audit page opened on one item verdict (what the audit page reads from its query)."""
-    return "audit?" + urlencode({"trajectory": trajectory_id, "judge": judge, "item": item_id})
+def audit_link(trajectory_id: str, judge: str, item_id: str, label: str | None = None) -> str:
+    """Relative URL of the item audit page opened on one item verdict (what the audit page reads from its
+    query); `label` names the judge run when it is not the judge's default."""
+    query = {"trajectory": trajectory_id, "judge": judge, "item": item_id} | ({"label": label} if label else {})
+    return "audit?" + urlencode(query)
 
 
 def triage(frames: dict[str, pd.DataFrame | None], *, threshold: float = 0.10) -> pd.DataFrame:

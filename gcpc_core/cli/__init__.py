@@ -14,7 +14,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from . import checklists, judging, llm, project, study, triage
+from . import checklists, compare, judging, llm, project, study, triage
 from .common import Exit
 
 __all__ = ["EXIT_BROKEN_PIPE", "build_parser", "main"]
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         project.add_import, project.add_info, project.add_export,
         checklists.add_validate, checklists.add_checklist, checklists.add_synthesize,
         judging.add_judge, judging.add_score, judging.add_report, judging.add_perturb, judging.add_batch,
+        compare.add_compare, compare.add_labels,
         project.add_demo, study.add_study, triage.add_triage, llm.add_llm,
     ):  # in the order `--help` lists them
         add_verb(sub)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..judge import ITEM_JUDGES, JUDGES
+from .compare import add_label_choice, add_run_label, chosen_labels
 from .common import (
     ENDPOINT_FROM,
     add_concurrency,
@@ -39,7 +40,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     with reported("judge", LLMError, ValueError, finished="trajectories"):
         report = judge_project(
             store, judge=args.judge, model=args.model, concurrency=args.concurrency, limit=args.limit,
-            per_item=args.per_item, batch=args.batch, force=args.force, progress=not args.quiet,
+            per_item=args.per_item, batch=args.batch, force=args.force, progress=not args.quiet, label=args.label,
         )
     for line in report.lines():
         print(line)
@@ -67,7 +68,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from ..stages import recorded_report
 
     store = open_db("report", args.db)
-    frames = frames_from_store(store, include_simulated=not args.exclude_simulated)
+    frames = frames_from_store(store, include_simulated=not args.exclude_simulated,
+                               labels=chosen_labels("report", store, args.label))
     judges = _judge_list(args.judges)
     present = set(frames["scores"]["judge"])
     if judges is not None and (unknown := [j for j in judges if j not in present]):
@@ -144,6 +146,7 @@ def add_judge(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--per-item", action="store_true", help="one call per checklist item instead of one per trajectory")
     p.add_argument("--batch", action="store_true",
                    help="submit an OpenAI Batch-API job instead of calling live; then run `batch collect`")
+    add_run_label(p)
     add_force(p, "judge finished trajectories again (cached requests are free)")
     add_quiet(p)
     p.set_defaults(func=_cmd_judge)
@@ -175,6 +178,7 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exclude-simulated", action="store_true",
                    help="leave out human answers from simulated raters (the demo study)")
     p.add_argument("--no-figures", action="store_true", help="tables only (faster)")
+    add_label_choice(p)
     p.set_defaults(func=_cmd_report)
 
 

@@ -17,6 +17,7 @@ from ..analysis.loader import frames_from_store
 from ..analysis.triage import item_verdicts, triage
 from ..judge.registry import ITEM_JUDGES, item_judges_among
 from .common import add_db, fail, open_db
+from .compare import add_label_choice, chosen_labels
 
 __all__ = ["add_triage"]
 
@@ -48,6 +49,7 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
                    help="simulation scenario (default %(default)s)")
     p.add_argument("--seeds", type=int, default=5, help="simulation seeds (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seed of the proposals (default %(default)s)")
+    add_label_choice(p)
     p.set_defaults(func=_cmd_triage)
 
 
@@ -81,7 +83,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
         fail("triage", "--db is required (or --simulate)")
     store = open_db("triage", args.db)
     try:
-        frames = frames_from_store(store)
+        frames = frames_from_store(store, labels=chosen_labels("triage", store, args.label))
     except FrameContractError as exc:
         fail("triage", f"{args.db}: {exc}")
     items = frames["items"]

@@ -6,7 +6,7 @@ export is self-contained for auditors and for the analysis `items` frame.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from ..checklist import Checklist, fixed_checklist, load_rules
 from ..store import Store
@@ -25,12 +25,15 @@ def _item_index(store: Store) -> dict[str, dict[str, dict]]:
     return index
 
 
-def export_judgments(store: Store) -> Iterator[dict]:
-    """One row per (trajectory, judge, item): raw and postprocessed verdicts, citations, reasons."""
+def export_judgments(
+    store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False
+) -> Iterator[dict]:
+    """One row per (trajectory, judge, item) of each judge's chosen run (`Store.judgments`; every run
+    with `all_labels`): raw and postprocessed verdicts, citations, reasons, the run's label."""
     index = _item_index(store)
     fixed = {q.id: {"text": q.text, "verifier_refs": []} for q in fixed_checklist(load_rules(), "-").items}
     outcomes = {t.id: (t.outcome, t.condition) for t in store.trajectories()}
-    for row in store.judgments():
+    for row in store.judgments(labels=labels, all_labels=all_labels):
         items = index.get(row["checklist_sha"] or "") or (fixed if checklist_kind(row["judge"]) == "fixed" else {})
         item = items.get(row["item_id"], {})
         outcome, condition = outcomes.get(row["trajectory_id"], (None, None))
@@ -57,14 +60,17 @@ def export_judgments(store: Store) -> Iterator[dict]:
             "run_id": row["run_id"],
             "created_at": row["created_at"],
             "scored_at": row["scored_at"],
+            "label": row["label"],
         }
 
 
-def export_scores(store: Store) -> Iterator[dict]:
-    """One row per (trajectory, judge). `model` is the agent's model (the matched-pair key);
-    the judge's own model is `judge_model`."""
+def export_scores(
+    store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False
+) -> Iterator[dict]:
+    """One row per (trajectory, judge) of each judge's chosen run (per label with `all_labels`). `model`
+    is the agent's model (the matched-pair key); the judge's own model is `judge_model`."""
     trajectories = {t.id: t for t in store.trajectories()}
-    for row in store.scores():
+    for row in store.scores(labels=labels, all_labels=all_labels):
         traj = trajectories.get(row["trajectory_id"])
         yield {
             "trajectory_id": row["trajectory_id"],
@@ -90,4 +96,5 @@ def export_scores(store: Store) -> Iterator[dict]:
             "rules_version": row["rules_version"],
             "run_id": row["run_id"],
             "scored_at": row["scored_at"],
+            "label": row["label"],
         }

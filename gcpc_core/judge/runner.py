@@ -55,16 +55,21 @@ def judge_project(
     llm: LLM | None = None,
     rules: Rules | None = None,
     on_result: Callable[[TrajectoryJudgment], None] | None = None,
+    label: str | None = None,
 ) -> JudgeReport:
     """Judge every trajectory not judged yet by `judge` (or only `limit` of them); store each at once.
 
     `gcpc` judges the task's latest frozen checklist, `fixed` the fixed checklist of `rules/`,
     `holistic` rates progress, `probe` runs item probes offline (no LLM, no endpoint needed).
     `batch` submits a Batch-API job instead (see `batch.submit_batch`); `force` judges finished
-    trajectories again (identical requests come from the response cache). Raises LLMNotConfigured
-    before any work when an LLM judge has no model or endpoint.
+    trajectories again (identical requests come from the response cache). `label` names the run
+    (default: derived from judge, model, prompt and rules version); runs under other labels are kept,
+    and a rerun under the same label resumes it. Raises LLMNotConfigured before any work when an LLM
+    judge has no model or endpoint.
     """
     rules = rules or load_rules()
+    if batch and label:
+        raise ValueError("--label is not available with --batch: a batch run is stored under its derived label")
     if batch:
         return submit_batch(store, judge=judge, model=model, limit=limit, per_item=per_item, force=force,
                             llm=llm, rules=rules)
@@ -73,19 +78,19 @@ def judge_project(
         llm = LLM.from_env(model, store=store, concurrency=concurrency)
     model_name = llm.model if spec.calls_llm and llm is not None else None
     plan: Plan = plan_units(store, judge, rules=rules, model=model_name, per_item=per_item, limit=limit, force=force,
-                            exclude=batched_trajectories(store, judge))
+                            exclude=batched_trajectories(store, judge), label=label)
     prompt_version = spec.version(per_item=per_item)
     report = JudgeReport(judge=judge, skipped=plan.skipped, model=model_name, prompt_version=prompt_version)
     if not plan.todo:
         return report
-    params: dict[str, Any] = {"judge": judge, "per_item": per_item, "limit": limit, "force": force,
+    params: dict[str, Any] = {"judge": judge, "label": label, "per_item": per_item, "limit": limit, "force": force,
                               "trajectories": len(plan.todo), "checklists": plan.checklists}
     started = time.monotonic()
     bar = ProgressBar(len(plan.todo), desc=f"judge {judge}", unit="traj", progress=progress)
 
     def finish(result: TrajectoryJudgment, totals: RunTotals) -> None:
         if result.status == "judged":
-            store_judgment(store, result, run_id=totals.run_id)
+            store_judgment(store, result, run_id=totals.run_id, label=label)
         account_result(report, result)
         if on_result is not None:
             on_result(result)

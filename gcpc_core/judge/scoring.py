@@ -23,11 +23,12 @@ __all__ = ["ScoreReport", "score_project"]
 @dataclass
 class ScoreReport:
     scored: Counter = field(default_factory=Counter)
-    """judge → trajectories scored."""
+    """(judge, label) → trajectories scored in that labelled run."""
     missing_trajectories: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        out = [f"scored {n} trajectories for judge {judge}" for judge, n in sorted(self.scored.items())]
+        out = [f"scored {n} trajectories for judge {judge} (run {label})"
+               for (judge, label), n in sorted(self.scored.items())]
         if not self.scored:
             out.append("nothing to score: run `judge` first")
         return out
@@ -46,21 +47,35 @@ def _item(row: dict) -> ItemJudgment:
 
 
 def score_project(store: Store, *, judge: str | None = None) -> ScoreReport:
-    """Postprocess and score every judged (trajectory, judge) — or only `judge`'s; one transaction."""
+    """Postprocess and score every judged (trajectory, judge) of every labelled run — or only `judge`'s;
+    one transaction."""
     report = ScoreReport()
     trajectories = {t.id: t for t in store.trajectories()}
-    rows_by_unit: dict[tuple[str, str], list[dict]] = {}
-    for row in store.judgments(judge=judge):
-        if row["route"] != "endpoint":
-            rows_by_unit.setdefault((row["trajectory_id"], row["judge"]), []).append(row)
     now = utcnow()
     writes: list[tuple[dict, list[dict]]] = []
-    for (traj_id, judge_name), unit in store.judge_units(judge).items():
+    for run in store.judge_labels():
+        if judge is None or run["judge"] == judge:
+            writes += _score_run(store, report, trajectories, run["judge"], run["label"], now)
+    store.save_scores(writes)
+    return report
+
+
+def _score_run(
+    store: Store, report: ScoreReport, trajectories: dict, judge: str, label: str, now: str
+) -> list[tuple[dict, list[dict]]]:
+    """Score rows and postprocessed verdicts of one labelled run of `judge`."""
+    selected = {judge: label}
+    rows_by_unit: dict[tuple[str, str], list[dict]] = {}
+    for row in store.judgments(judge=judge, labels=selected):
+        if row["route"] != "endpoint":
+            rows_by_unit.setdefault((row["trajectory_id"], row["judge"]), []).append(row)
+    writes: list[tuple[dict, list[dict]]] = []
+    for (traj_id, judge_name), unit in store.judge_units(judge, labels=selected).items():
         traj = trajectories.get(traj_id)
         if traj is None:
             report.missing_trajectories.append(traj_id)
             continue
-        provenance = {k: unit[k] for k in ("checklist_sha", "model", "prompt_version", "rules_version", "run_id")}
+        provenance = {k: unit[k] for k in ("label", "checklist_sha", "model", "prompt_version", "rules_version", "run_id")}
         base = {"trajectory_id": traj_id, "judge": judge_name, "task": traj.task, "outcome": traj.outcome,
                 "condition": traj.condition, "scored_at": now, **provenance}
         raw_rows = rows_by_unit.get((traj_id, judge_name), [])
@@ -84,6 +99,5 @@ def score_project(store: Store, *, judge: str | None = None) -> ScoreReport:
                 else:
                     rows.append({**by_id[item.item_id], "verdict": item.verdict, "reason": item.reason, "scored_at": now})
             writes.append(({**base, **s.model_dump()}, rows))
-        report.scored[judge_name] += 1
-    store.save_scores(writes)
-    return report
+        report.scored[judge_name, label] += 1
+    return writes

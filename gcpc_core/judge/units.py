@@ -17,7 +17,7 @@ from ..checklist import Checklist, Rules, checklist_sha, fixed_checklist
 from ..evidence import EvidenceView, build_evidence_view
 from ..llm import LLM, LLMCallError
 from ..models import Task, Trajectory
-from ..store import Store, utcnow
+from ..store import Store, derive_label, utcnow
 from .calls import Outcome
 from .prompts import Messages
 from .registry import JudgeCall, JudgeSpec, get_judge
@@ -108,11 +108,16 @@ def plan_units(
     limit: int | None = None,
     force: bool = False,
     exclude: Iterable[str] = (),
+    label: str | None = None,
 ) -> Plan:
-    """What a run of `judge` still has to do, in (task, trajectory) order; at most `limit` units."""
+    """What a run of `judge` still has to do, in (task, trajectory) order; at most `limit` units.
+
+    `label` names the run (default: derived from judge, model, prompt and rules version): only its
+    judgments count as done, so another label judges every trajectory afresh."""
     spec = get_judge(judge)
     prompt_version = spec.version(per_item=per_item)
-    done = {} if force else store.judge_units(judge)
+    label = label or derive_label(judge, model, prompt_version, rules.version)
+    done = {} if force else store.judge_units(judge, labels={judge: label})
     excluded = set(exclude)
     tasks = {t.id: t for t in store.tasks()}
     by_task: dict[str, tuple[Checklist | None, str | None, str | None]] = {}
@@ -182,14 +187,17 @@ async def judge_unit(
     return result
 
 
-def store_judgment(store: Store, result: TrajectoryJudgment, *, run_id: str | None) -> None:
-    """Write one judged trajectory (unit row, raw verdicts, replies) in one transaction."""
+def store_judgment(store: Store, result: TrajectoryJudgment, *, run_id: str | None, label: str | None = None) -> None:
+    """Write one judged trajectory (unit row, raw verdicts, replies) in one transaction, under run
+    `label` (default: derived from the result's judge, model, prompt and rules version)."""
     if result.status != "judged":
         raise ValueError(f"{result.trajectory_id}: nothing to store for a unit in status {result.status!r}")
     now = utcnow()
+    derived = derive_label(result.judge, result.model, result.prompt_version, result.rules_version)
     common = {
         "trajectory_id": result.trajectory_id,
         "judge": result.judge,
+        "label": label or derived,
         "task": result.task,
         "checklist_sha": result.checklist_sha,
         "model": result.model,
@@ -227,6 +235,7 @@ def store_judgment(store: Store, result: TrajectoryJudgment, *, run_id: str | No
         {
             "trajectory_id": result.trajectory_id,
             "judge": result.judge,
+            "label": common["label"],
             "run_id": run_id,
             "created_at": now,
             **r.model_dump(),
@@ -234,4 +243,4 @@ def store_judgment(store: Store, result: TrajectoryJudgment, *, run_id: str | No
         }
         for r in result.replies
     ]
-    store.save_trajectory_judgment(unit, judgments, replies)
+    store.save_trajectory_judgment(unit, judgments, replies, named=bool(label) and label != derived)

@@ -36,6 +36,7 @@ __all__ = [
     "ItemView",
     "QuoteView",
     "RefView",
+    "RunVerdict",
     "audit_list",
     "checklist_items",
     "correction_options",
@@ -93,10 +94,11 @@ def trajectory_frame(store: Store) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS)
 
 
-def judge_stats(store: Store) -> pd.DataFrame:
-    """One row per judged (trajectory, judge): raw verdict counts (endpoint excluded), partial credit,
-    items where judges' raw verdicts differ, items audited and audits that disagree."""
-    rows = [r for r in store.judgments() if r["route"] != "endpoint"]
+def judge_stats(store: Store, labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per judged (trajectory, judge) of each judge's chosen run (default label unless `labels`
+    says otherwise): raw verdict counts (endpoint excluded), partial credit, items where judges' raw
+    verdicts differ, items audited and audits that disagree."""
+    rows = [r for r in store.judgments(labels=labels) if r["route"] != "endpoint"]
     items = pd.DataFrame(rows, columns=["trajectory_id", "judge", "item_id", "verdict_raw"])
     if items.empty:
         return pd.DataFrame(columns=STAT_COLUMNS)
@@ -111,13 +113,13 @@ def judge_stats(store: Store) -> pd.DataFrame:
              .reset_index())
     audits = pd.DataFrame(
         [{"trajectory_id": a["trajectory_id"], "judge": a["judge"], "item_id": a["item_id"],
-          "disagree": not a["value"]["agree"]} for a in store.annotations(kind="item_audit")],
+          "disagree": not a["value"]["agree"]} for a in store.annotations(kind="item_audit", labels=labels)],
         columns=["trajectory_id", "judge", "item_id", "disagree"]).astype({"disagree": bool})
     keys = ["trajectory_id", "judge"]
     per = pd.concat([audits.groupby(keys)["item_id"].nunique().rename("audited"),
                      audits.loc[audits["disagree"]].groupby(keys)["item_id"].nunique().rename("auditor_disagreements")],
                     axis=1).reset_index()
-    scores = pd.DataFrame(store.scores(), columns=["trajectory_id", "judge", "partial_credit"])
+    scores = pd.DataFrame(store.scores(labels=labels), columns=["trajectory_id", "judge", "partial_credit"])
     stats = stats.merge(per, on=["trajectory_id", "judge"], how="left").merge(
         scores[["trajectory_id", "judge", "partial_credit"]], on=["trajectory_id", "judge"], how="left")
     stats[["audited", "auditor_disagreements"]] = stats[["audited", "auditor_disagreements"]].fillna(0).astype(int)
@@ -244,6 +246,19 @@ class CitationView:
 
 
 @dataclass(frozen=True)
+class RunVerdict:
+    """The same item as another labelled run of the same judge decided it (e.g. another model)."""
+
+    label: str
+    model: str | None
+    simulated: bool
+    verdict_raw: str
+    reason_raw: str | None
+    rationale: str
+    citations: tuple[CitationView, ...]
+
+
+@dataclass(frozen=True)
 class ItemView:
     """Everything the auditor sees for one item verdict of one judge."""
 
@@ -262,6 +277,8 @@ class ItemView:
     """Raw verdicts of the other judges that judged the same item id."""
     problems: tuple[str, ...] = ()
     """What the judge's replies got wrong on this item (e.g. rejected citations)."""
+    other_runs: tuple[RunVerdict, ...] = ()
+    """The item's raw verdicts in the judge's other labelled runs, with their citations."""
 
     @property
     def auditable(self) -> bool:
@@ -333,14 +350,17 @@ def checklist_items(store: Store, rows: Iterable[dict], judge: str, task_id: str
     return items
 
 
-def item_views(store: Store, trajectory_id: str, judge: str) -> list[ItemView]:
-    """Every item verdict of `judge` on one trajectory, in checklist order, endpoint last."""
+def item_views(store: Store, trajectory_id: str, judge: str, label: str | None = None) -> list[ItemView]:
+    """Every item verdict of `judge`'s run `label` (default: its default run) on one trajectory, in
+    checklist order, endpoint last; each with the other judges' verdicts and the other runs' of this judge."""
     traj = store.get_trajectory(trajectory_id)
     if traj is None:
         raise KeyError(f"no trajectory {trajectory_id!r}")
     task = store.get_task(traj.task)
-    everyone = store.judgments(trajectory_id=trajectory_id)
+    chosen = {judge: label} if label else None
+    everyone = store.judgments(trajectory_id=trajectory_id, labels=chosen)
     rows = [r for r in everyone if r["judge"] == judge]
+    label = rows[0]["label"] if rows else label
     if not rows or task is None:
         return []
     others: dict[str, dict[str, str]] = {}
@@ -349,8 +369,17 @@ def item_views(store: Store, trajectory_id: str, judge: str) -> list[ItemView]:
             others.setdefault(r["item_id"], {})[r["judge"]] = r["verdict_raw"]
     checklist = checklist_items(store, rows, judge, task.id)
     events = {e.id: e for e in store.events(trajectory_id)}
+    runs = {(r["judge"], r["label"]): r for r in store.judge_labels()}
+    other_runs: dict[str, list[RunVerdict]] = {}
+    for r in store.judgments(trajectory_id=trajectory_id, judge=judge, all_labels=True):
+        if r["label"] != label and r["route"] != "endpoint":
+            run = runs.get((judge, r["label"]), {})
+            other_runs.setdefault(r["item_id"], []).append(RunVerdict(
+                label=r["label"], model=r["model"], simulated=bool(run.get("simulated")), verdict_raw=r["verdict_raw"],
+                reason_raw=r["reason_raw"], rationale=r["rationale"] or "",
+                citations=tuple(_citation_view(c, events) for c in r["citations"] or [])))
     problems: dict[str, list[str]] = {}
-    for reply in store.judge_replies(trajectory_id=trajectory_id, judge=judge):
+    for reply in store.judge_replies(trajectory_id=trajectory_id, judge=judge, labels=chosen):
         for line in reply["problems"] or []:
             item_id, sep, rest = str(line).partition(": ")
             if sep:
@@ -373,6 +402,7 @@ def item_views(store: Store, trajectory_id: str, judge: str) -> list[ItemView]:
             rationale=r["rationale"] or "",
             citations=tuple(_citation_view(c, events) for c in r["citations"] or []),
             other_judges=others.get(r["item_id"], {}), problems=tuple(problems.get(r["item_id"], [])),
+            other_runs=tuple(other_runs.get(r["item_id"], [])),
         ))
     return views
 
@@ -429,8 +459,10 @@ def filter_items(views: Sequence[ItemView], audits: Sequence[dict], show: str) -
 def record_audit(
     store: Store, view: ItemView, *, trajectory_id: str, judge: str, reviewer: str, agree: bool,
     corrected_verdict: str | None = None, note: str | None = None, client_token: str | None = None,
+    label: str | None = None,
 ) -> tuple[dict, bool]:
-    """Append one audit of `view`'s raw verdict; (row, whether a row was written).
+    """Append one audit of `view`'s raw verdict in `judge`'s run `label` (default: its default run);
+    (row, whether a row was written).
 
     Raises ValueError for a missing reviewer, the endpoint item, or a "correction" equal to the
     verdict being disagreed with.
@@ -445,7 +477,7 @@ def record_audit(
         raise ValueError(f"choose the corrected verdict: one of {', '.join(VERDICTS)}")
     return record_item_audit(store, trajectory_id=trajectory_id, item_id=view.item_id, judge=judge,
                              reviewer=reviewer.strip(), agree=agree, corrected_verdict=None if agree else corrected_verdict,
-                             note=note, client_token=client_token)
+                             note=note, client_token=client_token, label=label)
 
 
 def history_lines(history: Sequence[dict]) -> list[str]:

@@ -7,6 +7,7 @@ audit page and coming back shows the estimate, the interval and the figures move
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -48,29 +49,43 @@ class JudgeLoop:
     proposals: pd.DataFrame
 
 
-def loop_data(store: Store, n_boot: int = CALIBRATION_BOOT) -> LoopData:
-    """Disagreements ranked by impact, calibration against auditors and verifier, raw vs audited figures."""
-    frames = frames_from_store(store)
+def loop_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[str, str] | None = None) -> LoopData:
+    """Disagreements ranked by impact, calibration against auditors and verifier, raw vs audited figures, of
+    each judge's default run unless `labels` chooses another (links then name the chosen run)."""
+    frames = frames_from_store(store, labels=labels)
     items = frames["items"]
     judges = item_judges_among(items["judge"].unique())
-    ranked = triage(frames)
-    labels = reference_labels(items, frames["ctrf"], frames["audits"]) if len(items) else pd.DataFrame()
+    ranked = _with_run_links(triage(frames), labels)
+    reference = reference_labels(items, frames["ctrf"], frames["audits"]) if len(items) else pd.DataFrame()
     empty = pd.DataFrame()
-    calibration = calibration_table(labels, n_boot=n_boot) if len(labels) else empty
-    by_route = calibration_table(labels, ("judge", "reference", "route"), n_boot=n_boot) if len(labels) else empty
+    calibration = calibration_table(reference, n_boot=n_boot) if len(reference) else empty
+    by_route = calibration_table(reference, ("judge", "reference", "route"), n_boot=n_boot) if len(reference) else empty
     figures, overrides = (audited_figures(items, frames["scores"], frames["audits"], n_boot=n_boot)
                           if len(items) and len(frames["scores"]) else (empty, empty))
     return LoopData(judges, ranked, calibration, by_route, figures, len(overrides))
 
 
-def judge_loop(store: Store, judge: str, k: int, target_width: float, seed: int = 0) -> JudgeLoop:
-    """`judge`'s error rate (auditor consensus ≠ raw verdict), its history and the next `k` audits with links."""
-    frames = frames_from_store(store)
+def _with_run_links(found: pd.DataFrame, labels: Mapping[str, str] | None) -> pd.DataFrame:
+    """`found` with its audit links naming the chosen run of each judge `labels` chooses."""
+    if labels and len(found):
+        found = found.copy()
+        found["link"] = [audit_link(r.trajectory_id, r.judge, r.item_id, labels.get(r.judge))
+                         for r in found.itertuples(index=False)]
+    return found
+
+
+def judge_loop(
+    store: Store, judge: str, k: int, target_width: float, seed: int = 0, labels: Mapping[str, str] | None = None
+) -> JudgeLoop:
+    """`judge`'s error rate (auditor consensus ≠ raw verdict), its history and the next `k` audits with links,
+    in its default run unless `labels` chooses another."""
+    frames = frames_from_store(store, labels=labels)
     pop = population(frames["items"], frames["audits"], judge)
     est = estimate_error(pop)
     history = estimate_history(pop, frames["audits"])
     nxt = propose(pop, k, seed=seed)
-    nxt["link"] = [audit_link(r.trajectory_id, r.judge, r.item_id) for r in nxt.itertuples(index=False)]
+    nxt["link"] = [audit_link(r.trajectory_id, r.judge, r.item_id, (labels or {}).get(judge))
+                   for r in nxt.itertuples(index=False)]
     return JudgeLoop(est, should_stop(est, target_width), history, nxt)
 
 

@@ -104,7 +104,7 @@ def _judge(store: Store, job: Job) -> list[str]:
     get_judge(p.get("judge"))
     report = judge_project(store, judge=p["judge"], model=p.get("model") or None, limit=p.get("limit") or None,
                            concurrency=int(p.get("concurrency") or 8), force=bool(p.get("force")),
-                           progress=_progress(job))
+                           progress=_progress(job), label=p.get("label") or None)
     job.run_id = report.run_id
     return report.lines()
 

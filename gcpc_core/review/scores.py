@@ -33,9 +33,11 @@ SCORE_HELP: dict[str, str] = {
 """One-line definitions of the score columns, for captions and column help."""
 
 
-def trajectory_score(store: Store, trajectory_id: str, judge: str) -> dict[str, Any] | None:
-    """The stored score row of one (trajectory, judge); None when it has not been scored."""
-    return next((r for r in store.scores(judge=judge) if r["trajectory_id"] == trajectory_id), None)
+def trajectory_score(store: Store, trajectory_id: str, judge: str, label: str | None = None) -> dict[str, Any] | None:
+    """The stored score row of one (trajectory, judge) in its run `label` (default: the judge's default
+    run); None when it has not been scored."""
+    chosen = {judge: label} if label else None
+    return next((r for r in store.scores(judge=judge, labels=chosen) if r["trajectory_id"] == trajectory_id), None)
 
 
 def _share(value: object) -> str:

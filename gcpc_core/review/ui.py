@@ -33,7 +33,7 @@ from ..analysis.loader import frames_from_store
 from ..checklist import Rules, load_rules
 from ..models import Event
 from ..store import Store
-from . import agreement, audit, checklists, pairs, scores
+from . import agreement, audit, checklists, compare, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
 from .quote_select import component_segments
 from .text import Excerpt, collapse, excerpt, highlighted_html, line_range, marked_excerpt, md_escape, show_invisible
@@ -48,6 +48,7 @@ __all__ = [
     "cached_dashboard",
     "cached_events",
     "cached_frames",
+    "cached_compare",
     "cached_item_views",
     "cached_judge_stats",
     "cached_pair_items",
@@ -67,6 +68,7 @@ __all__ = [
     "render_steps",
     "select_quote",
     "require_store",
+    "run_select",
     "reviewer",
     "sign_in",
     "signed_in",
@@ -248,6 +250,29 @@ cached_section = cached(*_ANALYSIS_TABLES)(_section)
 cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
 cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
 cached_trajectory_score = cached("scores")(scores.trajectory_score)
+cached_compare = cached("judgments", "scores", "trajectories", "checklists")(compare.compare_view)
+
+
+def run_select(store: Store, key: str) -> dict[str, str] | None:
+    """A "Run of JUDGE" box for each judge with several labelled runs (default: its default run); returns
+    judge → label for the runs chosen instead of a default, None when every judge reads its default."""
+    defaults = store.default_labels()
+    by_judge: dict[str, list[dict]] = {}
+    for run in store.judge_labels():
+        by_judge.setdefault(run["judge"], []).append(run)
+    chosen: dict[str, str] = {}
+    for judge, runs in sorted(by_judge.items()):
+        if len(runs) < 2:
+            continue
+        names = [defaults[judge], *(r["label"] for r in reversed(runs) if r["label"] != defaults[judge])]
+        simulated = {r["label"] for r in runs if r["simulated"]}
+        label = st.selectbox(f"Run of {judge}", names, key=f"{key}:run:{judge}",
+                             format_func=lambda n: n + (" · default" if n == defaults[judge] else "")
+                             + (" (SIMULATED verdicts)" if n in simulated else ""),
+                             help="This judge has several labelled runs: whose verdicts every figure here uses")
+        if label != defaults[judge]:
+            chosen[judge] = label
+    return chosen or None
 
 
 @st.cache_resource(show_spinner=False)

@@ -22,6 +22,7 @@ from .helpers import REPO, app, open_page
 PAGES = {"overview": "Overview", "audit": "Item audit", "checklists": "Checklists", "pairs": "Skill pairs",
          "agreement": "Agreement", "runs": "Runs", "study_admin": "Human study"}
 PAGES["triage"] = "Triage"
+PAGES["compare"] = "Compare runs"
 HOSTILE = '<script>alert("pwned")</script> <img src=x onerror=alert(1)> [link](javascript:alert(1)) ![img](x)'
 MARKDOWN_KINDS = ("markdown", "caption", "title", "header", "subheader", "info", "warning", "error", "success",
                   "toast")

@@ -1,0 +1,108 @@
+"""Labelled judge runs on the command line: `compare` two runs, `labels` lists them, and the `--label`
+choice other analysis verbs share (which run of a judge kind they read; default the most recent)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+
+import pandas as pd
+
+from ..store import Store
+from .common import add_db, fail, open_db, reported
+
+__all__ = ["add_compare", "add_label_choice", "add_labels", "add_run_label", "chosen_labels"]
+
+
+def add_run_label(p: argparse.ArgumentParser) -> None:
+    """`judge --label NAME`: the name of the run being made."""
+    p.add_argument("--label", help="name this judge run (default: derived from judge, model, prompt and rules "
+                   "version); runs under other labels are kept side by side, rerunning a label resumes or "
+                   "replaces it")
+
+
+def add_label_choice(p: argparse.ArgumentParser) -> None:
+    """`--label NAME` (repeatable): which labelled run of a judge kind to read instead of its default."""
+    p.add_argument("--label", action="append", default=[], metavar="LABEL",
+                   help="read this labelled judge run instead of its judge's default (the most recent run); "
+                   "repeat for several judges; KIND=LABEL when a label names runs of two judges "
+                   "(`python -m gcpc_core labels --db …` lists them)")
+
+
+def chosen_labels(verb: str, store: Store, names: Sequence[str]) -> dict[str, str] | None:
+    """judge → label for the `--label` values of a verb; stops with the reason for an unknown one."""
+    if not names:
+        return None
+    try:
+        return store.resolve_labels(names)
+    except ValueError as exc:
+        fail(verb, f"{store.path}: {exc}")
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from ..analysis.compare import compare_project
+    from ..analysis.frames import FrameContractError
+
+    store = open_db("compare", args.db)
+    with reported("compare", ValueError, FrameContractError):
+        result = compare_project(store, args.a, args.b, n_boot=args.n_boot, seed=args.seed)
+    if args.json:
+        print(json.dumps(result.as_dict(), default=str))
+        return 0
+    print(result.headline())
+    for note in result.notes:
+        print(f"note: {note}")
+    print("\nAUC vs official PASS (trajectories both runs scored)")
+    print(result.auc[["judge", "n", "n_pass", "n_fail", "n_tasks", "auc", "ci_low", "ci_high", "note"]]
+          .to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print("\nraw verdicts on the items both judged (rows A, columns B)")
+    print(result.confusion.to_string())
+    shown = result.differing if args.limit == 0 else result.differing.head(args.limit)
+    print(f"\n{len(result.differing)} items differ (showing {len(shown)})")
+    print(shown.to_string(index=False) if len(shown) else "(none)")
+    return 0
+
+
+def _cmd_labels(args: argparse.Namespace) -> int:
+    store = open_db("labels", args.db)
+    runs = pd.DataFrame(store.judge_labels())
+    if args.json:
+        defaults = store.default_labels()
+        print(json.dumps([{**r, "default": defaults.get(r["judge"]) == r["label"]} for r in store.judge_labels()]))
+        return 0
+    if runs.empty:
+        print("no judge runs yet: run `judge` first")
+        return 0
+    defaults = store.default_labels()
+    runs["default"] = [defaults.get(j) == lab for j, lab in zip(runs["judge"], runs["label"])]
+    print(runs[["judge", "label", "model", "prompt_version", "n_trajectories", "last_at", "simulated", "default"]]
+          .to_string(index=False))
+    return 0
+
+
+def add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="two labelled judge runs side by side: AUC, agreement, differing items",
+                       description="Compare judge run A with run B (two labels, e.g. two models of the same judge): "
+                       "AUC vs official PASS of each on the trajectories both scored with the paired ΔAUC and its "
+                       "task-clustered bootstrap interval; agreement of their raw item verdicts (share equal, "
+                       "Cohen's κ) on the items both judged from the same checklist; the items where they differ. "
+                       "No LLM calls. Exit 0 ok, 2 unknown label or unusable input.")
+    add_db(p)
+    p.add_argument("--a", required=True, metavar="LABEL", help="run A: its label (KIND=LABEL if ambiguous)")
+    p.add_argument("--b", required=True, metavar="LABEL", help="run B: its label (KIND=LABEL if ambiguous)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap draws (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+    p.add_argument("--limit", type=int, default=30, help="differing items to print (default %(default)s; 0: all)")
+    p.set_defaults(func=_cmd_compare)
+
+
+def add_labels(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("labels", help="list the labelled judge runs of a project",
+                       description="One line per labelled judge run: judge, label, model, prompt version, "
+                       "trajectories, last written, whether its verdicts are simulated, and whether it is its "
+                       "judge's default (the most recent run not simulated). Exit 0.")
+    add_db(p)
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=_cmd_labels)

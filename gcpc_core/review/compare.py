@@ -1,0 +1,57 @@
+"""The compare page's data: which labelled judge runs there are, which two to compare by default, and
+the comparison (`analysis.compare`) with links from each differing item into the item audit."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..analysis.compare import RunComparison, compare_runs, run_key
+from ..analysis.loader import frames_from_store
+from ..analysis.triage import audit_link
+from ..store import Store
+
+__all__ = ["compare_view", "default_pair", "differing_table", "run_choices", "run_title"]
+
+
+def run_choices(store: Store) -> list[dict]:
+    """Every labelled run (`Store.judge_labels`) with its `key` (`judge=label`) and whether it is its judge's default."""
+    defaults = store.default_labels()
+    return [{**r, "key": run_key(r["judge"], r["label"]), "default": defaults.get(r["judge"]) == r["label"]}
+            for r in store.judge_labels()]
+
+
+def run_title(run: dict) -> str:
+    """One line naming a run for a select box: judge, label, model, and what is special about it."""
+    flags = [" · default" if run["default"] else "", " · SIMULATED verdicts" if run["simulated"] else ""]
+    return f"{run['judge']} · {run['label']} · model {run['model'] or 'offline'}{''.join(flags)}"
+
+
+def default_pair(runs: list[dict]) -> tuple[str, str] | None:
+    """Keys of the two runs the page opens on: a judge's default run and its most recent other run
+    (runs are listed oldest first); without a judge holding two runs, the two most recent runs; None
+    with fewer than two runs."""
+    for run in reversed(runs):
+        if run["default"]:
+            other = next((r for r in reversed(runs) if r["judge"] == run["judge"] and r["key"] != run["key"]), None)
+            if other is not None:
+                return run["key"], other["key"]
+    return (runs[-1]["key"], runs[-2]["key"]) if len(runs) >= 2 else None
+
+
+def compare_view(store: Store, a: str, b: str, n_boot: int = 2000, seed: int = 0) -> RunComparison:
+    """`compare_runs` of the runs keyed `a` and `b` (`judge=label`) on the project's every-run frames."""
+    runs = {r["key"]: (r["judge"], r["label"]) for r in run_choices(store)}
+    unknown = [k for k in (a, b) if k not in runs]
+    if unknown:
+        raise ValueError(f"no judge run {', '.join(unknown)} in this project")
+    frames = frames_from_store(store, all_labels=True)
+    return compare_runs(frames["scores"], frames["items"], runs[a], runs[b], n_boot=n_boot, seed=seed)
+
+
+def differing_table(result: RunComparison) -> pd.DataFrame:
+    """The differing items with a link into the item audit on run A's verdict and one on run B's."""
+    out = result.differing.copy()
+    (judge_a, label_a), (judge_b, label_b) = result.a, result.b
+    out["audit_a"] = [audit_link(t, judge_a, i, label_a) for t, i in zip(out["trajectory_id"], out["item_id"])]
+    out["audit_b"] = [audit_link(t, judge_b, i, label_b) for t, i in zip(out["trajectory_id"], out["item_id"])]
+    return out

@@ -1,0 +1,78 @@
+"""The compare page in a real browser, on the demo project: it opens on the probe judge's run against the
+demo's SIMULATED second run, shows the figures `analysis.compare` computes for them, lists the differing
+items, and a differing item opens in the item audit on run A's verdict, where run B's verdict is shown
+beside it with its citations."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+from playwright.sync_api import expect
+
+from gcpc_core.analysis.compare import compare_project
+from gcpc_core.demo import DEMO_SIMULATED_LABEL
+from gcpc_core.review.audit import item_views
+from gcpc_core.store import Store
+
+from .helpers import App
+
+
+def metric(app: App, label: str) -> str:
+    box = app.main.locator('[data-testid="stMetric"]').filter(has_text=label).first
+    return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def test_compare_page_shows_both_runs_and_opens_a_differing_item_with_both_verdicts(demo: App) -> None:
+    store = Store(demo.server.db)
+    probe = store.default_labels()["probe"]
+    expected = compare_project(store, probe, DEMO_SIMULATED_LABEL, n_boot=2000)
+    assert len(expected.differing) > 0
+
+    demo.open("compare")
+    expect(demo.title()).to_have_text("Compare runs")
+    expect(demo.text("SIMULATED verdicts").first).to_be_visible()
+    expect(demo.text(expected.headline(), exact=True)).to_be_visible()
+    assert metric(demo, "Items both judged") == str(expected.n_items)
+    assert metric(demo, "Cohen's κ") == f"{expected.kappa:.3f}"
+    assert metric(demo, "Same raw verdict") == f"{100 * expected.agreement:.1f}%"
+    assert metric(demo, "ΔAUC (A − B)") == f"{expected.delta.iloc[0]['delta_auc']:+.3f}"
+    expect(demo.main.get_by_role("heading", name=f"Items where the runs differ ({len(expected.differing)})")).to_be_visible()
+
+    # a differing item whose verdicts both carry citations
+    views = {}
+    for row in expected.differing.itertuples(index=False):
+        views = {v.item_id: v for v in item_views(store, row.trajectory_id, "probe")}
+        view = views[row.item_id]
+        if view.citations and view.other_runs and view.other_runs[0].citations:
+            break
+    else:
+        raise AssertionError("no differing demo item has citations in both runs")
+    assert demo.grid_cells(containing=row.trajectory_id)
+    option = f"{row.trajectory_id} · {row.item_id} · A {row.verdict_a} / B {row.verdict_b}"
+    demo.select("Open a differing item", option)
+    link = demo.main.get_by_role("link", name="Audit A's verdict")
+    query = parse_qs(urlparse(link.get_attribute("href") or "").query)
+    assert query == {"trajectory": [row.trajectory_id], "judge": ["probe"], "item": [row.item_id], "label": [probe]}
+
+    demo.rerun(link.click)
+    expect(demo.title()).to_have_text("Item audit")
+    expect(demo.main.get_by_role("heading", name=row.trajectory_id)).to_be_visible()
+    expect(demo.combobox("Run")).to_have_value(re.compile(rf"^{re.escape(probe)} · default$"))
+    expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(row.item_id)} · "))
+    other = view.other_runs[0]
+    expect(demo.text(f"This item in probe's other labelled runs (raw verdicts; this run: {row.verdict_a})")).to_be_visible()
+    expect(demo.text(f"{DEMO_SIMULATED_LABEL}: {row.verdict_b}").first).to_be_visible()
+    expect(demo.text(re.compile(r"SIMULATED verdicts \(demo\), not a judge run · DIFFERENT verdict$"))).to_be_visible()
+    # both verdicts' citations: this run's and the other run's, each located in its event
+    counts = [len(view.citations), len(other.citations)]
+    for n in set(counts):
+        expect(demo.text(f"Citations ({n})", exact=True)).to_have_count(counts.count(n))
+    cite = other.citations[0]
+    expect(demo.text(f"{cite.event_id} · {cite.event.kind}").first).to_be_visible()
+
+    # the Run box switches the audited verdicts to run B's; the other run is then A's
+    demo.select("Run", re.compile(rf"^{re.escape(DEMO_SIMULATED_LABEL)} \(SIMULATED verdicts\)"))
+    expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(row.item_id)} · .*{row.verdict_b}"))
+    expect(demo.text(f"{probe}: {row.verdict_a}").first).to_be_visible()
+    assert parse_qs(urlparse(demo.page.url).query)["label"] == [DEMO_SIMULATED_LABEL]
