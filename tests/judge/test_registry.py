@@ -116,7 +116,9 @@ def test_a_toy_judge_runs_through_judge_score_and_report(toy_judge: JudgeSpec, d
     assert not again.judged and set(again.skipped.values()) == {"already judged"}
 
     scored = score_project(store, judge=TOY)
-    assert scored.scored[TOY] == len(trajectories)
+    [(kind, label)] = scored.scored
+    assert kind == TOY and label == store.default_labels()[TOY]  # one labelled run: the toy's derived label
+    assert scored.scored[kind, label] == len(trajectories)
     scores = [s for s in store.scores() if s["judge"] == TOY]
     assert len(scores) == len(trajectories)
     for row in scores:
@@ -145,7 +147,8 @@ def test_a_removed_judge_s_rows_are_still_scored_and_exported(toy_judge: JudgeSp
     unregister_judge(TOY)
     try:
         assert TOY not in JUDGES and find_judge(TOY) is None
-        assert score_project(store).scored[TOY] == len(store.trajectories())
+        scored = score_project(store).scored
+        assert sum(n for (kind, _), n in scored.items() if kind == TOY) == len(store.trajectories())
         assert any(r["judge"] == TOY for r in export_judgments(store))
         assert item_judges_among([TOY, "probe"]) == ["probe"]
     finally:
