@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .demo_corpus import DEMO_MARKER, write_demo_corpus
+from .demo_corpus import DEMO_MARKER, DEMO_SEED, write_demo_corpus
 from .ingest import ImportReport, import_project
 from .store import Store
 
-__all__ = ["DEMO_CHECKLISTS_DIR", "DEMO_MARKER", "build_demo_project", "default_demo_db", "ensure_demo_project", "write_demo_corpus"]
+__all__ = ["DEMO_CHECKLISTS_DIR", "DEMO_MARKER", "DEMO_SEED", "build_demo_project", "default_demo_db", "ensure_demo_project", "write_demo_corpus"]
 
 
 def default_demo_db() -> Path:
@@ -22,7 +22,7 @@ def default_demo_db() -> Path:
     return home / "demo" / "demo.db"
 
 
-def build_demo_project(db_path: Path, *, seed: int = 7) -> ImportReport:
+def build_demo_project(db_path: Path, *, seed: int = DEMO_SEED) -> ImportReport:
     """Write the demo corpus beside `db_path` and import it; the DB is marked as demo. Then the demo
     checklists are frozen, every trial is probe-judged and scored, and a simulated study is added."""
     db_path = Path(db_path)
