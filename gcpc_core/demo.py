@@ -10,12 +10,12 @@ import os
 import random
 from pathlib import Path
 
-from .demo_corpus import DEMO_MARKER, write_demo_corpus
+from .demo_corpus import DEMO_MARKER, DEMO_SEED, write_demo_corpus
 from .ingest import ImportReport, import_project
 from .store import Store, utcnow
 
-__all__ = ["DEMO_CHECKLISTS_DIR", "DEMO_MARKER", "DEMO_SIMULATED_LABEL", "DEMO_SIMULATED_MODEL", "build_demo_project",
-           "default_demo_db", "ensure_demo_project", "write_demo_corpus"]
+__all__ = ["DEMO_CHECKLISTS_DIR", "DEMO_MARKER", "DEMO_SEED", "DEMO_SIMULATED_LABEL", "DEMO_SIMULATED_MODEL",
+           "build_demo_project", "default_demo_db", "ensure_demo_project", "write_demo_corpus"]
 
 
 def default_demo_db() -> Path:
@@ -24,7 +24,7 @@ def default_demo_db() -> Path:
     return home / "demo" / "demo.db"
 
 
-def build_demo_project(db_path: Path, *, seed: int = 7) -> ImportReport:
+def build_demo_project(db_path: Path, *, seed: int = DEMO_SEED) -> ImportReport:
     """Write the demo corpus beside `db_path` and import it; the DB is marked as demo. Then the demo
     checklists are frozen, every trial is probe-judged, a second SIMULATED run of the probe judge is
     added under another model label (so two runs can be compared), everything is scored, and a

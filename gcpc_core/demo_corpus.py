@@ -36,6 +36,7 @@ from typing import Any, Literal
 __all__ = [
     "CONDITIONS",
     "DEMO_MARKER",
+    "DEMO_SEED",
     "DEMO_MODELS",
     "DemoCorpus",
     "DemoTrial",
@@ -1828,7 +1829,11 @@ def _simulate_trial(spec: _TaskSpec, checksum: str, seed: int, condition: str, m
                      reward=reward, files=files, workspace=session.ws)
 
 
-def build_demo_corpus(seed: int = 7) -> DemoCorpus:
+DEMO_SEED = 7
+"""The seed of the shipped demo corpus and project (`demo --seed` changes the simulated variation)."""
+
+
+def build_demo_corpus(seed: int = DEMO_SEED) -> DemoCorpus:
     """The whole demo corpus in memory; a pure function of `seed`."""
     tasks: dict[str, dict[str, str]] = {}
     trials: list[DemoTrial] = []
@@ -1854,7 +1859,7 @@ def _holds_only_demo(folder: Path, marker_file: str) -> bool:
                for child in folder.iterdir())
 
 
-def write_demo_corpus(out: Path, *, seed: int = 7) -> tuple[Path, Path]:
+def write_demo_corpus(out: Path, *, seed: int = DEMO_SEED) -> tuple[Path, Path]:
     """Write `out/tasks/<task>/...` and `out/trials/<trial>/...`; returns (tasks_dir, trials_dir).
 
     An earlier demo corpus in those folders is replaced; anything else there makes this raise

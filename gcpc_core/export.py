@@ -43,10 +43,10 @@ def export_annotations(store: Store) -> Iterator[dict]:
 
 
 EXPORTERS: dict[str, Callable[[Store], Iterator[dict]]] = {
-    "annotations": export_annotations,
     "trials": export_trials,
     "checklists": export_checklists,
     "judgments": export_judgments,
     "scores": export_scores,
+    "annotations": export_annotations,
 }
 """`--what` name → row generator; `export --what` offers exactly these."""

@@ -4,6 +4,10 @@ Synthesis, judging and perturbation open their own `runs` row through the harnes
 (`gcpc_core.runs`), because their LLM calls and stored rows carry its id. The three stages here
 run without an LLM and write nothing tagged by a run, so they are wrapped from outside — once,
 here, for the command line and the app's Runs page alike.
+
+A new stage verb follows one of the two ways: a stage with LLM calls opens its row itself with
+`LLM.run(kind, …, counts=report.counts)` and shows progress with `runs.ProgressBar`; one without
+gets a `recorded_<stage>` function here, which its CLI verb and its Runs-page job both call.
 """
 
 from __future__ import annotations

@@ -8,21 +8,26 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, Literal, NoReturn
 
 from ..store import Store
 
 __all__ = [
+    "DEFAULT_SEED",
     "ENDPOINT_FROM",
+    "FORMATS",
     "Exit",
     "add_concurrency",
     "add_db",
+    "add_deprecated",
     "add_force",
+    "add_format",
     "add_model",
     "add_quiet",
+    "add_seed",
     "fail",
     "open_db",
     "reported",
@@ -32,6 +37,10 @@ __all__ = [
 MODEL_HELP = "model name (default: $GCPC_MODEL)"
 ENDPOINT_FROM = "Endpoint from OPENAI_BASE_URL / OPENAI_API_KEY, model from --model or GCPC_MODEL."
 """How every LLM verb's description says where the endpoint and model come from."""
+DEFAULT_SEED = 0
+"""The seed of every verb whose seed has a default (the demo corpus has its own, `demo.DEMO_SEED`)."""
+FORMATS = ("jsonl", "csv")
+"""Row formats the exporting verbs write."""
 
 
 class Exit(Exception):
@@ -98,3 +107,43 @@ def add_force(p: argparse.ArgumentParser, help: str) -> None:
 
 def add_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_seed(p: argparse.ArgumentParser, help: str, *, default: int | None = DEFAULT_SEED) -> None:
+    """`--seed`; with `default=None` it must be given (a design frozen with its seed)."""
+    if default is None:
+        p.add_argument("--seed", type=int, required=True, help=help)
+    else:
+        p.add_argument("--seed", type=int, default=default, help=f"{help} (default %(default)s)")
+
+
+def add_format(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", default=FORMATS[0], choices=FORMATS, help="output format (default %(default)s)")
+
+
+class _Deprecated(argparse.Action):
+    """An old spelling of an option: still accepted, hidden from `--help`, and warned about on stderr."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, use: str,
+                 kind: Literal["value", "flag", "comma list"], **kwargs: Any):
+        super().__init__(option_strings, dest, nargs=0 if kind == "flag" else None, help=argparse.SUPPRESS,
+                         default=argparse.SUPPRESS, **kwargs)
+        self.use, self.kind = use, kind
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"{parser.prog}: {option_string} is deprecated; use {self.use}", file=sys.stderr)
+        if self.kind == "flag":
+            setattr(namespace, self.dest, True)
+        elif self.kind == "comma list":
+            given = [v.strip() for v in values.split(",") if v.strip()]
+            setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), *given])
+        else:
+            setattr(namespace, self.dest, values)
+
+
+def add_deprecated(p: argparse.ArgumentParser, old: str, *, use: str, dest: str,
+                   kind: Literal["value", "flag", "comma list"] = "value", type: Any = None) -> None:
+    """Keep accepting `old` for the option now spelled `use` (same `dest`): a `value`, a `flag`, or a
+    `comma list` whose items extend the repeatable new option."""
+    p.add_argument(old, action=_Deprecated, dest=dest, use=use, kind=kind, type=type)

@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..analysis.sensitivity import SCOPES
 from ..judge import ITEM_JUDGES, JUDGES
 from .compare import add_label_choice, add_run_label, chosen_labels
 from .common import (
     ENDPOINT_FROM,
     add_concurrency,
     add_db,
+    add_deprecated,
     add_force,
     add_model,
     add_quiet,
+    add_seed,
     fail,
     open_db,
     reported,
@@ -59,10 +62,6 @@ def _cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _judge_list(text: str | None) -> list[str] | None:
-    return [j.strip() for j in text.split(",") if j.strip()] if text else None
-
-
 def _cmd_report(args: argparse.Namespace) -> int:
     from ..analysis.loader import frames_from_store
     from ..stages import recorded_report
@@ -70,7 +69,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     store = open_db("report", args.db)
     frames = frames_from_store(store, include_simulated=not args.exclude_simulated,
                                labels=chosen_labels("report", store, args.label))
-    judges = _judge_list(args.judges)
+    judges = args.judge or None
     present = set(frames["scores"]["judge"])
     if judges is not None and (unknown := [j for j in judges if j not in present]):
         fail("report", f"no scores for judge(s) {', '.join(unknown)} (scored: {', '.join(sorted(present)) or 'none'})")
@@ -173,8 +172,10 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     add_db(p)
     p.add_argument("--out", type=Path, required=True, help="folder to write the report into (created if missing)")
     p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap draws (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
-    p.add_argument("--judges", help="comma-separated judges to compare (default: every scored judge)")
+    add_seed(p, "bootstrap seed")
+    p.add_argument("--judge", action="append",
+                   help="a judge to compare (repeat for several; default: every scored judge)")
+    add_deprecated(p, "--judges", use="--judge (repeated)", dest="judge", kind="comma list")
     p.add_argument("--exclude-simulated", action="store_true",
                    help="leave out human answers from simulated raters (the demo study)")
     p.add_argument("--no-figures", action="store_true", help="tables only (faster)")
@@ -196,8 +197,8 @@ def add_perturb(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judge", required=True, choices=ITEM_JUDGES, help="which judge's Yes items")
     add_model(p, "model name (default: $GCPC_MODEL); must be the model the items were judged with")
     p.add_argument("--limit", type=int, help="perturb at most this many items now (a seeded sample across tasks)")
-    p.add_argument("--seed", type=int, default=0, help="perturbation seed (default %(default)s)")
-    p.add_argument("--scope", choices=["cited", "log"], default="cited",
+    add_seed(p, "perturbation seed")
+    p.add_argument("--scope", choices=SCOPES, default=SCOPES[0],
                    help="replace the span in the cited event only, or in every evidence event holding it "
                    "(default %(default)s)")
     p.add_argument("--per-item", action="store_true", help="the items were judged with `judge --per-item`")

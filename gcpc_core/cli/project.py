@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import TextIO
 
 from .. import demo, export
+from ..demo import DEMO_SEED
 from ..csv_safe import write_csv_rows
 from ..ingest import load_condition_map
 from ..ingest.archive import ArchiveError, unpack_for_import
 from ..ingest.trials import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, TrialError
 from ..stages import recorded_import
 from ..store import Store
-from .common import add_db, add_quiet, fail, open_db, reported
+from .common import add_db, add_deprecated, add_format, add_quiet, add_seed, fail, open_db, reported
 
 __all__ = ["add_demo", "add_export", "add_import", "add_info"]
 
@@ -59,7 +60,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     store = open_db("info", args.db)
     info = {"db": str(args.db), "schema_version": store.schema_version, **store.counts()}
     info["demo"] = store.get_meta("is_demo") == "1"
-    statuses = _task_statuses(store) if args.tasks else None
+    statuses = _task_statuses(store) if args.task_status else None
     if args.json:
         if statuses is not None:
             info["task_status"] = [asdict(s) for s in statuses]
@@ -114,10 +115,7 @@ def _write_rows(rows: Iterable[dict], fmt: str, out: TextIO) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    exporters = export.EXPORTERS
-    if args.what not in exporters:
-        fail("export", f"--what {args.what} is not available yet (have: {', '.join(exporters)})")
-    rows = exporters[args.what](open_db("export", args.db))
+    rows = export.EXPORTERS[args.what](open_db("export", args.db))
     if args.out:
         with open(args.out, "w", encoding="utf-8", newline="") as fh:
             n = _write_rows(rows, args.format, fh)
@@ -177,9 +175,10 @@ def add_info(sub: argparse._SubParsersAction) -> None:
                        "(no recorded reward: left out of outcome statistics), events, …")
     add_db(p)
     p.add_argument("--json", action="store_true", help="one JSON object instead of lines")
-    p.add_argument("--tasks", action="store_true",
+    p.add_argument("--task-status", action="store_true",
                    help="also, per task: checklist, judgments per judge, scores, audits and the next step with its "
                    "command (with --json: a task_status list)")
+    add_deprecated(p, "--tasks", use="--task-status", dest="task_status", kind="flag")
     p.set_defaults(func=_cmd_info)
 
 
@@ -187,8 +186,8 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export trials, checklists, judgments, scores or annotations",
                        description="Export one table of a project DB as JSONL or CSV.")
     add_db(p)
-    p.add_argument("--what", required=True, choices=["trials", "checklists", "judgments", "scores", "annotations"])
-    p.add_argument("--format", default="jsonl", choices=["jsonl", "csv"])
+    p.add_argument("--what", required=True, choices=tuple(export.EXPORTERS), help="which table")
+    add_format(p)
     p.add_argument("--out", type=Path, help="output file (default: standard output)")
     p.set_defaults(func=_cmd_export)
 
@@ -199,5 +198,5 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
                        "labelled DEMO everywhere. --out writes Harbor tasks/ and trials/; --db builds a project DB.")
     p.add_argument("--out", type=Path, help="folder to write tasks/ and trials/ into")
     add_db(p, "project DB to build from the demo corpus", required=False)
-    p.add_argument("--seed", type=int, default=7, help="seed of the simulated variation (default %(default)s)")
+    add_seed(p, "seed of the simulated variation", default=DEMO_SEED)
     p.set_defaults(func=_cmd_demo)

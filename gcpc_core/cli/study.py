@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..store import Store
-from .common import add_db, fail, open_db, reported
+from .common import add_db, add_deprecated, add_format, add_seed, fail, open_db, reported
 
 __all__ = ["add_study"]
 
@@ -36,10 +36,10 @@ def _cmd_study_create(args: argparse.Namespace) -> int:
 
     base_url = _links_base_url("study create", args.base_url)
     store = open_db("study", args.db)
-    raters = tuple(r.strip() for r in args.raters.split(",")) if args.raters else tuple(
+    raters = tuple(args.rater) if args.rater else tuple(
         f"rater-{i + 1:02d}" for i in range(args.n_raters or args.raters_per_unit))
     with reported("study create", ValidationError, DesignError, ValueError):
-        params = DesignParams(tasks=args.tasks, per_task=args.per_task, raters_per_unit=args.raters_per_unit,
+        params = DesignParams(tasks=args.n_tasks, per_task=args.per_task, raters_per_unit=args.raters_per_unit,
                               seed=args.seed, raters=raters, pairs_per_task=args.pairs_per_task,
                               task_ids=tuple(args.task) if args.task else None)
         created = create_study(store, params, study_id=args.id, name=args.name, created_by=args.by)
@@ -158,12 +158,14 @@ def add_study(sub: argparse._SubParsersAction) -> None:
                              "raters with balanced load and per-rater random order, and freeze it with its seed. "
                              "Prints the design (with every stratum shortfall) and each rater's invitation link.")
     add_db(s, "project DB file (trajectories imported)")
-    s.add_argument("--tasks", type=int, default=12, help="tasks to sample (default %(default)s)")
+    s.add_argument("--n-tasks", type=int, default=12, help="tasks to sample (default %(default)s)")
+    add_deprecated(s, "--tasks", use="--n-tasks", dest="n_tasks", type=int)
     s.add_argument("--per-task", type=int, default=8, help="trajectories rated per task (default %(default)s)")
     s.add_argument("--raters-per-unit", type=int, default=3, help="k raters per unit and per pair (default %(default)s)")
-    s.add_argument("--seed", type=int, required=True, help="seed of every random choice of the design")
-    s.add_argument("--raters", help="comma-separated rater names (default: rater-01 … rater-N)")
-    s.add_argument("--n-raters", type=int, help="number of generated rater names when --raters is not given "
+    add_seed(s, "seed of every random choice of the design", default=None)
+    s.add_argument("--rater", action="append", help="a rater name (repeat for several; default: rater-01 … rater-N)")
+    add_deprecated(s, "--raters", use="--rater (repeated)", dest="rater", kind="comma list")
+    s.add_argument("--n-raters", type=int, help="number of generated rater names when --rater is not given "
                    "(default: --raters-per-unit)")
     s.add_argument("--pairs-per-task", type=int, help="pairs per task (default: every within-task pair; 0: none)")
     s.add_argument("--task", action="append", help="only this task (repeatable)")
@@ -187,7 +189,7 @@ def add_study(sub: argparse._SubParsersAction) -> None:
                              "design record (params, units, pairs, guidelines, assignments) then one record per "
                              "answer version. `is_current` marks live answers.")
     _add_db_and_study(s)
-    s.add_argument("--format", default="jsonl", choices=["jsonl", "csv"])
+    add_format(s)
     s.add_argument("--current-only", action="store_true", help="only current answers, no edit history")
     s.add_argument("--out", type=Path, help="output file (default: standard output)")
     s.set_defaults(func=_cmd_study_export)

@@ -16,7 +16,7 @@ from ..analysis.frames import FrameContractError
 from ..analysis.loader import frames_from_store
 from ..analysis.triage import item_verdicts, triage
 from ..judge.registry import ITEM_JUDGES, item_judges_among
-from .common import add_db, fail, open_db
+from .common import add_db, add_seed, fail, open_db
 from .compare import add_label_choice, chosen_labels
 
 __all__ = ["add_triage"]
@@ -38,7 +38,7 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     add_db(p, required=False)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--judge", choices=ITEM_JUDGES, help="only this judge's item verdicts")
-    p.add_argument("--limit", type=int, default=30, help="disagreements to print (default %(default)s; 0: all)")
+    p.add_argument("--limit", type=int, default=30, help="print at most this many disagreements (default %(default)s; 0: all)")
     p.add_argument("--next", type=int, default=0, metavar="K", help="propose the next K audits per judge")
     p.add_argument("--target-width", type=float, default=0.10,
                    help="interval width of the error rate at which auditing can stop (default %(default)s)")
@@ -48,7 +48,7 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scenario", default="concentrated", choices=["concentrated", "spread"],
                    help="simulation scenario (default %(default)s)")
     p.add_argument("--seeds", type=int, default=5, help="simulation seeds (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the proposals (default %(default)s)")
+    add_seed(p, "seed of the proposals")
     add_label_choice(p)
     p.set_defaults(func=_cmd_triage)
 

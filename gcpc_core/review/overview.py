@@ -2,7 +2,7 @@
 
 `task_status` is the guided path: per task, what exists (checklist, judgments per judge, scores,
 audits), what is missing and the next step with the command that takes it. The Overview page and
-`info --tasks` both show it, so the app and the command line tell a new user the same way forward.
+`info --task-status` both show it, so the app and the command line tell a new user the same way forward.
 """
 
 from __future__ import annotations

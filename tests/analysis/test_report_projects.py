@@ -44,9 +44,9 @@ def test_report_on_the_demo_project(demo_copy: Path, tmp_path: Path, capsys: Cap
 
 
 def test_report_options_and_bad_input(demo_copy: Path, tmp_path: Path, capsys: Capture) -> None:
-    code, out = _report(demo_copy, tmp_path / "r", capsys, "--exclude-simulated", "--no-figures", "--judges", "probe")
+    code, out = _report(demo_copy, tmp_path / "r", capsys, "--exclude-simulated", "--no-figures", "--judge", "probe")
     assert code == 0 and "not computed: no human study data yet" in out and "(0 figures)" in out
-    assert main(["report", "--db", str(demo_copy), "--out", str(tmp_path / "x"), "--judges", "gcpc"]) == 2
+    assert main(["report", "--db", str(demo_copy), "--out", str(tmp_path / "x"), "--judge", "gcpc"]) == 2
     assert "no scores for judge(s) gcpc" in capsys.readouterr().err
     assert main(["report", "--db", str(tmp_path / "none.db"), "--out", str(tmp_path / "y")]) == 2
     assert "no such project DB" in capsys.readouterr().err

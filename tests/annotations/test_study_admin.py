@@ -122,8 +122,8 @@ def test_cli_study_create_prints_design_and_links(store: Store, capsys: pytest.C
     monkeypatch.setenv("GCPC_ADMIN_TOKEN", "admin-secret")  # links to a public address need one
     small_project(store, tasks=2, per_stratum=2)
     db = str(store.path)
-    args = ["study", "create", "--db", db, "--tasks", "12", "--per-task", "8", "--raters-per-unit", "2",
-            "--seed", "5", "--raters", "alice,bob,carol", "--pairs-per-task", "4", "--base-url", "https://rate.example"]
+    args = ["study", "create", "--db", db, "--n-tasks", "12", "--per-task", "8", "--raters-per-unit", "2",
+            "--seed", "5", "--rater", "alice", "--rater", "bob", "--rater", "carol", "--pairs-per-task", "4", "--base-url", "https://rate.example"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "NOTE: 12 tasks requested but only 2" in out and "2 tasks, 16 units, 8 pairs" in out
@@ -133,7 +133,7 @@ def test_cli_study_create_prints_design_and_links(store: Store, capsys: pytest.C
     assert open_rater_session(store, token) is not None
     assert main(args) == 2  # the same design again: the study exists
     assert "already exists" in capsys.readouterr().err
-    assert main(["study", "create", "--db", db, "--seed", "1", "--raters-per-unit", "4", "--raters", "a,b"]) == 2
+    assert main(["study", "create", "--db", db, "--seed", "1", "--raters-per-unit", "4", "--rater", "a", "--rater", "b"]) == 2
     assert main(["study", "link", "--db", db, "--rater", "alice"]) == 0
     assert "http://127.0.0.1:8501/rate?token=" in capsys.readouterr().out  # .streamlit/config.toml's address
     assert main(["study", "reassign", "--db", db, "--from", "alice", "--to", "bob"]) == 0

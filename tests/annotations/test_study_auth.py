@@ -179,7 +179,7 @@ def test_cli_refuses_public_links_without_an_admin_token(store: Store, study, mo
     assert before is not None and open_rater_session(store, study.tokens["ann"]) is not None  # nothing changed
     monkeypatch.setenv("GCPC_PUBLIC_URL", "https://rate.example")
     assert main(["study", "link", "--db", db, "--rater", "ann", "--show"]) == 2
-    assert main(["study", "create", "--db", db, "--seed", "3", "--raters", "x,y", "--id", "s2"]) == 2
+    assert main(["study", "create", "--db", db, "--seed", "3", "--rater", "x", "--rater", "y", "--id", "s2"]) == 2
     assert [s["id"] for s in store.studies()] == [study.study_id]  # refused before anything was created
     monkeypatch.setenv("GCPC_ADMIN_TOKEN", "admin-secret")
     capsys.readouterr()

@@ -2,7 +2,7 @@
 
 The toy test walks every step on an in-memory task; the real-corpus test (skipped when
 ../shared/skillsbench is absent) takes the path through the command line alone:
-import → info --tasks → checklist draft → (review) checklist add → judge probe → score → audit.
+import → info --task-status → checklist draft → (review) checklist add → judge probe → score → audit.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def steps(store: Store, *, llm_ready: bool = False) -> dict[str, str]:
 
 
 def info(db: Path, capsys: pytest.CaptureFixture[str]) -> dict:
-    assert main(["info", "--db", str(db), "--tasks", "--json"]) == 0
+    assert main(["info", "--db", str(db), "--task-status", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert INFO_CONTRACT <= set(data)
     return {s["task"]: s for s in data["task_status"]}
@@ -47,7 +47,7 @@ def test_real_corpus_guided_path_on_the_command_line(skillsbench: Path, tmp_path
     assert {status[t]["next_step"] for t in active} == {"draft a checklist"}
     assert {status[t]["next_step"] for t in status if t not in active} == {"import trials"}
     assert status["citation-check"]["command"].startswith("python -m gcpc_core checklist draft")
-    assert main(["info", "--db", str(db), "--tasks"]) == 0
+    assert main(["info", "--db", str(db), "--task-status"]) == 0
     text = capsys.readouterr().out
     assert "next: draft a checklist: python -m gcpc_core checklist draft" in text and "then: edit citation-check.yaml" in text
 

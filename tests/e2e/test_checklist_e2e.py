@@ -133,6 +133,12 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     expect(row.get_by_text("1 item", exact=True)).to_be_visible()
     expect(row.get_by_text("done", exact=True)).to_be_visible()
     assert not fresh.watch.errors and not fresh.watch.dialogs
+    # every job the pages started is in the run ledger, as the command line records it
+    runs = {r["kind"]: r for r in store.runs()}
+    assert {kind: runs[kind]["status"] for kind in ("import", "judge-probe", "score")} == {
+        "import": "done", "judge-probe": "done", "score": "done"}
+    assert runs["import"]["counts"]["trials_imported"] > 0 and runs["judge-probe"]["counts"]["judged"] == 4
+    assert runs["score"]["counts"]["probe"] > 0
 
 
 @pytest.mark.timeout(480)  # a dozen reruns of a heavy page on a shared, loaded machine
