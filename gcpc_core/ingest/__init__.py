@@ -148,8 +148,8 @@ its workers too, and each would re-import the app (sqlite-utils pulls in pandas)
 ~2 s apiece before parsing anything (bench/import_bench.py). Elsewhere the platform's default."""
 _WRITE_BATCH_TRIALS = 64
 _WRITE_BATCH_BYTES = 32 * 2**20
-"""A write transaction holds at most this many trials and (past its first trial) log bytes: few
-commits, yet a concurrent import waits at most about a second for the write lock."""
+"""A write transaction takes at most this many trials, and closes once its trials' logs reach this
+many bytes: few commits, while a concurrent import waits for one batch, never for a whole import."""
 
 
 def _load_or_reason(trial_dir: Path, **options) -> Loaded:
@@ -164,14 +164,16 @@ def _load_or_reason(trial_dir: Path, **options) -> Loaded:
 
 
 def _load_chunk(trial_dirs: list[Path], options: dict) -> list[Loaded]:
+    """One pool task: several trials, so the per-task overhead of the pool is paid once for them."""
     return [_load_or_reason(d, **options) for d in trial_dirs]
 
 
 def _load_all(trial_dirs: list[Path], workers: int, **options) -> Iterator[Loaded]:
     """Parse trials in worker processes (parsing is CPU-bound) while the caller writes, in order.
 
-    At most two chunks per worker are in flight: a writer slower than the parsers holds back the
-    parsing, rather than parsed trials piling up in memory.
+    About two chunks per worker are in flight: a writer slower than the parsers holds back the
+    parsing, rather than parsed trials piling up in memory (memory stays bounded by a few dozen
+    trials, whatever the corpus holds).
     """
     if workers <= 1 or len(trial_dirs) < 2 * _CHUNK:
         yield from (_load_or_reason(d, **options) for d in trial_dirs)

@@ -325,19 +325,22 @@ def check_confined(trial_dir: Path, root: Path) -> None:
         raise TrialError(refusal(escaped, root))
 
 
-def trial_fingerprint(trial_dir: Path, settings: str, max_log_bytes: int = DEFAULT_MAX_LOG_BYTES) -> str:
+def trial_fingerprint(trial_dir: Path, settings: str, max_log_bytes: int = DEFAULT_MAX_LOG_BYTES, *,
+                      logs: list[Path] | None = None) -> str:
     """sha256 of the trial's files and of the import settings that shape its stored row.
 
     Cheap next to parsing, so a re-import can skip unchanged trials without parsing them. Files are
     hashed in bounded chunks, and one over its limit (it will be refused) by its size and mtime only.
-    Raises TrialError when the folder has no recognizable agent log.
+    Raises TrialError when the folder has no recognizable agent log. `logs`: the log's files
+    (`log_files`) of the resolved `trial_dir`, when the caller has found them already.
     """
     trial_dir = Path(trial_dir).resolve()
-    try:
-        log_path, fmt = find_log(trial_dir)
-        logs = log_files(log_path, fmt)
-    except LogError as exc:
-        raise TrialError(str(exc)) from exc
+    if logs is None:
+        try:
+            log_path, fmt = find_log(trial_dir)
+            logs = log_files(log_path, fmt)
+        except LogError as exc:
+            raise TrialError(str(exc)) from exc
     h = hashlib.sha256(f"{INGEST_VERSION}|{settings}".encode())
     for p in _trial_files(trial_dir, logs):
         h.update(b"\0" + p.relative_to(trial_dir).as_posix().encode("utf-8", "surrogateescape") + b"\0")
@@ -435,7 +438,7 @@ def load_trial(
             log_path=log_path.relative_to(trial_dir).as_posix(),
             log_format=fmt,
             log_bytes=sum(p.stat().st_size for p in logs if is_regular(p)),
-            content_hash=trial_fingerprint(trial_dir, settings, max_log_bytes),
+            content_hash=trial_fingerprint(trial_dir, settings, max_log_bytes, logs=logs),
             is_demo=is_demo or bool(result.get("demo")),
         )
     except ValidationError as exc:  # a field of result.json / config.json of the wrong JSON type

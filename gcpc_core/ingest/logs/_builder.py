@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from ...models import Event, EventKind, LogFormat
 from ._render import render_args
 from .base import ParsedLog
@@ -47,6 +49,10 @@ _SKILL_MD = re.compile(r"/skills?/([^/\s'\"`]+)/SKILL\.md")
 _SKILL_DIR = re.compile(r"/skills?/([A-Za-z0-9][\w.-]*)/")
 
 
+_EVENTS = TypeAdapter(list[Event])
+"""One validation call for a log's events: a third cheaper than an `Event(...)` each (bench/import_bench.py)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Call:
     event_id: str
@@ -65,7 +71,8 @@ class EventBuilder:
     def __init__(self, fmt: LogFormat, path: Path) -> None:
         self.format: LogFormat = fmt
         self.path = path
-        self.events: list[Event] = []
+        self._events: list[dict[str, Any]] = []
+        """Event fields, validated into `Event`s all at once by `finish`."""
         self.skills_used: list[str] = []
         self.skills_referenced: list[str] = []
         self.warnings: list[str] = []
@@ -89,14 +96,10 @@ class EventBuilder:
         is_error: bool = False,
     ) -> str:
         """Append one event and return its id."""
-        seq = len(self.events) + 1
+        seq = len(self._events) + 1
         eid = f"E{seq}"
-        self.events.append(
-            Event(
-                id=eid, seq=seq, kind=kind, text=text, tool_name=tool_name,
-                call_id=call_id, path=path, is_error=is_error, source=source,
-            )
-        )
+        self._events.append({"id": eid, "seq": seq, "kind": kind, "text": text, "tool_name": tool_name,
+                             "call_id": call_id, "path": path, "is_error": is_error, "source": source})
         return eid
 
     def has_call(self, key: str) -> bool:
@@ -188,6 +191,6 @@ class EventBuilder:
         if self.warnings:
             meta["warnings"] = list(self.warnings)
         return ParsedLog(
-            format=self.format, path=self.path, events=self.events,
+            format=self.format, path=self.path, events=_EVENTS.validate_python(self._events),
             skills_offered=skills_offered, skills_used=list(self.skills_used), metadata=meta,
         )

@@ -1,0 +1,106 @@
+"""The import pipeline's plumbing: parse workers, how far they run ahead, batched writes.
+
+Import parses in worker processes and writes in the calling one, several trials per transaction;
+these tests pin what that must keep: the writer never falls behind unboundedly (memory), a clash
+in a batch costs that trial only, and workers start cheaply whatever started the caller.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import gcpc_core.ingest as ingest
+from gcpc_core.ingest import import_project
+from gcpc_core.models import Event, Task, Trajectory
+from gcpc_core.store import Store, TrajectoryClash, event_rows
+
+from .test_import import make_task, make_trial
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _traj(tid: str, source: str) -> Trajectory:
+    return Trajectory(id=tid, task="t1", agent="a", model="m", outcome="PASS", reward=1.0, source_path=source,
+                      log_path="agent/claude-code.txt", log_format="claude-code")
+
+
+def _rows(tid: str, n: int) -> list:
+    return event_rows(tid, [Event(id=f"E{i}", seq=i, kind="tool_output", text=f"{tid} {i}") for i in range(1, n + 1)])
+
+
+def test_a_clash_in_a_write_batch_costs_that_trial_only(store: Store) -> None:
+    store.upsert_task(Task(id="t1", instruction="Do it.", source_path="/tasks/t1"))
+    store.replace_trajectories([(_traj("x", "/trials/x"), _rows("x", 2))])
+    done = store.replace_trajectories([(_traj("a", "/trials/a"), _rows("a", 3)),
+                                       (_traj("x", "/elsewhere/x"), _rows("x", 5)),
+                                       (_traj("b", "/trials/b"), _rows("b", 1))])
+    assert done[0] == "imported" and done[2] == "imported"
+    assert isinstance(done[1], TrajectoryClash) and "/trials/x" in str(done[1])
+    assert store.get_trajectory("x").source_path == "/trials/x"
+    assert [e.text for e in store.events("x")] == ["x 1", "x 2"]
+    assert [len(store.events(t)) for t in ("a", "b")] == [3, 1]
+
+
+def test_event_rows_naming_another_trajectory_are_refused_and_nothing_is_written(store: Store) -> None:
+    store.upsert_task(Task(id="t1", instruction="Do it.", source_path="/tasks/t1"))
+    with pytest.raises(ValueError, match="name another trajectory"):
+        store.replace_trajectories([(_traj("a", "/trials/a"), _rows("a", 1)),
+                                    (_traj("b", "/trials/b"), _rows("a", 1))])
+    assert store.counts()["trials"] == 0 and store.counts()["events"] == 0
+
+
+def _slow_consumer_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int, workers: int) -> int:
+    """How many of `n` trials the workers parsed while the caller took one result and then waited."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def counted(trial_dir: Path, **_: object) -> str:
+        (marks / trial_dir.name).touch()
+        raise ingest.TrialError(f"{trial_dir}: counted")
+
+    monkeypatch.setattr(ingest, "load_trial", counted)  # forked workers inherit it
+    dirs = [tmp_path / f"t{i:03d}" for i in range(n)]
+    loaded = ingest._load_all(dirs, workers)
+    assert "counted" in next(loaded)
+    time.sleep(3)  # parsing a marker takes microseconds: unbounded workers would finish all n meanwhile
+    parsed = len(list(marks.iterdir()))
+    assert len(list(loaded)) == n - 1  # nothing lost, in order or not, every trial comes back
+    return parsed
+
+
+@pytest.mark.skipif(ingest._POOL_CONTEXT.get_start_method() != "fork", reason="the patch reaches forked workers only")
+def test_parse_workers_do_not_run_ahead_of_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workers, n = 2, 200
+    parsed = _slow_consumer_parsed(tmp_path, monkeypatch, n, workers)
+    in_flight = (2 * workers + 2) * ingest._CHUNK  # the window, the chunk taken and the one queued after it
+    assert parsed <= in_flight < n, parsed
+
+
+def _import_in_spawned_process(db: str, root: str, queue: multiprocessing.Queue) -> None:
+    def from_the_parent(trial_dir: Path, **_: object) -> str:
+        raise ingest.TrialError(f"{trial_dir}: parsed by a forked worker")
+
+    ingest.load_trial = from_the_parent  # a spawned worker re-imports the module and never sees this
+    report = import_project(Store(db), trials_dir=Path(root) / "trials", progress=False, workers=2)
+    queue.put([reason for _, reason in report.skipped])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
+def test_parse_workers_are_forked_even_from_a_spawned_process(tmp_path: Path) -> None:
+    """A spawned caller's pool would spawn too: each worker re-importing the app before parsing."""
+    make_task(tmp_path)
+    import_project(Store(tmp_path / "p.db"), tasks_dir=tmp_path / "tasks", progress=False)
+    for i in range(10):
+        make_trial(tmp_path, f"demo-task__{i:02d}")
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_import_in_spawned_process, args=(str(tmp_path / "p.db"), str(tmp_path), queue))
+    proc.start()
+    reasons = queue.get(timeout=90)
+    proc.join(30)
+    assert len(reasons) == 10 and all("parsed by a forked worker" in r for r in reasons), reasons
