@@ -21,7 +21,7 @@ from typing import Any
 from ..checklist.gates import normalize_whitespace
 from .text import INVISIBLE, invisible_marker
 
-__all__ = ["SelectionError", "Segment", "component_segments", "segments", "selected_span", "selection_quote"]
+__all__ = ["Segment", "SelectionError", "component_segments", "segments", "selected_span", "selection_quote"]
 
 
 class SelectionError(ValueError):

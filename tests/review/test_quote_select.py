@@ -4,6 +4,7 @@ and that span passes G1 once it is long enough."""
 
 from __future__ import annotations
 
+import itertools
 
 import pytest
 
@@ -39,7 +40,7 @@ def _select(text: str, shown_part: str, **kw: int) -> tuple[str, int, int]:
 def test_segments_cover_the_text_and_show_it_as_the_app_does() -> None:
     segs = segments(TEXT)
     assert "".join(TEXT[s.start:s.end] for s in segs) == TEXT
-    assert all(a.end == b.start for a, b in zip(segs, segs[1:]))
+    assert all(a.end == b.start for a, b in itertools.pairwise(segs))
     assert "".join(s.shown for s in segs) == show_invisible(TEXT)
     assert [s for s in segs if s.marker] == [Segment("⟨U+200B⟩", 18, 19, True), Segment("⟨U+202E⟩", 24, 25, True)]
     assert component_segments("a\u200bb") == [["a", False], ["⟨U+200B⟩", True], ["b", False]]
