@@ -56,8 +56,8 @@ def test_renaming_a_judged_trial_is_reported_and_keeps_its_rows(tmp_path: Path, 
     make_task(tmp_path)
     first = make_trial(tmp_path, "demo-task__a")
     _import(store, tmp_path)
-    store.db["judge_units"].insert({"trajectory_id": "demo-task__a", "judge": "probe", "task": "demo-task",
-                                   "prompt_version": "p1", "created_at": "now"})
+    store.db["judge_units"].insert({"trajectory_id": "demo-task__a", "judge": "probe", "label": "probe-run",
+                                   "task": "demo-task", "prompt_version": "p1", "created_at": "now"})
     res = first / "result.json"
     res.write_text(json.dumps({**json.loads(res.read_text()), "trial_name": "renamed"}))
     make_trial(tmp_path, "demo-task__b")
@@ -296,8 +296,11 @@ def test_unscored_trials_are_left_out_of_outcome_statistics(tmp_path: Path, stor
     _import(store, tmp_path)
     for traj in ("demo-task__done", "demo-task__cut"):
         outcome = store.get_trajectory(traj).outcome
-        store.db["scores"].insert({"trajectory_id": traj, "judge": "probe", "task": "demo-task", "outcome": outcome,
-                                   "condition": "unknown", "partial_credit": 1.0, "scored_at": "now"}, alter=True)
+        store.db["judge_units"].insert({"trajectory_id": traj, "judge": "probe", "label": "probe-run",
+                                       "task": "demo-task", "prompt_version": "p1", "created_at": "now"})
+        store.db["scores"].insert({"trajectory_id": traj, "judge": "probe", "label": "probe-run", "task": "demo-task",
+                                   "outcome": outcome, "condition": "unknown", "partial_credit": 1.0,
+                                   "scored_at": "now"}, alter=True)
     frames = frames_from_store(store)
     assert list(frames["scores"]["trajectory_id"]) == ["demo-task__done"]
     assert frames["scores"].attrs["unscored_trials"] == 1
