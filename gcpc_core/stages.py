@@ -69,7 +69,7 @@ def recorded_import(
 def recorded_score(store: Store, *, judge: str | None = None) -> ScoreReport:
     """`judge.score_project` as a `score` run, under the current rules version."""
     return _run(store, "score", lambda: score_project(store, judge=judge),
-                counts=lambda r: {**r.scored, "missing_trajectories": len(r.missing_trajectories)},
+                counts=ScoreReport.counts,
                 rules_version=load_rules().version, params={"judge": judge} if judge else {})
 
 

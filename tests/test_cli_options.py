@@ -26,7 +26,7 @@ GIST = {
     "--db": r"project DB",
     "--force": r"again",
     "--format": r"format",
-    "--json": r"JSON object",
+    "--json": r"\bJSON\b",
     "--judge": r"judge",
     "--limit": r"at most",
     "--model": r"model name",

@@ -140,7 +140,8 @@ def test_every_stage_verb_records_a_run_from_the_command_line(
     assert set(new) == {"judge-probe", "score", "perturb-probe", "report"}
     assert all(r["status"] == "done" and r["pid"] == os.getpid() for r in new.values())
     assert new["judge-probe"]["counts"]["judged"] == 36
-    assert new["score"]["counts"]["probe"] == 36 and new["score"]["rules_version"]
+    probe = "probe=" + project.default_labels()["probe"]
+    assert new["score"]["counts"][probe] == 36 and new["score"]["rules_version"]  # per labelled run
     assert sum(v for k, v in new["perturb-probe"]["counts"].items() if k in ("judged", "not_perturbed")) == 3
     assert new["report"]["counts"]["tables"] > 0 and new["report"]["params"]["n_boot"] == 20
 
@@ -169,4 +170,5 @@ def test_the_runs_page_jobs_record_the_same_runs_and_report_progress(
     assert job_progress(project, job, run) == (36, 36)
     job = runner.wait(runner.start(demo_copy, "score", {}).id, 120)
     run = job_run(project, job)
-    assert job.run_id == run["id"] and run["kind"] == "score" and run["counts"]["probe"] == 36
+    probe = "probe=" + project.default_labels()["probe"]
+    assert job.run_id == run["id"] and run["kind"] == "score" and run["counts"][probe] == 36

@@ -94,7 +94,7 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap draws (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
-    p.add_argument("--limit", type=int, default=30, help="differing items to print (default %(default)s; 0: all)")
+    p.add_argument("--limit", type=int, default=30, help="print at most this many differing items (default %(default)s; 0: all)")
     p.set_defaults(func=_cmd_compare)
 
 

@@ -26,6 +26,11 @@ class ScoreReport:
     """(judge, label) → trajectories scored in that labelled run."""
     missing_trajectories: list[str] = field(default_factory=list)
 
+    def counts(self) -> dict[str, int]:
+        """What the run ledger records: trajectories scored per `judge=label` run, and those missing."""
+        return {**{f"{judge}={label}": n for (judge, label), n in sorted(self.scored.items())},
+                "missing_trajectories": len(self.missing_trajectories)}
+
     def lines(self) -> list[str]:
         out = [f"scored {n} trajectories for judge {judge} (run {label})"
                for (judge, label), n in sorted(self.scored.items())]
