@@ -168,6 +168,21 @@ def test_agreement_leads_with_a_headline_and_opens_sections_on_demand(demo_db: P
     assert not [c for c in captions if re.search(r"\b[a-z]+_[a-z_]+\b", c)]  # human words, no snake_case
 
 
+def test_agreement_reads_the_run_chosen_for_a_judge(demo_db: Path) -> None:
+    """The demo's probe judge has two labelled runs: the headline follows the Run box (default: the real run)."""
+    store = Store(demo_db)
+    runs = [r for r in store.judge_labels() if r["judge"] == "probe"]
+    [simulated] = [r["label"] for r in runs if r["simulated"]]
+    at = open_page("agreement")
+    box = at.selectbox(key="agreement:run:probe")
+    assert box.value == store.default_labels()["probe"] != simulated
+    default_auc = {m.label: m.value for m in at.metric}["AUC · probe"]
+    box.set_value(simulated).run()
+    assert not at.exception
+    chosen_auc = {m.label: m.value for m in at.metric}["AUC · probe"]
+    assert default_auc.startswith("0.994") and chosen_auc.startswith("1.000")  # the compare page's two AUCs
+
+
 @pytest.mark.skillsbench
 def test_audit_of_the_largest_real_trial_shows_refs_and_citations(real_db: Path) -> None:
     store = Store(real_db)
