@@ -15,6 +15,7 @@ n_ctx × vocabulary floats — 32 GiB at n_ctx 32768 for Gemma's 262k-token voca
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -36,6 +38,7 @@ __all__ = [
     "LocalServer",
     "local_model_path",
     "missing_requirements",
+    "stop_with_parent",
 ]
 
 LOCAL_MODEL_ALIAS = "gemma-3-270m-local"
@@ -46,6 +49,27 @@ DEFAULT_CONTEXT = 8192
 """Tokens of context: a day's judging prompts fit, and the KV cache stays small."""
 LOCAL_MAX_COMPLETION_TOKENS = 1024
 """Reply bound suggested for the local model: a whole checklist's verdicts fit; a runaway reply stops."""
+_PR_SET_PDEATHSIG = 1
+"""prctl(2) option: the signal the kernel sends a process when the thread that started it ends."""
+
+
+def stop_with_parent() -> Callable[[], None]:
+    """A `preexec_fn` that makes the child receive SIGTERM when the process starting it dies, however it
+    dies (a killed test run, a closed terminal). A server that runs in its own session misses the
+    terminal's hang-up, so without this a killed parent leaves a model server holding both cores. No-op
+    outside Linux, where `stop` remains the only way out."""
+    parent = os.getpid()
+
+    def arm() -> None:
+        if not sys.platform.startswith("linux"):
+            return
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
 REQUIREMENTS_HINT = "pip install -r requirements-llm.txt (builds llama-cpp-python: 10-15 minutes on 2 cores)"
 
 
@@ -140,6 +164,7 @@ class LocalServer:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config_file)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=stop_with_parent(),
             )
         return self
 

@@ -15,8 +15,8 @@ import urllib.request
 import pytest
 from pydantic import BaseModel
 
-from gcpc_core.perturb import run_perturbations
 from gcpc_core.checklist import load_rules
+from gcpc_core.checklist.synthesis import synthesize_project
 from gcpc_core.evidence import build_evidence_view
 from gcpc_core.judge import judge_project
 from gcpc_core.judge.registry import get_judge
@@ -24,9 +24,9 @@ from gcpc_core.judge.results import TrajectoryJudgment
 from gcpc_core.judge.units import store_judgment
 from gcpc_core.llm import LLMCallError, LLMConfig, LLMReplyError
 from gcpc_core.llm_server import check_endpoint
-from gcpc_core.local_llm import LOCAL_MODEL_ALIAS
+from gcpc_core.local_llm import LOCAL_MODEL_ALIAS, stop_with_parent
 from gcpc_core.models import Citation, ItemJudgment
-from gcpc_core.checklist.synthesis import synthesize_project
+from gcpc_core.perturb import run_perturbations
 
 from .conftest import CALL_TIMEOUT_S, MAX_TOKENS, TASK, TRIAL
 
@@ -117,7 +117,7 @@ def test_one_perturbation(real_llm, real_store) -> None:
 def test_serve_local_stops_cleanly_on_sigterm() -> None:
     process = subprocess.Popen([sys.executable, "-m", "gcpc_core", "llm", "serve-local", "--port", "0",
                                 "--n-ctx", "1024"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=stop_with_parent())
     lines: list[str] = []
     try:
         deadline = time.monotonic() + 180
