@@ -60,6 +60,14 @@ def demo_copy(demo_master: Path, tmp_path: Path) -> Path:
     return copy_db(demo_master, tmp_path / "demo.db")
 
 
+@pytest.fixture
+def project(demo_copy: Path) -> Iterator[Store]:
+    """A private copy of the demo project: 36 trials, frozen demo checklists, probe judgments and scores."""
+    store = Store(demo_copy)
+    yield store
+    store.close()
+
+
 REAL_CHECKLISTS = Path(__file__).resolve().parent / "fixtures" / "checklists"
 
 

@@ -8,14 +8,20 @@ does not (always Yes).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from fake_openai import FAKE_MODEL, Reply
-
-from judge.conftest import PER_ITEM_ID, first_citation, is_items_request, item_ids, items_reply, single_item_reply, user_text
+from judge.conftest import (
+    PER_ITEM_ID,
+    first_citation,
+    is_items_request,
+    item_ids,
+    items_reply,
+    single_item_reply,
+    user_text,
+)
 
 from gcpc_core.analysis import perturbation_frame
 from gcpc_core.cli import main
@@ -23,14 +29,6 @@ from gcpc_core.judge import judge_project
 from gcpc_core.llm import LLM
 from gcpc_core.perturb import run_perturbations
 from gcpc_core.store import Store
-
-
-@pytest.fixture
-def project(demo_copy: Path) -> Iterator[Store]:
-    """A private copy of the demo project: 36 trials, frozen demo checklists, probe judgments and scores."""
-    store = Store(demo_copy)
-    yield store
-    store.close()
 
 
 @pytest.fixture

@@ -9,8 +9,7 @@ server and `make_llm` are shared with the LLM-layer tests (tests/conftest.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -79,14 +78,6 @@ def holistic_reply(progress: float = 0.5) -> Callable[[dict], Reply]:
 
 def is_repair(request: dict[str, Any]) -> bool:
     return any(m["role"] == "assistant" for m in request["messages"])
-
-
-@pytest.fixture
-def project(demo_copy: Path) -> Iterator[Store]:
-    """A private copy of the demo project: 36 trials, frozen demo checklists, probe judgments and scores."""
-    store = Store(demo_copy)
-    yield store
-    store.close()
 
 
 @pytest.fixture
