@@ -5,6 +5,7 @@ with LLM layers pointed at it."""
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,15 @@ def demo_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("demo-master") / "demo.db"
     build_demo_project(db)
     return db
+
+
+@pytest.fixture(autouse=True)
+def _main_module_restored() -> Iterator[None]:
+    """Streamlit's AppTest runs a page as `__main__` and leaves it there; a process spawned later in the
+    same run (the load drill's pool) would then re-execute that page on start-up and die."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 @pytest.fixture

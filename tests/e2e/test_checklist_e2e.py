@@ -138,7 +138,7 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     assert {kind: runs[kind]["status"] for kind in ("import", "judge-probe", "score")} == {
         "import": "done", "judge-probe": "done", "score": "done"}
     assert runs["import"]["counts"]["trials_imported"] > 0 and runs["judge-probe"]["counts"]["judged"] == 4
-    assert runs["score"]["counts"]["probe"] > 0
+    assert runs["score"]["counts"]["probe=" + store.default_labels()["probe"]] > 0  # per labelled run
 
 
 @pytest.mark.timeout(480)  # a dozen reruns of a heavy page on a shared, loaded machine

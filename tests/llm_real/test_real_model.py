@@ -28,7 +28,7 @@ from gcpc_core.local_llm import LOCAL_MODEL_ALIAS, stop_with_parent
 from gcpc_core.models import Citation, ItemJudgment
 from gcpc_core.perturb import run_perturbations
 
-from .conftest import CALL_TIMEOUT_S, MAX_TOKENS, TASK, TRIAL
+from .conftest import CALL_TIMEOUT_S, MAX_TOKENS, REAL_N_CTX, TASK, TRIAL
 
 pytestmark = [pytest.mark.llm_real, pytest.mark.timeout(1800)]
 
@@ -156,7 +156,7 @@ def test_real_wrong_model_name_is_caught_by_the_check(local_server) -> None:
 
 def test_real_context_overflow_is_a_clear_error(real_llm) -> None:
     llm = real_llm(context_window=None)  # no budget: the server itself refuses the prompt
-    messages = [{"role": "user", "content": "word " * 6000}]
+    messages = [{"role": "user", "content": "word " * (2 * REAL_N_CTX)}]  # twice the window
     with pytest.raises(LLMCallError) as caught:
         llm.run_sync(lambda: llm.complete(messages, Word, prompt_version="v1"))
     assert caught.value.reason == "context_overflow" and "context" in str(caught.value)
