@@ -21,7 +21,6 @@ from gcpc_core.review.ui import (
     cached_frames,
     cached_section,
     require_store,
-    run_choice,
     run_select,
     visible_frame,
 )
@@ -32,14 +31,14 @@ cols = st.columns([2, 2, 3])
 include_simulated = cols[0].toggle("Include simulated raters", value=True, key="agreement:simulated",
                                    help="The demo study's raters are simulated by GCPC, not people")
 n_boot = cols[1].select_slider("Bootstrap draws", [200, 1000, 2000, 5000], value=1000, key="agreement:n_boot")
-runs = run_choice(run_select(store, "agreement"))  # a judge with several labelled runs: which one
-frames = cached_frames(store, include_simulated=include_simulated, labels=dict(runs) or None)
+labels = run_select(store, "agreement")  # a judge with several labelled runs: which one
+frames = cached_frames(store, include_simulated=include_simulated, labels=labels)
 simulated = sum(int(frames[n]["simulated"].sum()) for n in ("ratings", "preferences"))
 if simulated:
     st.warning(f"{simulated} of the human answers below come from SIMULATED raters (the demo study), not people.")
 try:
     with st.spinner("Computing the analysis…"):
-        dash = cached_dashboard(store, n_boot, 0, include_simulated, runs=runs)
+        dash = cached_dashboard(store, n_boot, 0, include_simulated, labels=labels)
 except FrameContractError as exc:  # the project's data break a frame contract: say which, do not crash
     st.error("The analysis cannot run on this project's data: " + md_escape(exc, limit=400))
     st.stop()
@@ -70,7 +69,7 @@ for k, name in enumerate(SECTIONS):
         if not section.open:
             continue
         with st.spinner("Computing this section…"):
-            part = cached_section(store, name, n_boot, 0, include_simulated, runs=runs)
+            part = cached_section(store, name, n_boot, 0, include_simulated, labels=labels)
         for statement in part.missing:
             st.text("Not computed: " + statement)
         for j, (_, figure) in enumerate(part.figures[name]):

@@ -40,7 +40,6 @@ from .text import Excerpt, collapse, excerpt, highlighted_html, line_range, mark
 
 __all__ = [
     "RESUME_PAGE_KEY",
-    "RunChoice",
     "SIGN_IN_PROBLEM_KEY",
     "access",
     "app_base_url",
@@ -69,7 +68,6 @@ __all__ = [
     "render_steps",
     "select_quote",
     "require_store",
-    "run_choice",
     "run_select",
     "reviewer",
     "sign_in",
@@ -223,35 +221,25 @@ def _events(store: Store, trajectory_id: str) -> list[Event]:
     return store.events(trajectory_id)
 
 
-RunChoice = tuple[tuple[str, str], ...]
-"""(judge, label) pairs choosing a labelled run instead of a judge's default, sorted: a hashable cache key."""
-
-
-def run_choice(labels: Mapping[str, str] | None) -> RunChoice:
-    """`run_select`'s answer as a `RunChoice` (empty: every judge reads its default run)."""
-    return tuple(sorted((labels or {}).items()))
-
-
-def _run_frames(store: Store, include_simulated: bool, runs: RunChoice) -> dict[str, pd.DataFrame]:
-    return cached_frames(store, include_simulated=include_simulated, labels=dict(runs) or None)
-
-
 def _dashboard(store: Store, n_boot: int, seed: int, include_simulated: bool,
-               sections: tuple[str, ...] = agreement.HEADLINE_SECTIONS, runs: RunChoice = ()) -> agreement.Dashboard:
+               sections: tuple[str, ...] = agreement.HEADLINE_SECTIONS,
+               labels: Mapping[str, str] | None = None) -> agreement.Dashboard:
     """The report `sections` of the Agreement page (by default those of its headline), without figures, over
-    each judge's default run unless `runs` chooses another."""
-    return agreement.dashboard(_run_frames(store, include_simulated, runs), sections=sections,
+    each judge's default run unless `labels` (from `run_select`) chooses another."""
+    return agreement.dashboard(cached_frames(store, include_simulated=include_simulated, labels=labels),
+                               sections=sections,
                                n_boot=n_boot, seed=seed, figures=False)
 
 
 def _section(store: Store, section: str, n_boot: int, seed: int, include_simulated: bool,
-             runs: RunChoice = ()) -> agreement.Dashboard:
+             labels: Mapping[str, str] | None = None) -> agreement.Dashboard:
     """One section of the Agreement page — its tables, "not computed" statements and figures — computed when
     the page opens it (and then cached like the headline)."""
     report = agreement.REPORT_SECTION[section]
     sections = ("inputs", report) if report == "discrimination" else (report,)  # the judges table is an input's
-    dash = cached_dashboard(store, n_boot, seed, include_simulated, sections=sections, runs=runs)
-    figures = agreement.section_figures(section, dash.tables, _run_frames(store, include_simulated, runs),
+    dash = cached_dashboard(store, n_boot, seed, include_simulated, sections=sections, labels=labels)
+    figures = agreement.section_figures(section, dash.tables,
+                                        cached_frames(store, include_simulated=include_simulated, labels=labels),
                                         n_boot=n_boot, seed=seed, ci=dash.ci)
     return dataclasses.replace(dash, figures={section: figures})
 
