@@ -86,7 +86,7 @@ if not signed_in():
 with st.sidebar:
     st.caption("Project DB")
     st.code(db_path, language=None)
-    if store.get_meta("is_demo") == "1":
+    if store.project.get_meta("is_demo") == "1":
         st.warning("DEMO project: simulated data, not real agent runs.")
     # Reviewer identity: every item audit and hand-edited checklist is recorded under this name.
     st.session_state.setdefault("reviewer", os.environ.get("GCPC_REVIEWER") or os.environ.get("USER") or "")

@@ -47,20 +47,20 @@ def _answer(row: dict) -> int | str:
 def answers_by_target(store: Store, study_id: str, kind: str) -> dict[str, dict[str, int | str]]:
     """target code → {rater: current answer} for one kind of question."""
     out: dict[str, dict[str, int | str]] = defaultdict(dict)
-    for row in store.annotations(study_id=study_id, kind=kind):
+    for row in store.annotations.list(study_id=study_id, kind=kind):
         out[_code(row)][row["rater"]] = _answer(row)
     return dict(out)
 
 
 def rater_progress(store: Store, study_id: str) -> list[dict]:
     """Per rater: assigned and answered ratings and pairs, share done, last answer time."""
-    raters = store.study_raters(study_id)
+    raters = store.studies.raters(study_id)
     assigned: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for a in store.study_assignments(study_id):
+    for a in store.studies.assignments(study_id):
         assigned[(a["rater"], a["kind"])].add(a["target"])
     answered: dict[tuple[str, str], set[str]] = defaultdict(set)
     last: dict[str, str] = {}
-    for row in store.annotations(study_id=study_id):
+    for row in store.annotations.list(study_id=study_id):
         answered[(row["rater"], row["kind"])].add(_code(row))
         last[row["rater"]] = max(last.get(row["rater"], ""), row["created_at"])
     rows = []
@@ -83,7 +83,7 @@ def unit_progress(store: Store, study_id: str) -> list[dict]:
     """Per unit and per pair: task, trajectories, raters assigned, answers in."""
     study = load_study(store, study_id)
     holders: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for a in store.study_assignments(study_id):
+    for a in store.studies.assignments(study_id):
         holders[(a["kind"], a["target"])].append(a["rater"])
     answers = {kind: answers_by_target(store, study_id, kind) for kind in KIND_LABEL}
     rows = []
@@ -185,13 +185,13 @@ def reassign(
     """
     if from_rater == to_rater:
         raise ValueError("cannot reassign a rater's items to the same rater")
-    known = {r["rater"] for r in store.study_raters(study_id)}
+    known = {r["rater"] for r in store.studies.raters(study_id)}
     for r in (from_rater, to_rater):
         if r not in known:
             raise KeyError(f"no rater {r!r} in study {study_id!r}")
-    held = {(a["kind"], a["target"]) for a in store.study_assignments(study_id, rater=from_rater)}
-    theirs = {(a["kind"], a["target"]) for a in store.study_assignments(study_id, rater=to_rater)}
-    answered = {(r["kind"], _code(r)) for r in store.annotations(study_id=study_id, rater=from_rater)}
+    held = {(a["kind"], a["target"]) for a in store.studies.assignments(study_id, rater=from_rater)}
+    theirs = {(a["kind"], a["target"]) for a in store.studies.assignments(study_id, rater=to_rater)}
+    answered = {(r["kind"], _code(r)) for r in store.annotations.list(study_id=study_id, rater=from_rater)}
     wanted = sorted(held - answered) if targets is None else list(targets)
     report = ReassignReport()
     for kind, target in wanted:
@@ -200,22 +200,40 @@ def reassign(
         elif (kind, target) in theirs:
             report.skipped.append((kind, target, f"{to_rater} already has it"))
         else:
-            store.reassign(study_id, kind=kind, target=target, from_rater=from_rater, to_rater=to_rater)
+            move_assignment(store, study_id, kind=kind, target=target, from_rater=from_rater, to_rater=to_rater)
             report.moved.append((kind, target))
     return report
+
+
+def move_assignment(store: Store, study_id: str, *, kind: str, target: str, from_rater: str, to_rater: str) -> None:
+    """Move one assignment to another rater, at the end of their queue; answers already given stay.
+
+    One transaction, so two admins moving the same item cannot both take it off the first queue.
+    """
+    with store.atomic():
+        if not store.studies.has_rater(study_id, to_rater):
+            raise KeyError(f"no rater {to_rater!r} in study {study_id!r}")
+        if not store.studies.deactivate_assignment(study_id, rater=from_rater, kind=kind, target=target):
+            raise KeyError(f"{from_rater!r} holds no active {kind} assignment {target!r}")
+        held = store.studies.assignment(study_id, rater=to_rater, kind=kind, target=target)
+        if held is not None and held["active"]:
+            raise ValueError(f"{to_rater!r} already holds {kind} {target!r}")
+        last = store.studies.last_position(study_id, rater=to_rater, kind=kind)
+        store.studies.place_assignment(study_id, rater=to_rater, kind=kind, target=target,
+                                       position=0 if last is None else last + 1, reassigned_from=from_rater)
 
 
 def add_rater(store: Store, study_id: str, rater: str) -> str:
     """A new rater with an empty queue (fill it by reassignment); returns their secret token."""
     load_study(store, study_id)
     return mint_token(store, study_id, rater.strip(),
-                      lambda token_hash: store.add_study_rater(study_id, rater.strip(), token_hash=token_hash))
+                      lambda token_hash: store.studies.add_rater(study_id, rater.strip(), token_hash=token_hash))
 
 
 def issue_link(store: Store, study_id: str, rater: str) -> str:
     """A fresh token for a rater (their old link stops working); returns the secret."""
     return mint_token(store, study_id, rater,
-                      lambda token_hash: store.set_rater_token_hash(study_id, rater, token_hash))
+                      lambda token_hash: store.studies.set_rater_token_hash(study_id, rater, token_hash))
 
 
 def status_lines(store: Store, study_id: str) -> list[str]:

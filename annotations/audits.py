@@ -12,6 +12,7 @@ from gcpc_core.models import Verdict
 from gcpc_core.store import Store
 
 from .limits import free_text
+from .targets import add_annotation, annotation_target
 
 __all__ = ["VERDICTS", "audit_value", "item_audit_history", "item_audits", "record_item_audit"]
 
@@ -35,11 +36,12 @@ def record_item_audit(
     """Append an audit; returns (stored row, whether a new row was written — False for a repeat)."""
     label = label or _default_label(store, judge)
     if task is None:
-        traj = store.get_trajectory(trajectory_id)
+        traj = store.trials.get_trajectory(trajectory_id)
         if traj is None:
             raise KeyError(f"no trajectory {trajectory_id!r}")
         task = traj.task
-    return store.add_annotation(
+    return add_annotation(
+        store,
         kind="item_audit", rater=reviewer, value=audit_value(agree, corrected_verdict), task=task,
         trajectory_id=trajectory_id, item_id=item_id, judge=judge, label=label, note=free_text(note),
         client_token=client_token,
@@ -48,7 +50,7 @@ def record_item_audit(
 
 def _default_label(store: Store, judge: str) -> str | None:
     """The judge's default run; None when the judge has no run (the audit then names no run)."""
-    return store.default_labels().get(judge)
+    return store.judging.default_labels().get(judge)
 
 
 def item_audits(
@@ -57,7 +59,7 @@ def item_audits(
     """Current audits (latest per reviewer and item), optionally for one trajectory and/or judge; of the
     judge's run `label` (default: each judge's default run)."""
     labels = {judge: label} if judge and label else None
-    rows = store.annotations(kind="item_audit", trajectory_id=trajectory_id, labels=labels)
+    rows = store.annotations.list(kind="item_audit", trajectory_id=trajectory_id, labels=labels)
     return [r for r in rows if judge is None or r["judge"] == judge]
 
 
@@ -67,7 +69,7 @@ def item_audit_history(
     """Every audit version of one item verdict (of run `label`, default the judge's default run) by every
     reviewer, oldest first."""
     label = label or _default_label(store, judge)
-    target = store.annotation_target("item_audit", {"trajectory_id": trajectory_id, "item_id": item_id,
+    target = annotation_target("item_audit", {"trajectory_id": trajectory_id, "item_id": item_id,
                                                     "judge": judge, "label": label})
-    rows = store.annotations(kind="item_audit", target=target, current=False, all_labels=True)
+    rows = store.annotations.list(kind="item_audit", target=target, current=False, all_labels=True)
     return sorted(rows, key=lambda r: r["id"])

@@ -35,6 +35,7 @@ from gcpc_core.store import Store
 from .design import StudyDesign
 from .limits import FREE_TEXT_MAX_CHARS, free_text
 from .study import StudyInfo, load_study, preference_value, rating_value
+from .targets import add_annotation
 
 __all__ = ["RESPONSE_COLUMNS", "ImportReport", "export_csv", "export_jsonl", "import_responses", "response_rows"]
 
@@ -49,8 +50,8 @@ STUDY_KINDS = ("progress_rating", "preference")
 def response_rows(store: Store, study_id: str, *, history: bool = True) -> Iterator[dict]:
     """One flat row per stored answer version (only current ones with `history=False`), oldest first."""
     study = load_study(store, study_id)
-    current = {r["id"] for r in store.annotations(study_id=study_id)}
-    for r in store.annotations(study_id=study_id, current=not history):
+    current = {r["id"] for r in store.annotations.list(study_id=study_id)}
+    for r in store.annotations.list(study_id=study_id, current=not history):
         try:
             free_text(r["note"])
         except ValueError as exc:
@@ -73,15 +74,15 @@ def response_rows(store: Store, study_id: str, *, history: bool = True) -> Itera
 
 
 def _design_record(store: Store, study: StudyInfo) -> dict:
-    row = store.get_study(study.id)
+    row = store.studies.get(study.id)
     assert row is not None
     return {
         "record": "study", "study_id": study.id, "name": study.name, "status": study.status,
         "created_at": study.created_at, "seed": row["seed"], "design_sha": row["design_sha"],
         "is_simulated": study.is_simulated, "params": row["params"], "design": row["design"],
-        "raters": [{"rater": r["rater"], "is_simulated": r["is_simulated"]} for r in store.study_raters(study.id)],
+        "raters": [{"rater": r["rater"], "is_simulated": r["is_simulated"]} for r in store.studies.raters(study.id)],
         "assignments": [{k: a[k] for k in ("rater", "kind", "target", "position", "active", "assigned_at",
-                                           "reassigned_from")} for a in store.study_assignments(study.id, active=None)],
+                                           "reassigned_from")} for a in store.studies.assignments(study.id, active=None)],
     }
 
 
@@ -128,10 +129,10 @@ def _restore_study(store: Store, record: dict) -> None:
     design = StudyDesign.model_validate(record["design"]["design"])
     if design.sha != record["design_sha"]:
         raise ValueError("design record does not match its design_sha")
-    missing = [u.trajectory_id for u in design.units if store.get_trajectory(u.trajectory_id) is None]
+    missing = [u.trajectory_id for u in design.units if store.trials.get_trajectory(u.trajectory_id) is None]
     if missing:
         raise ValueError(f"{len(missing)} trajectories of the study are not in this project, e.g. {missing[0]}")
-    store.insert_study(
+    store.studies.insert(
         {"id": record["study_id"], "name": record.get("name"), "status": record.get("status", "open"),
          "created_at": record.get("created_at"), "seed": record["seed"], "params": record["params"],
          "design": record["design"], "design_sha": record["design_sha"],
@@ -241,8 +242,8 @@ def import_responses(
 
     def context(sid: str) -> tuple[StudyInfo, set[str], set[tuple[str, str, str]]]:
         if sid not in studies:
-            studies[sid] = (load_study(store, sid), {r["rater"] for r in store.study_raters(sid)},
-                            {(a["rater"], a["kind"], a["target"]) for a in store.study_assignments(sid, active=None)})
+            studies[sid] = (load_study(store, sid), {r["rater"] for r in store.studies.raters(sid)},
+                            {(a["rater"], a["kind"], a["target"]) for a in store.studies.assignments(sid, active=None)})
         return studies[sid]
 
     for n, record in _records(text):
@@ -251,7 +252,7 @@ def import_responses(
             if kind == "invalid":
                 raise ValueError(record["error"])
             if kind == "study":
-                existing = store.get_study(record["study_id"])
+                existing = store.studies.get(record["study_id"])
                 if existing is None:
                     _restore_study(store, record)
                     report.created_studies.append(record["study_id"])
@@ -275,7 +276,7 @@ def import_responses(
             report.rejected.append((n, str(exc)))
     for _, _, n, args in sorted(valid, key=lambda v: v[:3]):  # replay in time order: edits chain as they did
         try:
-            _, created = store.add_annotation(**args)
+            _, created = add_annotation(store, **args)
         except ValueError as exc:
             report.rejected.append((n, str(exc)))
             continue

@@ -27,7 +27,7 @@ PREFERENCE_COLUMNS = ("pair_id", "task", "left_id", "right_id", "rater", "choice
 def ratings_frame(store: Store, study_id: str | None = None) -> pd.DataFrame:
     """Current progress ratings: trajectory_id, task, rater, rating (+ study, unit, note, time, simulated, scale)."""
     rows, scales = [], {}
-    for r in store.annotations(kind="progress_rating", study_id=study_id):
+    for r in store.annotations.list(kind="progress_rating", study_id=study_id):
         sid = r["study_id"]
         if sid not in scales:
             values = load_study(store, sid).guidelines.scale_values
@@ -44,7 +44,7 @@ def ratings_frame(store: Store, study_id: str | None = None) -> pd.DataFrame:
 def preferences_frame(store: Store, study_id: str | None = None) -> pd.DataFrame:
     """Current preferences: pair_id, task, left_id, right_id, rater, choice (A/B/tie), confidence (+ more)."""
     rows, studies = [], {}
-    for r in store.annotations(kind="preference", study_id=study_id):
+    for r in store.annotations.list(kind="preference", study_id=study_id):
         sid = r["study_id"]
         study = studies.get(sid) or studies.setdefault(sid, load_study(store, sid))
         left, right = study.pair_sides(r["pair_id"])

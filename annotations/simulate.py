@@ -24,7 +24,7 @@ DEMO_HUMAN_RATER = "demo-you"
 
 
 def _latent(store: Store, trajectory_id: str, seed: int) -> float:
-    traj = store.get_trajectory(trajectory_id)
+    traj = store.trials.get_trajectory(trajectory_id)
     assert traj is not None
     rng = random.Random(f"{seed}:latent:{trajectory_id}")
     if traj.outcome == "PASS":
@@ -40,7 +40,7 @@ def simulate_answers(store: Store, study_id: str, *, seed: int = 0, share: float
     lo, hi = min(scale), max(scale)
     latent = {uid: _latent(store, u["trajectory_id"], seed) for uid, u in study.units.items()}
     written = 0
-    for rater in (r["rater"] for r in store.study_raters(study_id) if r["is_simulated"]):
+    for rater in (r["rater"] for r in store.studies.raters(study_id) if r["is_simulated"]):
         rng = random.Random(f"{seed}:sim:{rater}")
         bias, noise = rng.gauss(0, 0.45), rng.uniform(0.15, 0.45)  # some simulated raters are sloppier
         session = RaterSession(store, study, rater, simulated=True)
@@ -65,7 +65,7 @@ def add_demo_study(store: Store, *, seed: int = 7) -> CreatedStudy | None:
 
     Idempotent: returns None when the demo study already exists.
     """
-    if store.get_study(DEMO_STUDY_ID) is not None:
+    if store.studies.get(DEMO_STUDY_ID) is not None:
         return None
     params = DesignParams(tasks=None, per_task=8, raters_per_unit=2, seed=seed,
                           raters=(*SIMULATED_RATERS, DEMO_HUMAN_RATER), pairs_per_task=8)

@@ -22,6 +22,7 @@ from .design import KIND_ORDER, Candidate, DesignParams, StudyDesign, make_desig
 from .guidelines import Guidelines, load_guidelines
 from .limits import free_text
 from .tokens import derive_token, hash_token, invite_link, link_key, new_token
+from .targets import add_annotation, annotation_target
 
 __all__ = [
     "CHOICES",
@@ -70,18 +71,18 @@ def mint_token(store: Store, study_id: str, rater: str, apply: Callable[[str], o
     nonce = new_token()
     token = derive_token(link_key(store.path), study_id, rater, nonce)
     apply(hash_token(token))
-    store.set_meta(_nonce_key(study_id, rater), nonce)
+    store.project.set_meta(_nonce_key(study_id, rater), nonce)
     return token
 
 
 def rater_link(store: Store, study_id: str, rater: str, base_url: str | None = None) -> str | None:
     """The rater's current link again, or None when it cannot be rebuilt (no token yet, another link key,
     a token issued some other way): then issue a new one."""
-    nonce = store.get_meta(_nonce_key(study_id, rater))
+    nonce = store.project.get_meta(_nonce_key(study_id, rater))
     if nonce is None:
         return None
     token = derive_token(link_key(store.path), study_id, rater, nonce)
-    found = store.rater_by_token_hash(hash_token(token))
+    found = store.studies.rater_by_token_hash(hash_token(token))
     if found is None or (found["study_id"], found["rater"]) != (study_id, rater):
         return None
     return invite_link(token, base_url)
@@ -90,7 +91,7 @@ def rater_link(store: Store, study_id: str, rater: str, base_url: str | None = N
 def candidates(store: Store) -> list[Candidate]:
     """Every trajectory of the project as the sampler sees it."""
     return [Candidate(trajectory_id=t.id, task=t.task, outcome=t.outcome, condition=t.condition)
-            for t in store.trajectories()]
+            for t in store.trials.trajectories()]
 
 
 @dataclass(frozen=True)
@@ -123,16 +124,16 @@ def create_study(
         raise ValueError(f"simulated raters not among the raters: {sorted(unknown)}")
     study_id = study_id or f"study-{design.sha[:8]}"
     guidelines = guidelines or load_guidelines()
-    trajectories = [t for t in (store.get_trajectory(u.trajectory_id) for u in design.units) if t is not None]
+    trajectories = [t for t in (store.trials.get_trajectory(u.trajectory_id) for u in design.units) if t is not None]
     terms = collect_terms(
-        store.trajectories(),  # every model, agent and id of the project, not only the sampled ones
-        {t.id: store.events(t.id) for t in trajectories},
-        [task for task in (store.get_task(n) for n in design.tasks) if task is not None],
+        store.trials.trajectories(),  # every model, agent and id of the project, not only the sampled ones
+        {t.id: store.trials.events(t.id) for t in trajectories},
+        [task for task in (store.trials.get_task(n) for n in design.tasks) if task is not None],
     )
     key = link_key(store.path)
     nonces = {r: new_token() for r in params.raters if r not in simulated}
     tokens = {r: derive_token(key, study_id, r, nonce) for r, nonce in nonces.items()}
-    store.insert_study(
+    store.studies.insert(
         {
             "id": study_id,
             "name": name or study_id,
@@ -151,7 +152,7 @@ def create_study(
         assignments=[a.model_dump() for a in design.assignments],
     )
     for rater, nonce in nonces.items():
-        store.set_meta(_nonce_key(study_id, rater), nonce)
+        store.project.set_meta(_nonce_key(study_id, rater), nonce)
     return CreatedStudy(study_id=study_id, design=design, tokens=tokens)
 
 
@@ -188,7 +189,7 @@ class StudyInfo:
 
 
 def load_study(store: Store, study_id: str) -> StudyInfo:
-    row = store.get_study(study_id)
+    row = store.studies.get(study_id)
     if row is None:
         raise KeyError(f"no study {study_id!r}")
     frozen = row["design"]
@@ -196,8 +197,8 @@ def load_study(store: Store, study_id: str) -> StudyInfo:
         id=row["id"], name=row["name"], status=row["status"], is_simulated=row["is_simulated"],
         created_at=row["created_at"], design=StudyDesign.model_validate(frozen["design"]),
         guidelines=Guidelines.model_validate(frozen["guidelines"]), terms=BlindingTerms.model_validate(frozen["blinding"]),
-        units={u["unit_id"]: u for u in store.study_units(study_id)},
-        pairs={p["pair_id"]: p for p in store.study_pairs(study_id)},
+        units={u["unit_id"]: u for u in store.studies.units(study_id)},
+        pairs={p["pair_id"]: p for p in store.studies.pairs(study_id)},
     )
 
 
@@ -238,11 +239,11 @@ class RaterSession:
         return self._study.status == "open"
 
     def _assigned(self) -> list[dict]:
-        rows = self._store.study_assignments(self._study.id, rater=self.rater)
+        rows = self._store.studies.assignments(self._study.id, rater=self.rater)
         return sorted(rows, key=lambda a: (KIND_ORDER.index(a["kind"]), a["position"]))
 
     def _answered(self) -> set[tuple[str, str]]:
-        rows = self._store.annotations(study_id=self._study.id, rater=self.rater)
+        rows = self._store.annotations.list(study_id=self._study.id, rater=self.rater)
         return {(r["kind"], r["unit_id"] if r["kind"] == "progress_rating" else r["pair_id"]) for r in rows}
 
     def _require(self, kind: str, target: str) -> None:
@@ -272,8 +273,8 @@ class RaterSession:
 
     def _view(self, unit_id: str, code: str) -> BlindTrajectory:
         unit = self._study.units[unit_id]
-        task = self._store.get_task(unit["task"])
-        events = self._store.events(unit["trajectory_id"])
+        task = self._store.trials.get_task(unit["task"])
+        events = self._store.trials.events(unit["trajectory_id"])
         return blind_trajectory(code, task.instruction if task else "", events, self._study.terms)
 
     def unit_view(self, unit_id: str) -> BlindTrajectory:
@@ -296,9 +297,9 @@ class RaterSession:
         """This rater's versions of their answer, oldest first; only the rater-visible fields."""
         self._require(kind, target)
         keys = self._target_keys(kind, target)
-        rows = self._store.annotation_history(
+        rows = self._store.annotations.history(
             kind=kind, study_id=self._study.id, rater=self.rater,
-            target=self._store.annotation_target(kind, keys))
+            target=annotation_target(kind, keys))
         return [{"value": r["value"], "note": r["note"], "confidence": r["confidence"], "created_at": r["created_at"]}
                 for r in rows]
 
@@ -312,7 +313,8 @@ class RaterSession:
         if not self.is_open:
             raise PermissionError("this study is closed: answers can no longer be changed")
         note = free_text(note)
-        row, created = self._store.add_annotation(
+        row, created = add_annotation(
+            self._store,
             kind=kind, rater=self.rater, value=value, study_id=self._study.id, task=self._study.task_of(kind, target),
             note=note, confidence=confidence, client_token=client_token, assignment=(kind, target),
             source="simulated" if self._simulated else "app", is_simulated=self._simulated,
@@ -338,7 +340,7 @@ def open_rater_session(store: Store, token: str | None) -> RaterSession | None:
     """The session of the rater whose invitation token this is, or None for a missing or wrong token."""
     if not token or not token.strip():
         return None
-    found = store.rater_by_token_hash(hash_token(token))
+    found = store.studies.rater_by_token_hash(hash_token(token))
     if found is None:
         return None
     return RaterSession(store, load_study(store, found["study_id"]), found["rater"],

@@ -77,15 +77,15 @@ def scaled_project(db: Path, n: int) -> Path:
     pairs) up to `n` trajectories, then probe-judged and scored: page cost as a project grows."""
     build_demo_project(db)
     store = Store(db)
-    originals = store.trajectories()
-    events = {t.id: store.events(t.id) for t in originals}
+    originals = store.trials.trajectories()
+    events = {t.id: store.trials.events(t.id) for t in originals}
     total, copy = len(originals), 0
     while total < n:
         copy += 1
         for t in originals[: n - total]:
             clone = t.model_copy(update={"id": f"{t.id}-c{copy}", "source_path": f"{t.source_path}-c{copy}",
                                          "trial_index": t.trial_index + 1000 * copy})
-            store.replace_trajectory(clone, events[t.id])
+            store.trials.replace_trajectory(clone, events[t.id])
             total += 1
     judge_project(store, judge="probe", progress=False)
     score_project(store)
@@ -94,8 +94,8 @@ def scaled_project(db: Path, n: int) -> Path:
 
 def audit_query(store: Store) -> dict[str, str]:
     """The largest trial (by log size), on its first item with a citation."""
-    largest = max(store.trajectories(), key=lambda t: t.log_bytes)
-    rows = store.judgments(trajectory_id=largest.id, judge="probe")
+    largest = max(store.trials.trajectories(), key=lambda t: t.log_bytes)
+    rows = store.judging.judgments(trajectory_id=largest.id, judge="probe")
     item = next((r["item_id"] for r in rows if r["citations"]), rows[0]["item_id"] if rows else "")
     return {"trajectory": largest.id, "judge": "probe", "item": item}
 
@@ -126,8 +126,8 @@ def bench_project(name: str, db: Path, repeat: int) -> list[dict[str, Any]]:
         rows.append({"project": name, "page": page, "cold_s": round(cold, 3),
                      "warm_median_s": round(statistics.median(warm), 3), "warm_max_s": round(max(warm), 3),
                      **({"trajectory": query["trajectory"], "item": query["item"],
-                         "log_bytes": store.get_trajectory(query["trajectory"]).log_bytes,
-                         "events": len(store.events(query["trajectory"]))} if page == "audit" else {})})
+                         "log_bytes": store.trials.get_trajectory(query["trajectory"]).log_bytes,
+                         "events": len(store.trials.events(query["trajectory"]))} if page == "audit" else {})})
     return rows
 
 

@@ -113,16 +113,16 @@ def build_project(workdir: Path, n: int) -> Store:
     db = workdir / "bench.db"
     build_demo_project(db)
     store = Store(db)
-    originals = store.trajectories()
-    events = {t.id: store.events(t.id) for t in originals}
+    originals = store.trials.trajectories()
+    events = {t.id: store.trials.events(t.id) for t in originals}
     copy = 0
-    while len(store.trajectories()) < n:
+    while len(store.trials.trajectories()) < n:
         copy += 1
         for t in originals:
-            if len(store.trajectories()) >= n:
+            if len(store.trials.trajectories()) >= n:
                 break
             clone = t.model_copy(update={"id": f"{t.id}-c{copy}", "source_path": f"{t.source_path}-c{copy}"})
-            store.replace_trajectory(clone, _distinct(events[t.id], copy))
+            store.trials.replace_trajectory(clone, _distinct(events[t.id], copy))
     return store
 
 
@@ -187,15 +187,15 @@ def real_prompt_tokens(workdir: Path) -> dict[str, Any] | None:
     rules = load_rules()
     for path in sorted((REPO / "tests" / "fixtures" / "checklists").glob("*.yaml")):
         checklist = load_checklist_file(path)
-        if store.get_task(checklist.task) and store.trajectories(task=checklist.task):
+        if store.trials.get_task(checklist.task) and store.trials.trajectories(task=checklist.task):
             register_checklist(store, checklist, created_by="bench", rules=rules)
     rows = []
-    for traj in store.trajectories():
-        row = store.latest_checklist(traj.task)
+    for traj in store.trials.trajectories():
+        row = store.checklists.latest(traj.task)
         if row is None:
             continue
-        view = build_evidence_view(store.events(traj.id))
-        messages = items_messages(store.get_task(traj.task), Checklist.model_validate(row["checklist"]), view, rules)
+        view = build_evidence_view(store.trials.events(traj.id))
+        messages = items_messages(store.trials.get_task(traj.task), Checklist.model_validate(row["checklist"]), view, rules)
         prompt_chars = sum(len(m["content"]) for m in messages)
         raw_chars = len((Path(traj.source_path) / traj.log_path).read_text(encoding="utf-8", errors="replace"))
         rows.append((traj.id, prompt_chars // CHARS_PER_TOKEN, raw_chars // CHARS_PER_TOKEN))
@@ -237,7 +237,7 @@ def real_server(workdir: Path, n: int, *, n_ctx: int, max_tokens: int) -> dict[s
         report = judge_project(store, judge="gcpc", llm=llm, limit=n, concurrency=1, progress=False,
                                on_result=lambda result: finished.append(time.monotonic()))
         wall = time.monotonic() - started
-    calls = [c for c in store.llm_calls(run_id=report.run_id) if not c["cache_hit"]]
+    calls = [c for c in store.runs.llm_calls(run_id=report.run_id) if not c["cache_hit"]]
     busy = sum(c["latency_s"] or 0.0 for c in calls)
     prompt, completion = sum(c["prompt_tokens"] for c in calls), sum(c["completion_tokens"] for c in calls)
     items = sum(v for k, v in report.verdicts.items() if k in ("Yes", "No") or k.startswith("Abstain:"))
@@ -296,9 +296,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         with sqlite3.connect(unjudged) as snapshot:
             store.db.conn.backup(snapshot)
 
-        sample = items_messages(store.get_task("sales-csv-summary"),
-                                Checklist.model_validate(store.latest_checklist("sales-csv-summary")["checklist"]),
-                                build_evidence_view(store.events(store.trajectories(task="sales-csv-summary")[0].id)),
+        sample = items_messages(store.trials.get_task("sales-csv-summary"),
+                                Checklist.model_validate(store.checklists.latest("sales-csv-summary")["checklist"]),
+                                build_evidence_view(store.trials.events(store.trials.trajectories(task="sales-csv-summary")[0].id)),
                                 load_rules())
         asyncio.run(_bare_client(server.url, args.concurrency, args.concurrency, sample))  # warm-up
         asyncio.run(_bare_client(server.url, args.concurrency, args.concurrency, sample, as_gcpc=True))
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         judge_project(per_item_store, judge="gcpc", llm=make_llm(per_item_store, server.url, args.concurrency),
                       limit=args.per_item_n, per_item=True, progress=False)
         per_item_calls = server.requests() - base
-        items = statistics.mean(u["n_items"] for u in per_item_store.judge_units("gcpc").values())
+        items = statistics.mean(u["n_items"] for u in per_item_store.judging.units("gcpc").values())
         out["calls_per_trajectory"] = {
             "trajectories": args.per_item_n, "default": default_calls / args.per_item_n,
             "per_item": per_item_calls / args.per_item_n, "mean_items": items,

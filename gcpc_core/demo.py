@@ -33,8 +33,8 @@ def build_demo_project(db_path: Path, *, seed: int = DEMO_SEED) -> ImportReport:
     corpus = db_path.parent / f"{db_path.stem}_corpus"
     tasks_dir, trials_dir = write_demo_corpus(corpus, seed=seed)
     store = Store(db_path)
-    store.set_meta("is_demo", "1")
-    store.set_meta("demo_note", DEMO_MARKER)
+    store.project.set_meta("is_demo", "1")
+    store.project.set_meta("demo_note", DEMO_MARKER)
     report = import_project(store, tasks_dir=tasks_dir, trials_dir=trials_dir, is_demo=True, progress=False)
     _add_demo_judgments(store, seed=seed)
     _add_demo_study(store, seed=seed)
@@ -74,14 +74,14 @@ def _add_demo_simulated_run(store: Store, *, seed: int) -> None:
     verdicts with a seeded share of Yes/No flipped, stored under their own label and model and marked
     simulated (so it is never a judge's default run). It lets the compare page show two runs."""
     rng = random.Random(seed)
-    base = store.default_labels()["probe"]
+    base = store.judging.default_labels()["probe"]
     rows_by_traj: dict[str, list[dict]] = {}
-    for row in store.judgments(judge="probe", labels={"probe": base}):
+    for row in store.judging.judgments(judge="probe", labels={"probe": base}):
         if row["route"] != "endpoint":
             rows_by_traj.setdefault(row["trajectory_id"], []).append(row)
-    units = store.judge_units("probe", labels={"probe": base})
+    units = store.judging.units("probe", labels={"probe": base})
     first = next(iter(units.values()))
-    run_id = store.start_run(kind="judge-probe-simulated", model=DEMO_SIMULATED_MODEL,
+    run_id = store.runs.start(kind="judge-probe-simulated", model=DEMO_SIMULATED_MODEL,
                              prompt_version=first["prompt_version"], rules_version=first["rules_version"],
                              params={"simulated": True, "from_label": base, "flip_share": DEMO_FLIP_SHARE, "seed": seed})
     now = utcnow()
@@ -95,9 +95,9 @@ def _add_demo_simulated_run(store: Store, *, seed: int) -> None:
                 row = {**row, "verdict_raw": flip[verdict], "rationale": f"SIMULATED (demo): the probe judge said "
                        f"{verdict}; this simulated run says {flip[verdict]}"}
             rows.append({**row, **common, "verdict": row["verdict_raw"], "reason": row["reason_raw"], "scored_at": None})
-        store.save_trajectory_judgment({**unit, **common}, rows, [], simulated=True,
+        store.judging.save_trajectory_judgment({**unit, **common}, rows, [], simulated=True,
                                        note="DEMO: simulated verdicts (the probe judge's, a share flipped), not a judge run")
-    store.finish_run(run_id, status="done", wall_s=0.0, totals={})
+    store.runs.finish(run_id, status="done", wall_s=0.0, totals={})
 
 
 def _add_demo_study(store: Store, *, seed: int) -> None:
@@ -110,6 +110,6 @@ def _add_demo_study(store: Store, *, seed: int) -> None:
 def ensure_demo_project(db_path: Path | None = None) -> Path:
     """Build the demo project on first use; later calls reuse it."""
     db_path = Path(db_path or default_demo_db())
-    if not db_path.is_file() or Store(db_path).get_meta("is_demo") != "1":
+    if not db_path.is_file() or Store(db_path).project.get_meta("is_demo") != "1":
         build_demo_project(db_path)
     return db_path

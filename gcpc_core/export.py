@@ -13,7 +13,7 @@ __all__ = ["EXPORTERS", "export_trials"]
 
 def export_trials(store: Store) -> Iterator[dict]:
     """One row per trajectory: identity, pair key, official outcome and per-test verifier results."""
-    for t in store.trajectories():
+    for t in store.trials.trajectories():
         yield {
             "trajectory_id": t.id,
             "task": t.task,
@@ -37,8 +37,8 @@ def export_trials(store: Store) -> Iterator[dict]:
 def export_annotations(store: Store) -> Iterator[dict]:
     """Every human annotation version (item audits, ratings, preferences), oldest first; `is_current`
     marks the live version of each (kind, study, target, rater). `study export` adds the design."""
-    current = {r["id"] for r in store.annotations()}
-    for row in store.annotations(current=False):
+    current = {r["id"] for r in store.annotations.list()}
+    for row in store.annotations.list(current=False):
         yield {**row, "is_current": row["id"] in current}
 
 

@@ -246,7 +246,7 @@ def mode_summary(config: LLMConfig, store: Store | None) -> str:
     """How requests ask for structured output: the explicit setting, or what `auto` negotiated."""
     if config.structured_mode != "auto":
         return f"structured mode {config.structured_mode} (set, not negotiated)"
-    row = store.llm_mode(config.endpoint, config.model or "") if store is not None else None
+    row = store.runs.llm_mode(config.endpoint, config.model or "") if store is not None else None
     if row is None:
         return "structured mode auto (negotiated on the first call)"
     return f"structured mode auto: {row['mode']} (negotiated {row['negotiated_at']})"
@@ -662,7 +662,7 @@ class LLM:
         self._stored_mode: str | None = None
         self._rejected: dict[str, str] = {}
         """Modes the endpoint rejected during negotiation → the server's message."""
-        row = store.llm_mode(config.endpoint, self.model) if store is not None else None
+        row = store.runs.llm_mode(config.endpoint, self.model) if store is not None else None
         self.context_window: int | None = config.context_window or (row or {}).get("context_window")
         """Tokens of context for a budget before sending: the setting, else what `llm check` found
         the server reporting; None when neither says (no budget is applied)."""
@@ -796,7 +796,7 @@ class LLM:
         temp = self.config.temperature if temperature is None else temperature
         key = self._key(messages, response_model, temp, prompt_version)
         state = self._loop_state()
-        body = self.store.llm_cache_get(key) if self.store is not None else None
+        body = self.store.runs.cache_get(key) if self.store is not None else None
         while body is None and key in state.inflight:
             body = await asyncio.shield(state.inflight[key])  # an identical call is on its way
         if body is not None:
@@ -880,7 +880,7 @@ class LLM:
         if self.store is None:
             return self._finish(result, prompt_version=prompt_version, tag=tag)
         with self.store.atomic():  # the cached reply and its call record: one commit per call
-            self.store.llm_cache_put(key, model=self.model, response=dict(body))
+            self.store.runs.cache_put(key, model=self.model, response=dict(body))
             return self._finish(result, prompt_version=prompt_version, tag=tag)
 
     async def _send(
@@ -949,7 +949,7 @@ class LLM:
         if self.config.structured_mode == "auto" and self._stored_mode != mode:
             self._stored_mode = mode
             if self.store is not None:
-                self.store.set_llm_mode(self.config.endpoint, self.model, mode, rejected=self._rejected)
+                self.store.runs.set_llm_mode(self.config.endpoint, self.model, mode, rejected=self._rejected)
 
     def _finish(self, result: LLMResult[T], *, prompt_version: str, tag: str) -> LLMResult[T]:
         self.totals.add(usage=result.usage, cost=result.cost_usd, cache_hit=result.cache_hit, error=False)
@@ -993,7 +993,7 @@ class LLM:
     def _record(self, *, usage: Usage, latency: float, cost: float | None, **fields: Any) -> None:
         if self.store is None:
             return
-        self.store.record_llm_call(
+        self.store.runs.record_llm_call(
             {
                 "run_id": self.totals.run_id,
                 "model": self.model,

@@ -242,7 +242,7 @@ def check_endpoint(config: LLMConfig, *, store: Store | None = None) -> CheckRep
     llm.run_sync(lambda: _check(llm, report))
     if store is not None and config.structured_mode == "auto" and llm.structured_mode is not None:
         reported = report.context_window if not config.context_window else None
-        store.set_llm_mode(config.endpoint, llm.model, llm.structured_mode, rejected=llm.rejected_modes,
+        store.runs.set_llm_mode(config.endpoint, llm.model, llm.structured_mode, rejected=llm.rejected_modes,
                            context_window=reported)
     return report
 

@@ -123,11 +123,11 @@ def _plan(
 ) -> list[_Candidate]:
     """Yes items with citations not yet perturbed under this setting, in a seeded order (so `limit`
     samples across tasks, and a rerun with a larger limit extends the same sample)."""
-    stored = {r["id"]: r for r in store.perturbations(judge=judge)}
-    units = store.judge_units(judge)
-    hashes = {t.id: t.content_hash for t in store.trajectories()}
+    stored = {r["id"]: r for r in store.perturbations.list(judge=judge)}
+    units = store.judging.units(judge)
+    hashes = {t.id: t.content_hash for t in store.trials.trajectories()}
     todo: list[_Candidate] = []
-    for row in store.judgments(judge=judge):
+    for row in store.judging.judgments(judge=judge):
         if row["route"] == "endpoint" or row["verdict_raw"] != "Yes" or not row["citations"]:
             continue
         report.candidates += 1
@@ -209,14 +209,14 @@ def run_perturbations(
     async def one(c: _Candidate, run_id: str | None) -> None:
         r = c.row
         unit = unit_for(store, judge, r["trajectory_id"], r["checklist_sha"], rules)
-        events = store.events(r["trajectory_id"])
+        events = store.trials.events(r["trajectory_id"])
         try:
             if isinstance(unit, str):
                 raise PerturbationError(unit)
             citations = [Citation(**x) for x in r["citations"]]
             changed, recipes, still = perturb_events(events, citations, seed=seed, scope=scope)
         except PerturbationError as exc:
-            store.save_perturbation(_row(c, run_id=run_id, seed=seed, scope=scope, rules=rules,
+            store.perturbations.save(_row(c, run_id=run_id, seed=seed, scope=scope, rules=rules,
                                          status="not_perturbed", reason=str(exc)))
             report.done["not_perturbed"] += 1
             return
@@ -230,7 +230,7 @@ def run_perturbations(
             report.errors[c.key] = f"{r['trajectory_id']} {r['item_id']}: {result.reason}"
             return
         item = next(i for i in result.items if i.item_id == r["item_id"])
-        store.save_perturbation(_row(
+        store.perturbations.save(_row(
             c, run_id=run_id, seed=seed, scope=scope, rules=rules, status="judged", kind=recipe_kind(recipes),
             recipe={"events": recipes, "still_in": still}, verdict=item.verdict_raw, reason=item.reason,
             citations=[x.model_dump() for x in item.citations], rationale=item.rationale,

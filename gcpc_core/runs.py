@@ -82,9 +82,9 @@ def reap_dead_runs(store: Store) -> int:
     Returns how many were marked. Rows of other hosts are left alone: their liveness is unknown here,
     and so are rows that name no process.
     """
-    dead = [row["id"] for row in store.running_runs(host=socket.gethostname())
+    dead = [row["id"] for row in store.runs.running(host=socket.gethostname())
             if row["pid"] is not None and not pid_alive(row["pid"])]
-    store.interrupt_runs(dead)
+    store.runs.interrupt(dead)
     return len(dead)
 
 
@@ -107,7 +107,7 @@ def recorded_run(
     `counts` reports at that moment (so an interrupted run still says how far it got).
     """
     reap_dead_runs(store)
-    run_id = totals.run_id = store.start_run(
+    run_id = totals.run_id = store.runs.start(
         kind=kind, model=model, prompt_version=prompt_version, rules_version=rules_version,
         params=dict(params or {}), **run_owner(),
     )
@@ -119,7 +119,7 @@ def recorded_run(
         status = "interrupted"
         raise
     finally:
-        store.finish_run(run_id, status=status, wall_s=round(time.monotonic() - started, 3),
+        store.runs.finish(run_id, status=status, wall_s=round(time.monotonic() - started, 3),
                          totals=totals.as_row(), counts=dict(counts()) if counts is not None else None)
 
 

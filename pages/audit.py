@@ -95,8 +95,8 @@ with st.expander("Filters", expanded=True):
                             help="Disagreement between judges (same item, different raw verdicts) or with "
                                  "auditors (a current audit disagrees with this judge)"),
     )
-runs = [r for r in store.judge_labels() if r["judge"] == judge]
-default_label = store.default_labels().get(judge) if judge else None
+runs = [r for r in store.judging.labels() if r["judge"] == judge]
+default_label = store.judging.default_labels().get(judge) if judge else None
 label = default_label
 if len(runs) > 1:
     run_names = [r["label"] for r in runs]
@@ -145,7 +145,7 @@ if score is not None:
     with st.expander("What these scores mean"):
         for line in score_explanation(score):
             st.text(line)
-task = store.get_task(row["task"])
+task = store.trials.get_task(row["task"])
 
 
 # ---- one item -----------------------------------------------------------------------------------------

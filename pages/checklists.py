@@ -59,9 +59,9 @@ if fresh_query:  # a link from the Overview's guided path: open its task (once; 
     st.session_state["checklists:query"] = query
     st.session_state["checklists:task"] = query[0]
 task_id = st.selectbox("Task", list(tasks["task"]), key="checklists:task")
-task = store.get_task(task_id)
+task = store.trials.get_task(task_id)
 assert task is not None
-rows = store.checklists(task=task_id, status=None)
+rows = store.checklists.list(task=task_id, status=None)
 
 
 def show_gates(failures: list, *, heading: str) -> None:

@@ -19,10 +19,10 @@ from gcpc_core.review.ui import cached_judge_stats, cached_trajectory_frame, req
 
 store = require_store()
 st.title("Overview")
-if store.get_meta("is_demo") == "1":
+if store.project.get_meta("is_demo") == "1":
     st.info("This is the embedded DEMO project: every task and trial in it is simulated data written by GCPC.")
 
-counts = store.counts()
+counts = store.project.counts()
 cols = st.columns(7)
 for col, key in zip(cols, ("tasks", "trials", "pass", "fail", "unscored", "events", "judgments")):
     col.metric(key.capitalize(), counts[key])
@@ -151,7 +151,7 @@ if ids:
     open_cols[1].page_link("pages/audit.py", label="Open in item audit", icon=":material/fact_check:",
                            query_params={"trajectory": chosen})
 
-issues = store.import_issues()
+issues = store.trials.import_issues()
 if issues:
     st.subheader("Skipped at import")
     st.dataframe(visible_frame(pd.DataFrame(issues)[["run_at", "path", "reason"]]), hide_index=True, width="stretch")

@@ -29,7 +29,7 @@ prefix = f"rate:{session.rater}"
 KIND_NAME = {"progress_rating": "Progress rating", "preference": "Which made more progress?"}
 
 st.title("Rating study")
-if store.get_meta("is_demo") == "1":
+if store.project.get_meta("is_demo") == "1":
     st.info("DEMO: the records in this study are simulated data written by GCPC, not real agent runs.")
 if not queue:
     st.info("Your queue is empty. Thank you — there is nothing for you to rate right now.")

@@ -84,7 +84,7 @@ with score_tab:
             "counts the judge's raw verdicts, before the official outcome fills any in.")
     st.button("Start scoring", key="runs:score", on_click=start, args=("score", {}))
 with synth_tab:
-    tasks = ["all tasks without a frozen checklist", *sorted(store.task_ids())]
+    tasks = ["all tasks without a frozen checklist", *sorted(store.trials.task_ids())]
     task = st.selectbox("Task", tasks, key="runs:synth_task")
     synth = {"task": None if task == tasks[0] else task, "model": os.environ.get("GCPC_MODEL", "")}
     st.button("Start synthesis", key="runs:synthesize", disabled=not usable, on_click=start, args=("synthesize", synth),
@@ -113,7 +113,7 @@ def live() -> None:
                 done, total = job_progress(store, job, run)
                 if total:
                     st.progress(min(1.0, (done or 0) / total), text=f"{done} of {total}")
-                live_totals = store.run_progress(run["id"])
+                live_totals = store.runs.progress(run["id"])
                 st.text(f"run {run['id']} · {live_totals['calls']} LLM calls · "
                         f"{live_totals['prompt_tokens'] + live_totals['completion_tokens']:,} tokens · "
                         f"${live_totals['cost_usd']:.4f}")

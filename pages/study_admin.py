@@ -63,7 +63,7 @@ def show_links(links: dict[str, str | None]) -> None:
             st.code(link, language=None)
 
 
-studies = store.studies()
+studies = store.studies.list()
 with st.expander("Create a study", expanded=not studies):
     with st.form("create_study"):
         c = st.columns(4)
@@ -92,7 +92,7 @@ if new_links:
     st.success("Study created and frozen.")
     show_links(new_links)
 
-studies = store.studies()
+studies = store.studies.list()
 if not studies:
     st.info("No study yet. Create one above, or run `python -m gcpc_core study create --help`.")
     st.stop()
@@ -115,7 +115,7 @@ with st.expander("Frozen design"):
     st.text(f"created {study.created_at}; guidelines sha {study.guidelines.sha[:12]}")
 status_col, _ = st.columns([1, 3])
 if status_col.button("Close study (answers become read-only)" if study.status == "open" else "Reopen study"):
-    store.set_study_status(study_id, "closed" if study.status == "open" else "open")
+    store.studies.set_status(study_id, "closed" if study.status == "open" else "open")
     st.rerun()
 
 progress, agree, adjudicate, raters_tab, data_tab = st.tabs(
@@ -148,7 +148,7 @@ with adjudicate:
         st.info("No unit or pair with high disagreement.")
 
 with raters_tab:
-    names = [r["rater"] for r in store.study_raters(study_id)]
+    names = [r["rater"] for r in store.studies.raters(study_id)]
     st.subheader("Invitation links")
     c = st.columns([2, 1, 1])
     who = c[0].selectbox("Rater", names, key="study_admin_link_rater")
@@ -167,7 +167,7 @@ with raters_tab:
     c = st.columns(2)
     source = c[0].selectbox("From", names, key="study_admin_from")
     target = c[1].selectbox("To", [n for n in names if n != source], key="study_admin_to")
-    held = [(a["kind"], a["target"]) for a in store.study_assignments(study_id, rater=source)]
+    held = [(a["kind"], a["target"]) for a in store.studies.assignments(study_id, rater=source)]
     picked = st.multiselect("Items (empty: every item the first rater has not answered yet)", held,
                             format_func=lambda h: f"{h[0]} {h[1]}", key="study_admin_items")
     if st.button("Reassign", disabled=target is None):

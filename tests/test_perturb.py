@@ -38,7 +38,7 @@ def llm_store(project: Store) -> Store:
 
 
 def _yes_with_citations(store: Store, judge: str) -> list[dict]:
-    return [r for r in store.judgments(judge=judge)
+    return [r for r in store.judging.judgments(judge=judge)
             if r["route"] != "endpoint" and r["verdict_raw"] == "Yes" and r["citations"]]
 
 
@@ -46,14 +46,14 @@ def test_probe_judge_on_the_demo_is_a_deterministic_check(project: Store) -> Non
     candidates = _yes_with_citations(project, "probe")
     report = run_perturbations(project, judge="probe", seed=0, progress=False)
     assert report.ok and report.candidates == len(candidates) == report.done["judged"] > 100
-    rows = project.perturbations(judge="probe")
+    rows = project.perturbations.list(judge="probe")
     assert len(rows) == len(candidates)
     assert {r["status"] for r in rows} == {"judged"} and {r["verdict"] for r in rows} <= {"Yes", "No", "Abstain"}
     port = next(r for r in rows if r["original_citations"][0]["quote"] == "'port': '8080'")
     first = port["recipe"]["events"][0]
     assert (first["kind"], first["span"], first["cited"]) == ("number", "'port': '8080'", True)
     assert first["replacement"] != first["span"] and port["kind"] == "number"
-    run = project.get_run(report.run_id)
+    run = project.runs.get(report.run_id)
     assert run["kind"] == "perturb-probe" and run["status"] == "done"
     # the shares printed are those of the stored rows
     table = report.table.iloc[0]
@@ -65,19 +65,19 @@ def test_probe_judge_on_the_demo_is_a_deterministic_check(project: Store) -> Non
     again = run_perturbations(project, judge="probe", seed=0, progress=False)
     assert again.done == Counter() and again.skipped["already perturbed with this setting"] == len(rows)
     run_perturbations(project, judge="probe", seed=0, progress=False, force=True)
-    assert [(r["id"], r["recipe"], r["verdict"]) for r in project.perturbations(judge="probe")] == \
+    assert [(r["id"], r["recipe"], r["verdict"]) for r in project.perturbations.list(judge="probe")] == \
         [(r["id"], r["recipe"], r["verdict"]) for r in rows]
 
 
 def test_log_scope_leaves_no_cited_span_and_limit_samples_across_tasks(project: Store) -> None:
     some = run_perturbations(project, judge="probe", scope="log", limit=12, progress=False)
     assert some.done["judged"] == 12 and some.skipped["beyond --limit"] > 0
-    assert len({r["task"] for r in project.perturbations()}) > 1  # a seeded sample, not the first task
+    assert len({r["task"] for r in project.perturbations.list()}) > 1  # a seeded sample, not the first task
     rest = run_perturbations(project, judge="probe", scope="log", progress=False)
     assert rest.done["judged"] == rest.candidates - 12  # the rerun extends the same sample
     frame = perturbation_frame(project)
     assert (frame["span_remaining"] == 0).all()
-    for r in project.perturbations():
+    for r in project.perturbations.list():
         if r["verdict"] == "Yes":  # still Yes: it must rest on other evidence than the perturbed span
             assert {c["quote"] for c in r["citations"]}.isdisjoint(c["quote"] for c in r["original_citations"])
 
@@ -119,15 +119,15 @@ def test_llm_judge_that_reads_evidence_flips_and_one_that_does_not_stays(
     assert report.ok and report.done["judged"] == len(candidates) > 10
     # all items of a trajectory cite the same line: identical perturbed requests, answered from the cache
     assert fake_openai.request_count - before <= 2 * len(judged.judged)
-    rows = project.perturbations(judge="gcpc")
+    rows = project.perturbations.list(judge="gcpc")
     assert {r["verdict"] for r in rows} == ({"No"} if reads else {"Yes"}) and {r["model"] for r in rows} == {FAKE_MODEL}
     assert all(r["replies"] and r["replies"][0]["llm_key"] for r in rows)
     assert all(r["recipe"]["events"][0]["replacement"] != r["original_citations"][0]["quote"] for r in rows)
     row = report.table.iloc[0]
     expected = (1.0, 1.0, 0) if reads else (0.0, 0.0, len(candidates))
     assert (row["share_no"], row["share_no_or_abstain"], row["still_yes"]) == expected
-    assert project.get_run(report.run_id)["kind"] == "perturb-gcpc"
-    assert {c["tag"] for c in project.llm_calls(run_id=report.run_id)} <= {r["trajectory_id"] for r in rows}
+    assert project.runs.get(report.run_id)["kind"] == "perturb-gcpc"
+    assert {c["tag"] for c in project.runs.llm_calls(run_id=report.run_id)} <= {r["trajectory_id"] for r in rows}
 
 
 def test_per_item_verdicts_are_rejudged_with_the_per_item_prompt(
@@ -160,7 +160,7 @@ def test_other_model_is_skipped_and_endpoint_errors_are_retried_later(
     fake_openai.reset()
     fake_openai.default = Reply.error(500, "down")
     failed = run_perturbations(project, judge="gcpc", llm=make_llm(max_retries=0), progress=False)
-    assert not failed.ok and len(failed.errors) == n and project.perturbations() == []
+    assert not failed.ok and len(failed.errors) == n and project.perturbations.list() == []
     fake_openai.default = None
     fake_openai.on(is_items_request, items_reply("No"))
     retried = run_perturbations(project, judge="gcpc", llm=make_llm(), progress=False)

@@ -34,48 +34,48 @@ def test_pragmas_and_schema_version(store: Store) -> None:
 
 
 def test_round_trip_and_replace(store: Store) -> None:
-    store.upsert_task(_task())
-    store.replace_trajectory(_traj("x"), _events(3))
-    assert [e.id for e in store.events("x")] == ["E1", "E2", "E3"]
-    store.replace_trajectory(_traj("x"), _events(2))
-    assert [e.id for e in store.events("x")] == ["E1", "E2"]
-    got = store.get_trajectory("x")
+    store.trials.upsert_task(_task())
+    store.trials.replace_trajectory(_traj("x"), _events(3))
+    assert [e.id for e in store.trials.events("x")] == ["E1", "E2", "E3"]
+    store.trials.replace_trajectory(_traj("x"), _events(2))
+    assert [e.id for e in store.trials.events("x")] == ["E1", "E2"]
+    got = store.trials.get_trajectory("x")
     assert got is not None and got.model_dump() | {"content_hash": ""} == _traj("x").model_dump()
 
 
 def test_foreign_key_rejects_unknown_task_and_leaves_nothing(store: Store) -> None:
     with pytest.raises(sqlite3.IntegrityError):
-        store.replace_trajectory(_traj("y", task="nope"), _events(2))
-    assert store.get_trajectory("y") is None
-    assert store.counts()["events"] == 0
+        store.trials.replace_trajectory(_traj("y", task="nope"), _events(2))
+    assert store.trials.get_trajectory("y") is None
+    assert store.project.counts()["events"] == 0
 
 
 def test_failed_replace_keeps_previous_copy_whole(store: Store) -> None:
-    store.upsert_task(_task())
-    store.replace_trajectory(_traj("x"), _events(3))
+    store.trials.upsert_task(_task())
+    store.trials.replace_trajectory(_traj("x"), _events(3))
     dup = _events(2) + [Event(id="E1", seq=1, kind="tool_output", text="dup seq")]
     with pytest.raises(sqlite3.IntegrityError):
-        store.replace_trajectory(_traj("x"), dup)
-    assert [e.text for e in store.events("x")] == ["out 1", "out 2", "out 3"]
+        store.trials.replace_trajectory(_traj("x"), dup)
+    assert [e.text for e in store.trials.events("x")] == ["out 1", "out 2", "out 3"]
 
 
 def test_upsert_task_reports_unchanged(store: Store) -> None:
-    assert store.upsert_task(_task()) is True
-    assert store.upsert_task(_task()) is False
+    assert store.trials.upsert_task(_task()) is True
+    assert store.trials.upsert_task(_task()) is False
     changed = _task().model_copy(update={"instruction": "Do it twice."})
-    assert store.upsert_task(changed) is True
-    assert store.get_task("t1").instruction == "Do it twice."
+    assert store.trials.upsert_task(changed) is True
+    assert store.trials.get_task("t1").instruction == "Do it twice."
 
 
 def test_concurrent_writers_from_threads(tmp_path: Path) -> None:
     store = Store(tmp_path / "p.db")
-    store.upsert_task(_task())
+    store.trials.upsert_task(_task())
     errors: list[BaseException] = []
 
     def work(k: int) -> None:
         try:
             for i in range(25):
-                store.replace_trajectory(_traj(f"w{k}-{i}"), _events(5))
+                store.trials.replace_trajectory(_traj(f"w{k}-{i}"), _events(5))
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
@@ -85,11 +85,11 @@ def test_concurrent_writers_from_threads(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert errors == []
-    assert store.counts()["trials"] == 150
-    assert store.counts()["events"] == 750
+    assert store.project.counts()["trials"] == 150
+    assert store.project.counts()["events"] == 750
 
 
 def test_meta(store: Store) -> None:
-    assert store.get_meta("is_demo") is None
-    store.set_meta("is_demo", "1")
-    assert store.get_meta("is_demo") == "1"
+    assert store.project.get_meta("is_demo") is None
+    store.project.set_meta("is_demo", "1")
+    assert store.project.get_meta("is_demo") == "1"

@@ -33,7 +33,7 @@ def audits_frame(store: Store, *, labels: Mapping[str, str] | None = None, all_l
     """Current item audits of a project (see the module docstring) of each judge's chosen run (its
     default label unless `labels` says otherwise; every run with `all_labels`); empty with its
     columns when none."""
-    audits = store.annotations(kind="item_audit", labels=labels, all_labels=all_labels)
+    audits = store.annotations.list(kind="item_audit", labels=labels, all_labels=all_labels)
     rows = [{"trajectory_id": a["trajectory_id"], "judge": a["judge"], "label": a["label"], "item_id": a["item_id"],
              "rater": a["rater"], "agree": bool(a["value"]["agree"]), "verdict": a["value"].get("verdict"),
              "created_at": a["created_at"], "is_simulated": bool(a["is_simulated"])} for a in audits]

@@ -188,6 +188,6 @@ def compare_project(
     """
     from .loader import frames_from_store  # the loader builds on the analysis modules
 
-    run_a, run_b = (next(iter(store.resolve_labels([name]).items())) for name in (a, b))
+    run_a, run_b = (next(iter(store.judging.resolve_labels([name]).items())) for name in (a, b))
     frames = frames_from_store(store, all_labels=True)
     return compare_runs(frames["scores"], frames["items"], run_a, run_b, n_boot=n_boot, seed=seed, ci=ci)

@@ -53,8 +53,8 @@ def frames_from_store(
     items = _frame(list(export_judgments(store, labels=labels, all_labels=all_labels)), ITEM_COLUMNS)
     scores = scores[scores["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True)
     items = items[items["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True)
-    scores.attrs["unscored_trials"] = store.counts()["unscored"]
-    ctrf = pd.DataFrame([(t.id, c.name, c.status) for t in store.trajectories() for c in t.ctrf],
+    scores.attrs["unscored_trials"] = store.project.counts()["unscored"]
+    ctrf = pd.DataFrame([(t.id, c.name, c.status) for t in store.trials.trajectories() for c in t.ctrf],
                         columns=list(CTRF_COLUMNS))
     ratings, preferences = ratings_frame(store), preferences_frame(store)
     audits = audits_frame(store, labels=labels, all_labels=all_labels)

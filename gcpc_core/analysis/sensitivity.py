@@ -170,7 +170,7 @@ def perturbation_frame(store: Store, *, judges: Iterable[str] | None = None) -> 
     """The `perturbations` analysis frame of a project (empty, with its columns, when none ran)."""
     wanted = set(judges) if judges is not None else None
     rows = []
-    for r in store.perturbations():
+    for r in store.perturbations.list():
         if wanted is not None and r["judge"] not in wanted:
             continue
         recipe = r["recipe"] or {}

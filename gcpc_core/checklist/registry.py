@@ -25,7 +25,7 @@ def register_checklist(
 
     Storing identical content again returns the stored row (same sha), so this is idempotent.
     """
-    task = store.get_task(checklist.task)
+    task = store.trials.get_task(checklist.task)
     if task is None:
         raise KeyError(f"unknown task {checklist.task!r}: import its task folder first")
     rules = rules or load_rules()
@@ -39,7 +39,7 @@ def register_checklist(
     if failures:
         return None, failures
     frozen = freeze(checklist, rules_version=rules.version)
-    row = store.add_checklist(
+    row = store.checklists.add(
         sha=frozen.sha,
         task=checklist.task,
         status="frozen",
@@ -53,7 +53,7 @@ def register_checklist(
 
 def export_checklists(store: Store) -> Iterator[dict]:
     """Every frozen checklist in the DESIGN.md file schema, plus its identity and provenance."""
-    for row in store.checklists(status="frozen"):
+    for row in store.checklists.list(status="frozen"):
         checklist = Checklist.model_validate(row["checklist"])
         yield {
             "sha": row["sha"],

@@ -379,7 +379,7 @@ def record_synthesis(store: Store, result: SynthesisResult, *, run_id: str | Non
     if result.status == "error":
         return None
     sha = result.sha or hashlib.sha256((result.raw_reply or result.reason).encode("utf-8")).hexdigest()
-    return store.add_checklist(
+    return store.checklists.add(
         sha=sha,
         task=result.task,
         status=result.status,
@@ -457,13 +457,13 @@ def synthesize_project(
     if llm is None:
         llm = LLM.from_env(model, store=store, concurrency=concurrency)
     if task is not None:
-        found = store.get_task(task)
+        found = store.trials.get_task(task)
         if found is None:
             raise KeyError(f"unknown task {task!r}: import it first")
         candidates = [found]
     else:
-        candidates = store.tasks()
-    frozen = set() if force else store.frozen_checklist_tasks()
+        candidates = store.trials.tasks()
+    frozen = set() if force else store.checklists.frozen_tasks()
     todo = [t for t in candidates if t.id not in frozen]
     report = ProjectSynthesis(
         results=[], skipped={t.id: "already has a frozen checklist" for t in candidates if t.id in frozen}

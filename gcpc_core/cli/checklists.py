@@ -69,7 +69,7 @@ def _cmd_checklist_draft(args: argparse.Namespace) -> int:
         else:
             if not args.task:
                 fail(verb, "--db needs --task T")
-            task = open_db(verb, args.db).get_task(args.task)
+            task = open_db(verb, args.db).trials.get_task(args.task)
             if task is None:
                 fail(verb, f"{args.db}: no task {args.task!r} (import its task folder first)")
         draft = draft_checklist(task, rules)

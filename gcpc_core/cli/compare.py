@@ -35,7 +35,7 @@ def chosen_labels(verb: str, store: Store, names: Sequence[str]) -> dict[str, st
     if not names:
         return None
     try:
-        return store.resolve_labels(names)
+        return store.judging.resolve_labels(names)
     except ValueError as exc:
         fail(verb, f"{store.path}: {exc}")
 
@@ -66,15 +66,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _cmd_labels(args: argparse.Namespace) -> int:
     store = open_db("labels", args.db)
-    runs = pd.DataFrame(store.judge_labels())
+    runs = pd.DataFrame(store.judging.labels())
     if args.json:
-        defaults = store.default_labels()
-        print(json.dumps([{**r, "default": defaults.get(r["judge"]) == r["label"]} for r in store.judge_labels()]))
+        defaults = store.judging.default_labels()
+        print(json.dumps([{**r, "default": defaults.get(r["judge"]) == r["label"]} for r in store.judging.labels()]))
         return 0
     if runs.empty:
         print("no judge runs yet: run `judge` first")
         return 0
-    defaults = store.default_labels()
+    defaults = store.judging.default_labels()
     runs["default"] = [defaults.get(j) == lab for j, lab in zip(runs["judge"], runs["label"])]
     print(runs[["judge", "label", "model", "prompt_version", "n_trajectories", "last_at", "simulated", "default"]]
           .to_string(index=False))

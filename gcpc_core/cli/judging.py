@@ -74,7 +74,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if judges is not None and (unknown := [j for j in judges if j not in present]):
         fail("report", f"no scores for judge(s) {', '.join(unknown)} (scored: {', '.join(sorted(present)) or 'none'})")
     title = f"GCPC analysis report: {Path(args.db).name}"
-    if store.get_meta("is_demo") == "1":
+    if store.project.get_meta("is_demo") == "1":
         title += " (DEMO project, simulated data)"
     with reported("report", ValueError):  # a frame violating its contract (FrameContractError) or a bad setting
         result = recorded_report(store, frames, args.out, n_boot=args.n_boot, seed=args.seed, judges=judges,
@@ -110,7 +110,7 @@ def _cmd_batch_collect(args: argparse.Namespace) -> int:
     from ..llm import LLMError
 
     store = open_db("batch collect", args.db)
-    waiting = [store.get_judge_batch(args.batch_id)] if args.batch_id else store.judge_batches()
+    waiting = [store.judging.get_batch(args.batch_id)] if args.batch_id else store.judging.batches()
     for row in waiting:
         if row is not None:
             require_llm("batch collect", row["model"])
@@ -123,7 +123,7 @@ def _cmd_batch_collect(args: argparse.Namespace) -> int:
 
 
 def _cmd_batch_list(args: argparse.Namespace) -> int:
-    for row in open_db("batch list", args.db).judge_batches():
+    for row in open_db("batch list", args.db).judging.batches():
         print(f"{row['id']} {row['judge']} {row['model']} {row['status']} {row['n_requests']} requests "
               f"created {row['created_at']}" + (f" collected {row['collected_at']}" if row["collected_at"] else ""))
     return 0

@@ -58,8 +58,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 def _cmd_info(args: argparse.Namespace) -> int:
     store = open_db("info", args.db)
-    info = {"db": str(args.db), "schema_version": store.schema_version, **store.counts()}
-    info["demo"] = store.get_meta("is_demo") == "1"
+    info = {"db": str(args.db), "schema_version": store.schema_version, **store.project.counts()}
+    info["demo"] = store.project.get_meta("is_demo") == "1"
     statuses = _task_statuses(store) if args.task_status else None
     if args.json:
         if statuses is not None:
@@ -135,7 +135,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         report = demo.build_demo_project(Path(args.db), seed=args.seed)
         for line in report.summary_lines():
             print(line)
-        counts = Store(args.db).counts()
+        counts = Store(args.db).project.counts()
         print(f"demo checklists: {counts['checklists']} frozen; probe judge (offline, DEMO): "
               f"{counts['judgments']} item judgments, scored")
         print(f"demo project DB (simulated data): {args.db}")

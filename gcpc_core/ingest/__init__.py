@@ -76,7 +76,7 @@ class ImportReport:
 def _assign_trial_indexes(store: Store) -> None:
     """Rank trials within (task, agent, model, condition) by start time: the matched-pair index."""
     groups: dict[tuple, list] = defaultdict(list)
-    for t in store.trajectories():
+    for t in store.trials.trajectories():
         groups[(t.task, t.agent, t.model, t.condition)].append(t)
     indexes: dict[str, int] = {}
     for trials in groups.values():
@@ -85,7 +85,7 @@ def _assign_trial_indexes(store: Store) -> None:
             if t.trial_index != i:
                 indexes[t.id] = i
     if indexes:
-        store.set_trial_indexes(indexes)
+        store.trials.set_trial_indexes(indexes)
 
 
 UNEXPECTED = "unexpected error while reading this trial"
@@ -131,7 +131,7 @@ def _import_tasks(store: Store, tasks_dir: Path, report: ImportReport) -> None:
                                                      f"which was imported; this folder was not"))
             continue
         used[task.id] = task.source_path
-        if store.upsert_task(task):
+        if store.trials.upsert_task(task):
             report.tasks_imported += 1
         else:
             report.tasks_unchanged += 1
@@ -224,8 +224,8 @@ def import_project(
     if tasks_dir is not None:
         _import_tasks(store, Path(tasks_dir), report)
     if trials_dir is not None:
-        known_tasks = store.task_ids()
-        stored = store.trajectory_hashes()
+        known_tasks = store.trials.task_ids()
+        stored = store.trials.trajectory_hashes()
         mapping = dict(condition_map or {})
         settings = _settings(pass_threshold, is_demo, mapping, max_log_bytes, derive_outcome)
         root = Path(trials_dir).resolve()
@@ -262,7 +262,7 @@ def import_project(
                     report.trials_unchanged += 1
                 else:
                     writes.append(outcome)
-            for (traj, _), done in zip(writes, store.replace_trajectories(writes) if writes else []):
+            for (traj, _), done in zip(writes, store.trials.replace_trajectories(writes) if writes else []):
                 if isinstance(done, TrajectoryClash):
                     report.skipped.append((traj.source_path, str(done)))
                 elif done == "updated":
@@ -273,7 +273,7 @@ def import_project(
     # a folder name that is not UTF-8 reaches Python as lone surrogates: print and store it readably
     report.skipped = [(_printable(p), _printable(r)) for p, r in report.skipped]
     if report.skipped:
-        store.record_import_issues((p, "skipped", r) for p, r in report.skipped)
+        store.trials.record_import_issues((p, "skipped", r) for p, r in report.skipped)
     return report
 
 

@@ -43,7 +43,7 @@ def batched_trajectories(store: Store, judge: str) -> set[str]:
     """Trajectories sitting in a submitted, not yet collected batch of this judge."""
     return {
         request["trajectory_id"]
-        for row in store.judge_batches()
+        for row in store.judging.batches()
         if row["judge"] == judge and row["status"] not in FINAL_ROW_STATUSES
         for request in (row["requests"] or {}).values()
     }
@@ -78,7 +78,7 @@ def submit_batch(
     lines: list[dict[str, Any]] = []
     requests: dict[str, dict[str, Any]] = {}
     for unit in plan.todo:
-        view = build_evidence_view(store.events(unit.trajectory.id))
+        view = build_evidence_view(store.trials.events(unit.trajectory.id))
         messages, reply_model, version = initial_request(unit, judge, view, rules)
         line, key = llm.batch_line(unit.trajectory.id, messages, reply_model, prompt_version=version)
         lines.append(line)
@@ -92,7 +92,7 @@ def submit_batch(
                  params=params) as totals:
         report.run_id, report.totals = totals.run_id, totals
         batch = llm.run_sync(lambda: llm.submit_batch(lines, path=path, metadata={"gcpc_judge": judge}))
-    store.add_judge_batch({
+    store.judging.add_batch({
         "id": batch["id"], "judge": judge, "model": llm.model, "prompt_version": prompt_version,
         "rules_version": rules.version, "status": batch.get("status") or "submitted", "input_path": str(path),
         "input_file_id": batch.get("input_file_id"), "output_file_id": batch.get("output_file_id"),
@@ -152,12 +152,12 @@ def collect_batches(
     """Fetch submitted batches (or just `batch_id`) and ingest every finished one."""
     rules = rules or load_rules()
     if batch_id is not None:
-        row = store.get_judge_batch(batch_id)
+        row = store.judging.get_batch(batch_id)
         if row is None:
             raise KeyError(f"no batch {batch_id!r} in this project")
         rows = [row]
     else:
-        rows = [r for r in store.judge_batches() if r["status"] not in FINAL_ROW_STATUSES]
+        rows = [r for r in store.judging.batches() if r["status"] not in FINAL_ROW_STATUSES]
     report = CollectReport()
     for row in rows:
         batch_llm = llm or LLM.from_env(row["model"], store=store, concurrency=concurrency)
@@ -171,7 +171,7 @@ def _collect_one(store: Store, row: dict, llm: LLM, rules: Rules, report: Collec
     batch = llm.run_sync(lambda: llm.retrieve_batch(row["id"]))
     status = batch.get("status") or "unknown"
     if status not in BATCH_DONE_STATUSES:
-        store.update_judge_batch(row["id"], {"status": status})
+        store.judging.update_batch(row["id"], {"status": status})
         return status
     judged = JudgeReport(judge=judge, model=llm.model, prompt_version=row["prompt_version"])
     params = {"judge": judge, "batch_id": row["id"], "trajectories": row["n_requests"]}
@@ -194,7 +194,7 @@ def _collect_one(store: Store, row: dict, llm: LLM, rules: Rules, report: Collec
                     if unit.trajectory.content_hash != request["content_hash"]:
                         report.not_ingested[request["trajectory_id"]] = "trajectory re-imported with other content"
                         return
-                    view = build_evidence_view(store.events(unit.trajectory.id))
+                    view = build_evidence_view(store.trials.events(unit.trajectory.id))
                     _, reply_model, version = initial_request(unit, judge, view, rules)
                     first = _result_outcome(llm, results.get(custom_id), request, reply_model, version)
                     if isinstance(first, str):
@@ -215,7 +215,7 @@ def _collect_one(store: Store, row: dict, llm: LLM, rules: Rules, report: Collec
         finally:
             bar.close()
     report.reports.append(judged)
-    store.update_judge_batch(row["id"], {"status": "collected", "collected_at": utcnow(),
+    store.judging.update_batch(row["id"], {"status": "collected", "collected_at": utcnow(),
                                          "output_file_id": batch.get("output_file_id"),
                                          "error_file_id": batch.get("error_file_id"),
                                          "note": f"provider status {status}; {len(judged.judged)} judged"})

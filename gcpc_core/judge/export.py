@@ -18,7 +18,7 @@ __all__ = ["export_judgments", "export_scores"]
 def _item_index(store: Store) -> dict[str, dict[str, dict]]:
     """checklist sha → item id → {text, verifier_refs}, for stored checklists and the fixed one."""
     index: dict[str, dict[str, dict]] = {}
-    for row in store.checklists(status=None):
+    for row in store.checklists.list(status=None):
         if row["checklist"]:
             items = Checklist.model_validate(row["checklist"]).items
             index[row["sha"]] = {i.id: {"text": i.text, "verifier_refs": list(i.verifier_refs)} for i in items}
@@ -32,8 +32,8 @@ def export_judgments(
     with `all_labels`): raw and postprocessed verdicts, citations, reasons, the run's label."""
     index = _item_index(store)
     fixed = {q.id: {"text": q.text, "verifier_refs": []} for q in fixed_checklist(load_rules(), "-").items}
-    outcomes = {t.id: (t.outcome, t.condition) for t in store.trajectories()}
-    for row in store.judgments(labels=labels, all_labels=all_labels):
+    outcomes = {t.id: (t.outcome, t.condition) for t in store.trials.trajectories()}
+    for row in store.judging.judgments(labels=labels, all_labels=all_labels):
         items = index.get(row["checklist_sha"] or "") or (fixed if checklist_kind(row["judge"]) == "fixed" else {})
         item = items.get(row["item_id"], {})
         outcome, condition = outcomes.get(row["trajectory_id"], (None, None))
@@ -69,8 +69,8 @@ def export_scores(
 ) -> Iterator[dict]:
     """One row per (trajectory, judge) of each judge's chosen run (per label with `all_labels`). `model`
     is the agent's model (the matched-pair key); the judge's own model is `judge_model`."""
-    trajectories = {t.id: t for t in store.trajectories()}
-    for row in store.scores(labels=labels, all_labels=all_labels):
+    trajectories = {t.id: t for t in store.trials.trajectories()}
+    for row in store.judging.scores(labels=labels, all_labels=all_labels):
         traj = trajectories.get(row["trajectory_id"])
         yield {
             "trajectory_id": row["trajectory_id"],

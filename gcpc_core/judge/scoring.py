@@ -55,13 +55,13 @@ def score_project(store: Store, *, judge: str | None = None) -> ScoreReport:
     """Postprocess and score every judged (trajectory, judge) of every labelled run — or only `judge`'s;
     one transaction."""
     report = ScoreReport()
-    trajectories = {t.id: t for t in store.trajectories()}
+    trajectories = {t.id: t for t in store.trials.trajectories()}
     now = utcnow()
     writes: list[tuple[dict, list[dict]]] = []
-    for run in store.judge_labels():
+    for run in store.judging.labels():
         if judge is None or run["judge"] == judge:
             writes += _score_run(store, report, trajectories, run["judge"], run["label"], now)
-    store.save_scores(writes)
+    store.judging.save_scores(writes)
     return report
 
 
@@ -71,11 +71,11 @@ def _score_run(
     """Score rows and postprocessed verdicts of one labelled run of `judge`."""
     selected = {judge: label}
     rows_by_unit: dict[tuple[str, str], list[dict]] = {}
-    for row in store.judgments(judge=judge, labels=selected):
+    for row in store.judging.judgments(judge=judge, labels=selected):
         if row["route"] != "endpoint":
             rows_by_unit.setdefault((row["trajectory_id"], row["judge"]), []).append(row)
     writes: list[tuple[dict, list[dict]]] = []
-    for (traj_id, judge_name), unit in store.judge_units(judge, labels=selected).items():
+    for (traj_id, judge_name), unit in store.judging.units(judge, labels=selected).items():
         traj = trajectories.get(traj_id)
         if traj is None:
             report.missing_trajectories.append(traj_id)

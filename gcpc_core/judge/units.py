@@ -61,7 +61,7 @@ def _checklist_for(store: Store, spec: JudgeSpec, task: str, rules: Rules) -> tu
     if spec.checklist == "fixed":
         checklist = fixed_checklist(rules, task)
         return checklist, checklist_sha(checklist), None
-    row = store.latest_checklist(task)
+    row = store.checklists.latest(task)
     if row is None:
         return None, None, f"task {task} has no frozen checklist (synthesize or `checklist add` one)"
     return Checklist.model_validate(row["checklist"]), row["sha"], None
@@ -69,10 +69,10 @@ def _checklist_for(store: Store, spec: JudgeSpec, task: str, rules: Rules) -> tu
 
 def unit_for(store: Store, judge: str, trajectory_id: str, sha: str | None, rules: Rules) -> Unit | str:
     """Rebuild the unit a batch request was made for, or say why it cannot be (a string)."""
-    traj = store.get_trajectory(trajectory_id)
+    traj = store.trials.get_trajectory(trajectory_id)
     if traj is None:
         return f"trajectory {trajectory_id} is no longer in the project"
-    task = store.get_task(traj.task)
+    task = store.trials.get_task(traj.task)
     if task is None:
         return f"task {traj.task} is no longer in the project"
     spec = get_judge(judge)
@@ -82,7 +82,7 @@ def unit_for(store: Store, judge: str, trajectory_id: str, sha: str | None, rule
     if spec.checklist == "fixed":
         checklist = fixed_checklist(rules, traj.task)
     else:
-        row = store.get_checklist(sha or "")
+        row = store.checklists.get(sha or "")
         checklist = Checklist.model_validate(row["checklist"]) if row and row["checklist"] else None
     if checklist is None or checklist_sha(checklist) != sha:
         return f"checklist {str(sha)[:12]} the request was built from is gone or changed"
@@ -117,12 +117,12 @@ def plan_units(
     spec = get_judge(judge)
     prompt_version = spec.version(per_item=per_item)
     label = label or derive_label(judge, model, prompt_version, rules.version)
-    done = {} if force else store.judge_units(judge, labels={judge: label})
+    done = {} if force else store.judging.units(judge, labels={judge: label})
     excluded = set(exclude)
-    tasks = {t.id: t for t in store.tasks()}
+    tasks = {t.id: t for t in store.trials.tasks()}
     by_task: dict[str, tuple[Checklist | None, str | None, str | None]] = {}
     plan = Plan(todo=[])
-    for traj in store.trajectories():
+    for traj in store.trials.trajectories():
         if traj.task not in by_task:
             by_task[traj.task] = _checklist_for(store, spec, traj.task, rules)
         checklist, sha, why_not = by_task[traj.task]
@@ -175,7 +175,7 @@ async def judge_unit(
         content_hash=traj.content_hash,
     )
     if view is None:
-        view = build_evidence_view(store.events(traj.id))
+        view = build_evidence_view(store.trials.events(traj.id))
     call = JudgeCall(task=unit.task, checklist=unit.checklist, view=view, rules=rules,
                      llm=llm if spec.calls_llm else None, tag=traj.id, per_item=per_item, first=first)
     try:
@@ -243,4 +243,4 @@ def store_judgment(store: Store, result: TrajectoryJudgment, *, run_id: str | No
         }
         for r in result.replies
     ]
-    store.save_trajectory_judgment(unit, judgments, replies, named=bool(label) and label != derived)
+    store.judging.save_trajectory_judgment(unit, judgments, replies, named=bool(label) and label != derived)

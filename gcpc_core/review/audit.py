@@ -85,12 +85,12 @@ STAT_COLUMNS = ["trajectory_id", "judge", "n_items", "n_yes", "n_no", "n_abstain
 
 def trajectory_frame(store: Store) -> pd.DataFrame:
     """One row per trajectory: identity, official outcome, event count and CTRF pass/fail counts."""
-    n_events = store.event_counts()
+    n_events = store.trials.event_counts()
     rows = [{"trajectory_id": t.id, "task": t.task, "agent": t.agent, "model": t.model, "condition": t.condition,
              "trial_index": t.trial_index, "outcome": t.outcome, "reward": t.reward,
              "n_events": n_events.get(t.id, 0),
              "ctrf_passed": sum(c.status == "passed" for c in t.ctrf),
-             "ctrf_failed": sum(c.status == "failed" for c in t.ctrf)} for t in store.trajectories()]
+             "ctrf_failed": sum(c.status == "failed" for c in t.ctrf)} for t in store.trials.trajectories()]
     return pd.DataFrame(rows, columns=TRAJECTORY_COLUMNS)
 
 
@@ -98,7 +98,7 @@ def judge_stats(store: Store, labels: Mapping[str, str] | None = None) -> pd.Dat
     """One row per judged (trajectory, judge) of each judge's chosen run (default label unless `labels`
     says otherwise): raw verdict counts (endpoint excluded), partial credit, items where judges' raw
     verdicts differ, items audited and audits that disagree."""
-    rows = [r for r in store.judgments(labels=labels) if r["route"] != "endpoint"]
+    rows = [r for r in store.judging.judgments(labels=labels) if r["route"] != "endpoint"]
     items = pd.DataFrame(rows, columns=["trajectory_id", "judge", "item_id", "verdict_raw"])
     if items.empty:
         return pd.DataFrame(columns=STAT_COLUMNS)
@@ -113,13 +113,13 @@ def judge_stats(store: Store, labels: Mapping[str, str] | None = None) -> pd.Dat
              .reset_index())
     audits = pd.DataFrame(
         [{"trajectory_id": a["trajectory_id"], "judge": a["judge"], "item_id": a["item_id"],
-          "disagree": not a["value"]["agree"]} for a in store.annotations(kind="item_audit", labels=labels)],
+          "disagree": not a["value"]["agree"]} for a in store.annotations.list(kind="item_audit", labels=labels)],
         columns=["trajectory_id", "judge", "item_id", "disagree"]).astype({"disagree": bool})
     keys = ["trajectory_id", "judge"]
     per = pd.concat([audits.groupby(keys)["item_id"].nunique().rename("audited"),
                      audits.loc[audits["disagree"]].groupby(keys)["item_id"].nunique().rename("auditor_disagreements")],
                     axis=1).reset_index()
-    scores = pd.DataFrame(store.scores(labels=labels), columns=["trajectory_id", "judge", "partial_credit"])
+    scores = pd.DataFrame(store.judging.scores(labels=labels), columns=["trajectory_id", "judge", "partial_credit"])
     stats = stats.merge(per, on=["trajectory_id", "judge"], how="left").merge(
         scores[["trajectory_id", "judge", "partial_credit"]], on=["trajectory_id", "judge"], how="left")
     stats[["audited", "auditor_disagreements"]] = stats[["audited", "auditor_disagreements"]].fillna(0).astype(int)
@@ -342,7 +342,7 @@ def checklist_items(store: Store, rows: Iterable[dict], judge: str, task_id: str
     """Items of the checklist(s) the judgments cite by sha; the fixed judge's come from `rules/`."""
     items: dict[str, ChecklistItem] = {}
     for sha in {r["checklist_sha"] for r in rows if r["checklist_sha"]}:
-        row = store.get_checklist(sha)
+        row = store.checklists.get(sha)
         if row and row["checklist"]:
             items.update({i.id: i for i in Checklist.model_validate(row["checklist"]).items})
     if not items and checklist_kind(judge) == "fixed":
@@ -353,12 +353,12 @@ def checklist_items(store: Store, rows: Iterable[dict], judge: str, task_id: str
 def item_views(store: Store, trajectory_id: str, judge: str, label: str | None = None) -> list[ItemView]:
     """Every item verdict of `judge`'s run `label` (default: its default run) on one trajectory, in
     checklist order, endpoint last; each with the other judges' verdicts and the other runs' of this judge."""
-    traj = store.get_trajectory(trajectory_id)
+    traj = store.trials.get_trajectory(trajectory_id)
     if traj is None:
         raise KeyError(f"no trajectory {trajectory_id!r}")
-    task = store.get_task(traj.task)
+    task = store.trials.get_task(traj.task)
     chosen = {judge: label} if label else None
-    everyone = store.judgments(trajectory_id=trajectory_id, labels=chosen)
+    everyone = store.judging.judgments(trajectory_id=trajectory_id, labels=chosen)
     rows = [r for r in everyone if r["judge"] == judge]
     label = rows[0]["label"] if rows else label
     if not rows or task is None:
@@ -368,10 +368,10 @@ def item_views(store: Store, trajectory_id: str, judge: str, label: str | None =
         if r["judge"] != judge and r["route"] != "endpoint":
             others.setdefault(r["item_id"], {})[r["judge"]] = r["verdict_raw"]
     checklist = checklist_items(store, rows, judge, task.id)
-    events = {e.id: e for e in store.events(trajectory_id)}
-    runs = {(r["judge"], r["label"]): r for r in store.judge_labels()}
+    events = {e.id: e for e in store.trials.events(trajectory_id)}
+    runs = {(r["judge"], r["label"]): r for r in store.judging.labels()}
     other_runs: dict[str, list[RunVerdict]] = {}
-    for r in store.judgments(trajectory_id=trajectory_id, judge=judge, all_labels=True):
+    for r in store.judging.judgments(trajectory_id=trajectory_id, judge=judge, all_labels=True):
         if r["label"] != label and r["route"] != "endpoint":
             run = runs.get((judge, r["label"]), {})
             other_runs.setdefault(r["item_id"], []).append(RunVerdict(
@@ -379,7 +379,7 @@ def item_views(store: Store, trajectory_id: str, judge: str, label: str | None =
                 reason_raw=r["reason_raw"], rationale=r["rationale"] or "",
                 citations=tuple(_citation_view(c, events) for c in r["citations"] or [])))
     problems: dict[str, list[str]] = {}
-    for reply in store.judge_replies(trajectory_id=trajectory_id, judge=judge, labels=chosen):
+    for reply in store.judging.replies(trajectory_id=trajectory_id, judge=judge, labels=chosen):
         for line in reply["problems"] or []:
             item_id, sep, rest = str(line).partition(": ")
             if sep:

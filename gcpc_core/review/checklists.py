@@ -57,12 +57,12 @@ __all__ = [
 
 def task_table(store: Store) -> pd.DataFrame:
     """One row per task: verifier tests, trajectories, stored versions, latest frozen version."""
-    n_traj = Counter(t.task for t in store.trajectories())
+    n_traj = Counter(t.task for t in store.trials.trajectories())
     by_task: dict[str, list[dict]] = {}
-    for row in store.checklists(status=None):
+    for row in store.checklists.list(status=None):
         by_task.setdefault(row["task"], []).append(row)
     rows = []
-    for task in store.tasks():
+    for task in store.trials.tasks():
         versions = by_task.get(task.id, [])
         frozen = [v for v in versions if v["status"] == "frozen"]
         latest = frozen[-1] if frozen else None

@@ -15,9 +15,9 @@ __all__ = ["compare_view", "default_pair", "differing_table", "run_choices", "ru
 
 def run_choices(store: Store) -> list[dict]:
     """Every labelled run (`Store.judge_labels`) with its `key` (`judge=label`) and whether it is its judge's default."""
-    defaults = store.default_labels()
+    defaults = store.judging.default_labels()
     return [{**r, "key": run_key(r["judge"], r["label"]), "default": defaults.get(r["judge"]) == r["label"]}
-            for r in store.judge_labels()]
+            for r in store.judging.labels()]
 
 
 def run_title(run: dict) -> str:

@@ -85,12 +85,12 @@ def _next(status: TaskStatus, db: str, llm_ready: bool) -> tuple[str, str, str]:
 
 def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
     """One `TaskStatus` per task: tasks with trajectories first, then by id."""
-    trajectories = store.trajectories()
+    trajectories = store.trials.trajectories()
     task_of = {t.id: t.task for t in trajectories}
     n_traj = Counter(task_of.values())
     latest: dict[str, dict] = {}
     failed: Counter[str] = Counter()
-    for row in store.checklists(status=None):
+    for row in store.checklists.list(status=None):
         if row["status"] == "frozen":
             if row["task"] not in latest or row["version"] > latest[row["task"]]["version"]:
                 latest[row["task"]] = row
@@ -98,7 +98,7 @@ def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
             failed[row["task"]] += 1
     judged: dict[str, Counter[str]] = {}
     stale: dict[str, Counter[str]] = {}
-    for (traj_id, judge), unit in store.judge_units().items():
+    for (traj_id, judge), unit in store.judging.units().items():
         task = task_of.get(traj_id)
         if task is None:
             continue
@@ -106,12 +106,12 @@ def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
         fresh = checklist_kind(judge) != "task" or (current is not None and unit["checklist_sha"] == current["sha"])
         (judged if fresh else stale).setdefault(task, Counter())[judge] += 1
     scored: dict[str, Counter[str]] = {}
-    for row in store.scores():
+    for row in store.judging.scores():
         if row["trajectory_id"] in task_of:
             scored.setdefault(task_of[row["trajectory_id"]], Counter())[row["judge"]] += 1
-    audited = Counter(task_of.get(a["trajectory_id"]) for a in store.annotations(kind="item_audit"))
+    audited = Counter(task_of.get(a["trajectory_id"]) for a in store.annotations.list(kind="item_audit"))
     out = []
-    for task in store.tasks():
+    for task in store.trials.tasks():
         row = latest.get(task.id)
         status = TaskStatus(
             task=task.id, verifier_tests=len(task.tests), trajectories=n_traj[task.id],
@@ -171,7 +171,7 @@ def studies_frame(store: Store) -> pd.DataFrame:
     from annotations.admin import rater_progress  # annotations builds on gcpc_core
 
     rows = []
-    for s in store.studies():
+    for s in store.studies.list():
         progress = rater_progress(store, s["id"])
         done, total = sum(r["done"] for r in progress), sum(r["total"] for r in progress)
         rows.append({"study": s["id"], "name": s["name"], "status": s["status"], "raters": len(progress),

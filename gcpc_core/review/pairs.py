@@ -84,7 +84,7 @@ def pair_items(store: Store, without_id: str, with_id: str, judge: str) -> pd.Da
     verdicts per side and the change of the postprocessed verdict, which is what scores count."""
     sides, texts = {}, {}
     for side, traj_id in (("without", without_id), ("with", with_id)):
-        rows = store.judgments(judge=judge, trajectory_id=traj_id)
+        rows = store.judging.judgments(judge=judge, trajectory_id=traj_id)
         if rows:
             texts.update({k: v.text for k, v in checklist_items(store, rows, judge, rows[0]["task"]).items()})
         sides[side] = pd.DataFrame(

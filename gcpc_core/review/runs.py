@@ -206,9 +206,9 @@ def run_progress(store: Store, run: dict) -> tuple[int | None, int | None]:
     kind = run["kind"]
     if kind == "import":
         total = params.get("trials")
-        done = store.count_trajectories_imported_since(run["started_at"]) if run["status"] == "running" else total
+        done = store.trials.count_trajectories_imported_since(run["started_at"]) if run["status"] == "running" else total
         return done, total
-    live = store.run_progress(run["id"])
+    live = store.runs.progress(run["id"])
     if kind.startswith("judge"):
         return live["judged"], params.get("trajectories")
     if kind == "synthesize":
@@ -228,9 +228,9 @@ def job_run(store: Store, job: Job) -> dict | None:
     """The `runs` row a job writes: by id once the job knows it, else the first run of the job's
     kind started since the job (the stages open their row themselves)."""
     if job.run_id:
-        return store.get_run(job.run_id)
+        return store.runs.get(job.run_id)
     kind = f"judge-{job.params.get('judge')}" if job.kind == "judge" else job.kind
-    return next((r for r in store.runs(kind=kind) if r["started_at"] >= job.started_at), None)
+    return next((r for r in store.runs.list(kind=kind) if r["started_at"] >= job.started_at), None)
 
 
 RUN_COLUMNS = ["id", "kind", "status", "progress", "model", "structured_mode", "started_at", "finished_at", "wall_s", "calls",
@@ -244,10 +244,10 @@ def runs_frame(store: Store) -> pd.DataFrame:
     """
     reap_dead_runs(store)
     rows = []
-    for run in reversed(store.runs()):
+    for run in reversed(store.runs.list()):
         row = {c: run.get(c) for c in RUN_COLUMNS if c != "progress"}
         if run["status"] == "running":
-            live = store.run_progress(run["id"])
+            live = store.runs.progress(run["id"])
             row.update({k: live[k] for k in ("calls", "http_calls", "cache_hits", "errors", "prompt_tokens",
                                              "cached_tokens", "completion_tokens", "cost_usd")})
         done, total = run_progress(store, run)

@@ -37,7 +37,7 @@ def trajectory_score(store: Store, trajectory_id: str, judge: str, label: str | 
     """The stored score row of one (trajectory, judge) in its run `label` (default: the judge's default
     run); None when it has not been scored."""
     chosen = {judge: label} if label else None
-    return next((r for r in store.scores(judge=judge, labels=chosen) if r["trajectory_id"] == trajectory_id), None)
+    return next((r for r in store.judging.scores(judge=judge, labels=chosen) if r["trajectory_id"] == trajectory_id), None)
 
 
 def _share(value: object) -> str:

@@ -209,7 +209,7 @@ def cached(*tables: str) -> Callable[[F], F]:
 
         @functools.wraps(fn)
         def call(store: Store, *args: Any, **kwargs: Any) -> Any:
-            return _cached_call(name, str(store.path), store.data_version(*tables), args,
+            return _cached_call(name, str(store.path), store.project.data_version(*tables), args,
                                 tuple(sorted(kwargs.items())), _store=store)
 
         return call  # type: ignore[return-value]
@@ -218,7 +218,7 @@ def cached(*tables: str) -> Callable[[F], F]:
 
 
 def _events(store: Store, trajectory_id: str) -> list[Event]:
-    return store.events(trajectory_id)
+    return store.trials.events(trajectory_id)
 
 
 def _dashboard(store: Store, n_boot: int, seed: int, include_simulated: bool,
@@ -261,9 +261,9 @@ cached_compare = cached("judgments", "scores", "trajectories", "checklists")(com
 def run_select(store: Store, key: str) -> dict[str, str] | None:
     """A "Run of JUDGE" box for each judge with several labelled runs (default: its default run); returns
     judge → label for the runs chosen instead of a default, None when every judge reads its default."""
-    defaults = store.default_labels()
+    defaults = store.judging.default_labels()
     by_judge: dict[str, list[dict]] = {}
-    for run in store.judge_labels():
+    for run in store.judging.labels():
         by_judge.setdefault(run["judge"], []).append(run)
     chosen: dict[str, str] = {}
     for judge, runs in sorted(by_judge.items()):

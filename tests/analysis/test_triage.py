@@ -123,7 +123,7 @@ def test_cli_on_the_demo(demo_copy, capsys) -> None:  # noqa: ANN001 - pytest fi
     sim = out["simulated_audits"]
     assert sim["n_audits"] == 30 and sim["estimates_after"][0]["n_audited"] == 30
     assert sim["estimates_after"][0]["width"] < sim["estimates_before"][0]["width"]
-    assert store.annotations(kind="item_audit") == []  # simulated audits are never stored
+    assert store.annotations.list(kind="item_audit") == []  # simulated audits are never stored
 
     # an audit disagreeing with the judge becomes a judge vs auditor row, ranked with the others
     top = out["disagreements"][0]

@@ -15,7 +15,7 @@ CONDITIONS = ("with-skills", "without-skills")
 
 
 def add_task(store: Store, task_id: str) -> None:
-    store.upsert_task(Task(
+    store.trials.upsert_task(Task(
         id=task_id, instruction=f"Convert report.pdf to /root/out/{task_id}.txt and count the pages.",
         source_path=f"/data/tasks/{task_id}", metadata={"metadata": {"demo_skill": SKILL}},
     ))
@@ -64,7 +64,7 @@ def add_trajectory(store: Store, traj_id: str, task: str, *, outcome: str, condi
         reward=reward if reward is not None else (1.0 if outcome == "PASS" else 0.0), source_path=f"/data/trials/{traj_id}",
         log_path="agent/claude-code.txt", log_format="claude-code",
     )
-    store.replace_trajectory(traj, leaky_events(traj_id, model, condition))
+    store.trials.replace_trajectory(traj, leaky_events(traj_id, model, condition))
 
 
 def small_project(store: Store, *, tasks: int = 3, per_stratum: int = 3) -> list[str]:

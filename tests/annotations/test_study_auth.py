@@ -20,6 +20,7 @@ from annotations.tokens import (
     served_url,
 )
 from gcpc_core.store import Store
+from annotations.targets import add_annotation
 
 
 @pytest.fixture
@@ -32,8 +33,8 @@ def test_only_token_hashes_are_stored(store: Store, study) -> None:
         p.read_bytes() for p in Path(store.path).parent.glob("*.db-wal"))
     for token in study.tokens.values():
         assert len(token) >= 32 and token.encode() not in raw  # the DB (and its WAL) never holds a token
-    assert all("token_hash" not in r for r in store.study_raters(study.study_id))
-    assert store.rater_by_token_hash(hash_token(study.tokens["ann"]))["rater"] == "ann"
+    assert all("token_hash" not in r for r in store.studies.raters(study.study_id))
+    assert store.studies.rater_by_token_hash(hash_token(study.tokens["ann"]))["rater"] == "ann"
 
 
 def test_wrong_or_missing_token_opens_nothing(store: Store, study) -> None:
@@ -62,18 +63,18 @@ def test_a_rater_cannot_read_or_write_another_raters_queue(store: Store, study) 
         ann.submit_rating(foreign_unit, 1)
     with pytest.raises(PermissionError):
         ann.submit_preference(foreign_pair, "A", 3)
-    assert [r["rater"] for r in store.annotations(study_id=study.study_id)] == ["ben"]
+    assert [r["rater"] for r in store.annotations.list(study_id=study.study_id)] == ["ben"]
 
 
 def test_the_store_checks_the_assignment_inside_the_write(store: Store, study) -> None:
     ben = open_rater_session(store, study.tokens["ben"])
     unit = next(i.target for i in ben.queue() if i.kind == "progress_rating")
-    traj = store.study_units(study.study_id)
+    traj = store.studies.units(study.study_id)
     traj_id = next(u["trajectory_id"] for u in traj if u["unit_id"] == unit)
     with pytest.raises(PermissionError, match="not in this rater's queue"):
-        store.add_annotation(kind="progress_rating", rater="ann", value={"rating": 1}, study_id=study.study_id,
+        add_annotation(store, kind="progress_rating", rater="ann", value={"rating": 1}, study_id=study.study_id,
                              trajectory_id=traj_id, unit_id=unit, assignment=("progress_rating", unit))
-    assert store.counts()["annotations"] == 0
+    assert store.project.counts()["annotations"] == 0
 
 
 def test_reassigned_items_move_their_access(store: Store, study) -> None:
@@ -103,7 +104,7 @@ def test_reissued_link_replaces_the_old_one(store: Store, study) -> None:
 def test_closed_study_is_read_only(store: Store, study) -> None:
     ann = open_rater_session(store, study.tokens["ann"])
     unit = ann.queue()[0].target
-    store.set_study_status(study.study_id, "closed")
+    store.studies.set_status(study.study_id, "closed")
     closed = open_rater_session(store, study.tokens["ann"])
     assert not closed.is_open and closed.unit_view(unit).steps
     with pytest.raises(PermissionError, match="closed"):
@@ -180,7 +181,7 @@ def test_cli_refuses_public_links_without_an_admin_token(store: Store, study, mo
     monkeypatch.setenv("GCPC_PUBLIC_URL", "https://rate.example")
     assert main(["study", "link", "--db", db, "--rater", "ann", "--show"]) == 2
     assert main(["study", "create", "--db", db, "--seed", "3", "--rater", "x", "--rater", "y", "--id", "s2"]) == 2
-    assert [s["id"] for s in store.studies()] == [study.study_id]  # refused before anything was created
+    assert [s["id"] for s in store.studies.list()] == [study.study_id]  # refused before anything was created
     monkeypatch.setenv("GCPC_ADMIN_TOKEN", "admin-secret")
     capsys.readouterr()
     assert main(["study", "link", "--db", db, "--rater", "ann", "--show"]) == 0

@@ -74,7 +74,7 @@ def test_rater_session_views_are_blind(store: Store) -> None:
     created = create_study(store, DesignParams(tasks=None, per_task=8, raters_per_unit=1, seed=1, raters=("r",),
                                                pairs_per_task=4))
     session = open_rater_session(store, created.tokens["r"])
-    bad = forbidden(store.trajectories(), (SKILL,))
+    bad = forbidden(store.trials.trajectories(), (SKILL,))
     for item in session.queue():
         views = [session.unit_view(item.target)] if item.kind == "progress_rating" else list(session.pair_view(item.target))
         for view in views:
@@ -92,13 +92,13 @@ def test_preview_marks_what_it_cuts() -> None:
 def test_real_trajectories_are_blind(skillsbench: Path, store: Store) -> None:
     """Real Claude Code, gemini-cli and terminus-2 logs: no model, agent, skill or id survives."""
     import_project(store, tasks_dir=skillsbench / "tasks", trials_dir=skillsbench / "trials", progress=False)
-    trajs = store.trajectories()
-    events = {t.id: store.events(t.id) for t in trajs}
-    terms = collect_terms(trajs, events, store.tasks())
+    trajs = store.trials.trajectories()
+    events = {t.id: store.trials.events(t.id) for t in trajs}
+    terms = collect_terms(trajs, events, store.trials.tasks())
     assert {"mesh-analysis", "citation-management"} <= set(terms.skills)
     bad = [w for w in forbidden(trajs, terms.skills) if w != "reward"]  # a citation-check log cites "Reward Models"
     for t in trajs:
-        view = blind_trajectory("U-TEST", store.get_task(t.task).instruction, events[t.id], terms)
+        view = blind_trajectory("U-TEST", store.trials.get_task(t.task).instruction, events[t.id], terms)
         assert view.steps, t.id
         assert_blind(view.text(), bad)
 

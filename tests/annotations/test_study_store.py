@@ -31,9 +31,9 @@ def test_edits_supersede_and_keep_history(store: Store) -> None:
     assert first.created and second.created and second.row["supersedes"] == first.row["id"]
     assert [h["value"]["rating"] for h in s.history("progress_rating", unit)] == [2, 4]
     assert s.answer("progress_rating", unit)["note"] == "after reading the output"
-    current = store.annotations(study_id=created.study_id, rater="ann")
+    current = store.annotations.list(study_id=created.study_id, rater="ann")
     assert [r["value"]["rating"] for r in current] == [4]
-    assert len(store.annotations(study_id=created.study_id, current=False)) == 2
+    assert len(store.annotations.list(study_id=created.study_id, current=False)) == 2
 
 
 def test_double_submit_and_refresh_resend_store_one_row(store: Store) -> None:
@@ -45,7 +45,7 @@ def test_double_submit_and_refresh_resend_store_one_row(store: Store) -> None:
     c = s.submit_rating(unit, 3)  # a refreshed page re-sends the same answer with a new token
     assert a.created and not b.created and not c.created
     assert b.row["id"] == a.row["id"] == c.row["id"]
-    assert store.counts()["annotations"] == 1
+    assert store.project.counts()["annotations"] == 1
     with pytest.raises(ValueError, match="different annotation"):
         s.submit_rating(s.queue()[1].target, 3, client_token="tok-1")
 
@@ -90,7 +90,7 @@ def test_concurrent_raters_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     with ThreadPoolExecutor(max_workers=16) as pool:
         results = list(pool.map(start, jobs + jobs))  # every answer submitted twice, concurrently
     assert sum(results) == len(jobs)  # exactly one of each double submit wrote a row
-    rows = store.annotations(study_id=created.study_id, current=False)
+    rows = store.annotations.list(study_id=created.study_id, current=False)
     assert len(rows) == len(jobs)
     assert len({r["client_token"] for r in rows}) == len(jobs)
     assert {r["client_token"] for r in rows} == {j[2] for j in jobs}
@@ -109,15 +109,15 @@ def test_concurrent_edits_by_one_rater_form_one_chain(tmp_path: Path) -> None:
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(edit, range(len(ratings))))
-    history = store.annotations(study_id=created.study_id, rater="cat", current=False)
+    history = store.annotations.list(study_id=created.study_id, rater="cat", current=False)
     assert len(history) == len(ratings)  # every distinct edit kept
     assert [r["supersedes"] for r in history] == [None] + [r["id"] for r in history[:-1]]  # a chain, no fork
-    assert len(store.annotations(study_id=created.study_id, rater="cat")) == 1
+    assert len(store.annotations.list(study_id=created.study_id, rater="cat")) == 1
 
 
 def test_item_audits_share_the_store(store: Store) -> None:
     small_project(store, tasks=1, per_stratum=1)
-    traj = store.trajectories()[0].id
+    traj = store.trials.trajectories()[0].id
     row, created = record_item_audit(store, trajectory_id=traj, item_id="C1", judge="gcpc", reviewer="alice",
                                      agree=True, client_token="audit-1")
     again, created_again = record_item_audit(store, trajectory_id=traj, item_id="C1", judge="gcpc",
@@ -130,6 +130,6 @@ def test_item_audits_share_the_store(store: Store) -> None:
     assert [(h["rater"], h["value"]["agree"]) for h in history] == [("alice", True), ("alice", False), ("bob", True)]
     current = item_audits(store, trajectory_id=traj)
     assert {(r["rater"], r["value"]["verdict"]) for r in current} == {("alice", "No"), ("bob", None)}
-    assert current[0]["task"] == "task-0" and store.counts()["annotations"] == 3
+    assert current[0]["task"] == "task-0" and store.project.counts()["annotations"] == 3
     with pytest.raises(ValueError, match="corrected verdict"):
         record_item_audit(store, trajectory_id=traj, item_id="C1", judge="gcpc", reviewer="x", agree=False)

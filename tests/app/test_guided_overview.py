@@ -29,7 +29,7 @@ def imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_overview_links_each_task_to_its_draft(imported: Path) -> None:
     at = open_page("overview")
     assert not at.exception
-    tasks = sorted(t.id for t in Store(imported).tasks())
+    tasks = sorted(t.id for t in Store(imported).trials.tasks())
     drafts = [p for p in at.page_link if p.proto.query_string.endswith("start=draft")]
     assert [p.proto.query_string for p in drafts] == [f"task={t}&start=draft" for t in tasks]
     assert all(b.disabled for b in at.button if b.key and b.key.endswith(":synth"))  # no LLM configured
@@ -39,7 +39,7 @@ def test_overview_links_each_task_to_its_draft(imported: Path) -> None:
 
 def test_checklists_page_opens_the_draft_and_its_tools_edit_the_text(imported: Path) -> None:
     store = Store(imported)
-    task = sorted(t.id for t in store.tasks())[0]
+    task = sorted(t.id for t in store.trials.tasks())[0]
     at = open_page("checklists", task=task, start="draft")
     assert not at.exception
     assert at.selectbox(key="checklists:task").value == task
@@ -51,12 +51,12 @@ def test_checklists_page_opens_the_draft_and_its_tools_edit_the_text(imported: P
     at.button(key=f"checklists:quote:{task}:0").click().run()
     items = yaml.safe_load(at.text_area(key=f"checklists:text:{task}").value)["items"]
     assert len(items) == n + 1 and items[-1]["route"] == "judge"
-    assert items[-1]["task_quote"] in store.get_task(task).instruction
+    assert items[-1]["task_quote"] in store.trials.get_task(task).instruction
 
-    node = store.get_task(task).tests[1].node_id  # the draft's C1 mirrors tests[0]
+    node = store.trials.get_task(task).tests[1].node_id  # the draft's C1 mirrors tests[0]
     assert node not in items[0]["verifier_refs"]
     at.selectbox(key=f"checklists:ref_target:{task}").set_value("C1").run()
     at.button(key=f"checklists:test:{task}:{node}").click().run()
     items = yaml.safe_load(at.text_area(key=f"checklists:text:{task}").value)["items"]
     assert items[0]["verifier_refs"][-1] == node and len(items) == n + 1
-    assert store.checklists(status=None) == []  # nothing stored before Save
+    assert store.checklists.list(status=None) == []  # nothing stored before Save

@@ -51,9 +51,9 @@ def markdown_values(at: AppTest) -> list[str]:
 
 def fail_trajectory(store: Store) -> tuple[str, str]:
     """A FAIL trajectory and the first item its probe verdict decided (Yes/No)."""
-    for traj in store.trajectories():
+    for traj in store.trials.trajectories():
         if traj.outcome == "FAIL":
-            decided = [r for r in store.judgments(trajectory_id=traj.id) if r["verdict_raw"] in ("Yes", "No")
+            decided = [r for r in store.judging.judgments(trajectory_id=traj.id) if r["verdict_raw"] in ("Yes", "No")
                        and r["route"] != "endpoint"]
             if decided:
                 return traj.id, decided[0]["item_id"]
@@ -171,11 +171,11 @@ def test_agreement_leads_with_a_headline_and_opens_sections_on_demand(demo_db: P
 def test_agreement_reads_the_run_chosen_for_a_judge(demo_db: Path) -> None:
     """The demo's probe judge has two labelled runs: the headline follows the Run box (default: the real run)."""
     store = Store(demo_db)
-    runs = [r for r in store.judge_labels() if r["judge"] == "probe"]
+    runs = [r for r in store.judging.labels() if r["judge"] == "probe"]
     [simulated] = [r["label"] for r in runs if r["simulated"]]
     at = open_page("agreement")
     box = at.selectbox(key="agreement:run:probe")
-    assert box.value == store.default_labels()["probe"] != simulated
+    assert box.value == store.judging.default_labels()["probe"] != simulated
     default_auc = {m.label: m.value for m in at.metric}["AUC · probe"]
     box.set_value(simulated).run()
     assert not at.exception
@@ -186,8 +186,8 @@ def test_agreement_reads_the_run_chosen_for_a_judge(demo_db: Path) -> None:
 @pytest.mark.skillsbench
 def test_audit_of_the_largest_real_trial_shows_refs_and_citations(real_db: Path) -> None:
     store = Store(real_db)
-    largest = max(store.trajectories(), key=lambda t: t.log_bytes)
-    cited = next(r for r in store.judgments(trajectory_id=largest.id) if r["citations"])
+    largest = max(store.trials.trajectories(), key=lambda t: t.log_bytes)
+    cited = next(r for r in store.judging.judgments(trajectory_id=largest.id) if r["citations"])
     at = open_page("audit", trajectory=largest.id, judge="probe", item=cited["item_id"])
     assert not at.exception
     assert at.selectbox(key="audit:trajectory").value == largest.id
@@ -204,11 +204,11 @@ def test_an_audit_writes_one_row_and_shows_it_in_the_history(demo_db: Path) -> N
     at = open_page("audit", trajectory=traj, judge="probe", item=item)
     assert not at.exception
     assert at.selectbox(key="audit:item").value == item
-    before = store.counts()["annotations"]
+    before = store.project.counts()["annotations"]
     at.button(key=audit_key(traj, item, "agree")).click().run()
     assert not at.exception
-    rows = store.annotations(kind="item_audit", current=False)
-    assert store.counts()["annotations"] == before + 1 and len(rows) == 1
+    rows = store.annotations.list(kind="item_audit", current=False)
+    assert store.project.counts()["annotations"] == before + 1 and len(rows) == 1
     assert (rows[0]["trajectory_id"], rows[0]["item_id"], rows[0]["judge"], rows[0]["rater"]) == (traj, item, "probe",
                                                                                                     "alice")
     assert rows[0]["value"] == {"agree": True, "verdict": None}
@@ -218,18 +218,18 @@ def test_an_audit_writes_one_row_and_shows_it_in_the_history(demo_db: Path) -> N
     item_now = next(o for o in at.selectbox(key="audit:item").options if o.startswith(f"{item} ·"))
     assert " · audited 1/" in label and "audited" in item_now.split(" · ")  # the labels follow at once
     at.run()  # a rerun stores nothing new
-    assert store.counts()["annotations"] == before + 1
+    assert store.project.counts()["annotations"] == before + 1
 
     at.text_input(key=audit_key(traj, item, "note")).input("the output was overwritten later")
     at.button(key=audit_key(traj, item, "disagree")).click().run()
-    assert store.counts()["annotations"] == before + 1  # D alone records nothing: it asks for the verdict
+    assert store.project.counts()["annotations"] == before + 1  # D alone records nothing: it asks for the verdict
     assert any("Which verdict is right?" in w.value for w in at.warning)
     corrected = at.segmented_control(key=audit_key(traj, item, "corrected"))
     assert corrected.value is None and len(corrected.options) == 2  # nothing pre-selected
     right = corrected.options[-1]
     at.button(key=audit_key(traj, item, f"correct:{right}")).click().run()
     assert not at.exception
-    rows = store.annotations(kind="item_audit", current=False)
+    rows = store.annotations.list(kind="item_audit", current=False)
     assert len(rows) == 2 and rows[1]["supersedes"] == rows[0]["id"] and rows[1]["value"]["agree"] is False
     assert rows[1]["value"]["verdict"] == right and rows[1]["note"] == "the output was overwritten later"
     assert not any("Which verdict is right?" in w.value for w in at.warning)
@@ -282,7 +282,7 @@ def test_filters_narrow_the_trajectory_list(demo_db: Path) -> None:
     assert everything == 36 and "36 of 36 trajectories match" in texts(at)
     at.multiselect(key="audit:outcomes").set_value(["FAIL"]).run()
     fails = at.selectbox(key="audit:trajectory").options
-    assert 0 < len(fails) == store.counts()["fail"] < everything
+    assert 0 < len(fails) == store.project.counts()["fail"] < everything
     assert all(" · FAIL · " in label for label in fails)
     at.multiselect(key="audit:tasks").set_value(["sales-csv-summary"]).run()
     assert 0 < len(at.selectbox(key="audit:trajectory").options) < len(fails)
@@ -292,7 +292,7 @@ def test_filters_narrow_the_trajectory_list(demo_db: Path) -> None:
     overview = open_page("overview")
     rows = len(overview.dataframe(key="overview_table").value)
     overview.multiselect(key="overview_outcome").set_value(["PASS"]).run()
-    assert len(overview.dataframe(key="overview_table").value) == store.counts()["pass"] < rows
+    assert len(overview.dataframe(key="overview_table").value) == store.project.counts()["pass"] < rows
 
 
 def test_item_filter_shows_disagreements_with_auditors(demo_db: Path) -> None:
@@ -301,7 +301,7 @@ def test_item_filter_shows_disagreements_with_auditors(demo_db: Path) -> None:
     at = open_page("audit", trajectory=traj, judge="probe", item=item)
     at.segmented_control(key=audit_key(traj, item, "corrected")).set_value("Abstain")
     at.button(key=audit_key(traj, item, "disagree")).click().run()  # a verdict chosen first: D records it
-    assert store.annotations(kind="item_audit")[0]["value"] == {"agree": False, "verdict": "Abstain"}
+    assert store.annotations.list(kind="item_audit")[0]["value"] == {"agree": False, "verdict": "Abstain"}
     at.segmented_control(key="audit:item_show").set_value("auditors disagree").run()
     assert at.selectbox(key="audit:item").options == [o for o in at.selectbox(key="audit:item").options
                                                       if o.startswith(f"{item} ·")]
@@ -311,10 +311,10 @@ def test_item_filter_shows_disagreements_with_auditors(demo_db: Path) -> None:
 
 def test_the_log_viewer_searches_and_pages(demo_db: Path) -> None:
     store = Store(demo_db)
-    traj = store.trajectories()[0]
+    traj = store.trials.trajectories()[0]
     at = open_page("audit", trajectory=traj.id, judge="probe")
     status = next(t for t in texts(at) if "events shown" in t)
-    n = len(store.events(traj.id))
+    n = len(store.trials.events(traj.id))
     assert status.startswith(f"{n} of {n} events shown")
     at.text_input(key=f"audit:log:{traj.id}:search").input("app.ini").run()
     searched = next(t for t in texts(at) if "events shown" in t)
@@ -323,11 +323,11 @@ def test_the_log_viewer_searches_and_pages(demo_db: Path) -> None:
 
 def test_long_outputs_are_collapsed_and_search_shows_the_hidden_hit(demo_db: Path) -> None:
     store = Store(demo_db)
-    traj = store.trajectories()[0]
-    events = store.events(traj.id)
+    traj = store.trials.trajectories()[0]
+    events = store.trials.events(traj.id)
     target = next(e for e in events if e.kind == "tool_output")
     long_text = "\n".join(f"row {i}" if i != 80 else "the NEEDLE is here" for i in range(1, 121))
-    store.replace_trajectory(traj, [e.model_copy(update={"text": long_text}) if e.id == target.id else e
+    store.trials.replace_trajectory(traj, [e.model_copy(update={"text": long_text}) if e.id == target.id else e
                                     for e in events])
     at = open_page("audit", trajectory=traj.id, judge="probe")
     toggle = at.toggle(key=f"audit:log:{traj.id}:{target.id}:full")
@@ -346,15 +346,15 @@ def test_long_outputs_are_collapsed_and_search_shows_the_hidden_hit(demo_db: Pat
 def test_hostile_log_text_is_shown_as_text_only(demo_db: Path) -> None:
     store = Store(demo_db)
     traj_id, item = fail_trajectory(store)
-    traj = store.get_trajectory(traj_id)
-    events = store.events(traj_id)
+    traj = store.trials.get_trajectory(traj_id)
+    events = store.trials.events(traj_id)
     target = next(e for e in events if e.kind == "tool_output")
     events = [e.model_copy(update={"text": f"before\n{HOSTILE}\nafter"}) if e.id == target.id else e for e in events]
-    store.replace_trajectory(traj, events)
-    rows = [r for r in store.judgments(trajectory_id=traj_id, judge="probe") if r["route"] != "endpoint"]
+    store.trials.replace_trajectory(traj, events)
+    rows = [r for r in store.judging.judgments(trajectory_id=traj_id, judge="probe") if r["route"] != "endpoint"]
     rows = [{**r, "verdict_raw": "Yes", "citations": [{"event_id": target.id, "quote": HOSTILE}],
              "rationale": f"because {HOSTILE}"} if r["item_id"] == item else r for r in rows]
-    store.save_trajectory_judgment(store.judge_units("probe")[(traj_id, "probe")], rows, [])
+    store.judging.save_trajectory_judgment(store.judging.units("probe")[(traj_id, "probe")], rows, [])
     score_project(store, judge="probe")
 
     at = open_page("audit", trajectory=traj_id, judge="probe", item=item)
@@ -386,7 +386,7 @@ def test_links_open_the_audit_page_on_a_trajectory(demo_db: Path) -> None:
     assert len(targets) == 2 and all("judge=probe" in p.proto.query_string for p in targets)
     without = targets[0].proto.query_string.split("trajectory=")[1].split("&")[0]
     at = open_page("audit", trajectory=without, judge="probe")
-    assert at.selectbox(key="audit:trajectory").value == without and without in {t.id for t in store.trajectories()}
+    assert at.selectbox(key="audit:trajectory").value == without and without in {t.id for t in store.trials.trajectories()}
 
 
 def test_pairs_page_highlights_changed_items(demo_db: Path) -> None:
@@ -421,14 +421,14 @@ def test_a_hand_edit_reruns_the_gates_and_shows_failures(demo_db: Path) -> None:
                  and (d.value["result"] == "fail").any())
     assert gates.set_index("gate").loc["G1", "result"] == "fail"
     assert at.button(key=f"checklists:save:{task}").disabled
-    assert len(store.checklists(task=task, status=None)) == 1
+    assert len(store.checklists.list(task=task, status=None)) == 1
 
     lines = editor.value.replace("task_quote: NOT IN THE INSTRUCTION", "task_quote:", 1)
     at.text_area(key=f"checklists:text:{task}").input(lines + "\n").run()
     assert not at.button(key=f"checklists:save:{task}").disabled
     at.button(key=f"checklists:save:{task}").click().run()
     assert not at.exception
-    versions = store.checklists(task=task, status=None)
+    versions = store.checklists.list(task=task, status=None)
     assert len(versions) == 2 and versions[-1]["source"] == "human:alice"  # new content: the source changed
     assert any("Stored as version 2" in s.value for s in at.success)
 
@@ -474,12 +474,12 @@ def test_runs_page_starts_a_job_and_lists_runs(demo_db: Path) -> None:
 def test_runs_page_shows_a_run_started_elsewhere_live(demo_db: Path) -> None:
     """A run in progress (e.g. `python -m gcpc_core judge` in a terminal): progress and cost from the DB."""
     store = Store(demo_db)
-    run_id = store.start_run(kind="judge-gcpc", model="m", prompt_version="p", rules_version="r",
+    run_id = store.runs.start(kind="judge-gcpc", model="m", prompt_version="p", rules_version="r",
                              params={"trajectories": 4})
-    store.record_llm_call({"run_id": run_id, "status": "ok", "cache_hit": 0, "prompt_tokens": 1000,
+    store.runs.record_llm_call({"run_id": run_id, "status": "ok", "cache_hit": 0, "prompt_tokens": 1000,
                            "completion_tokens": 200, "cost_usd": 0.25})
-    traj = store.trajectories()[0]
-    store.save_trajectory_judgment({"trajectory_id": traj.id, "judge": "gcpc", "task": traj.task, "prompt_version": "p",
+    traj = store.trials.trajectories()[0]
+    store.judging.save_trajectory_judgment({"trajectory_id": traj.id, "judge": "gcpc", "task": traj.task, "prompt_version": "p",
                                     "created_at": "2026-01-01T00:00:00+00:00", "run_id": run_id}, [], [])
     at = open_page("runs")
     row = at.dataframe[-1].value.set_index("id").loc[run_id]
@@ -502,7 +502,7 @@ def test_review_pages_on_a_fresh_server_hand_over_to_app(demo_db: Path, monkeypa
                                                          ) -> None:
     """Legacy `pages/` mode runs a page file alone before app.py ran: the shared guard hands over."""
     monkeypatch.setattr(app_test_module, "PagesManager", PagesManager)
-    traj = Store(demo_db).trajectories()[0].id
+    traj = Store(demo_db).trials.trajectories()[0].id
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.query_params["trajectory"] = traj
     at.switch_page("pages/audit.py")

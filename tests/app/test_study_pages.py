@@ -39,10 +39,10 @@ def blinded_terms(store: Store) -> tuple[list[str], list[str]]:
     insensitive = {"with-skills", "without-skills", "reward", "partial credit", "partial_credit", "verdict",
                    "judge", "claude", ".claude/skills", "skill.md", "sim-model", "demo/sim"}
     sensitive = set()
-    for t in store.trajectories():
+    for t in store.trials.trajectories():
         insensitive |= {t.id.lower(), t.model.lower(), t.agent.lower(), t.source_path.lower()}
         sensitive.add(t.id.split("__", 1)[1])  # the trial's random suffix
-    for task in store.tasks():
+    for task in store.trials.tasks():
         insensitive.add(str(task.metadata.get("metadata", {}).get("demo_skill", "")).lower())
     return sorted(w for w in insensitive if w), sorted(sensitive)
 
@@ -105,7 +105,7 @@ def test_rating_saves_once_resumes_and_keeps_history(demo_db: Path) -> None:
     at.text_area[0].input("checked the output file").run()
     next(b for b in at.button if b.label == "Save and next").click().run()
     assert not at.exception and at.subheader[0].value.startswith("2 of ")
-    rows = store.annotations(study_id=DEMO_STUDY_ID, rater="demo-you", current=False)
+    rows = store.annotations.list(study_id=DEMO_STUDY_ID, rater="demo-you", current=False)
     assert len(rows) == 1 and rows[0]["value"] == {"rating": 3} and rows[0]["note"] == "checked the output file"
     assert not rows[0]["is_simulated"] and rows[0]["source"] == "app"
 
@@ -117,7 +117,7 @@ def test_rating_saves_once_resumes_and_keeps_history(demo_db: Path) -> None:
     next(b for b in resumed.button if b.label.startswith("5 ·")).click().run()
     next(b for b in resumed.button if b.label == "Save and next").click().run()
     next(b for b in resumed.button if b.label == "Previous").click().run()
-    history = store.annotations(study_id=DEMO_STUDY_ID, rater="demo-you", current=False)
+    history = store.annotations.list(study_id=DEMO_STUDY_ID, rater="demo-you", current=False)
     assert [h["value"]["rating"] for h in history] == [3, 5] and history[1]["supersedes"] == history[0]["id"]
     assert any("history (2 versions)" in e.label for e in resumed.expander)
 
@@ -135,7 +135,7 @@ def test_pairwise_choice_with_confidence(demo_db: Path) -> None:
     next(b for b in at.button if b.label.startswith("2 · Medium")).click().run()
     next(b for b in at.button if b.label == "Save and next").click().run()
     assert not at.exception
-    rows = store.annotations(study_id=DEMO_STUDY_ID, rater="demo-you", kind="preference")
+    rows = store.annotations.list(study_id=DEMO_STUDY_ID, rater="demo-you", kind="preference")
     assert [(r["value"]["choice"], r["confidence"]) for r in rows] == [("A", 2)]
 
 
@@ -158,7 +158,7 @@ def test_admin_page_on_the_demo_study(demo_db: Path) -> None:
     assert any("Study created" in s.value for s in at.success)
     links = [c.value for c in at.code if "/rate?token=" in c.value]
     assert len(links) == 2
-    assert len(Store(demo_db).studies()) == 2
+    assert len(Store(demo_db).studies.list()) == 2
 
 
 def test_admin_token_guards_every_non_rater_page(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -200,12 +200,12 @@ def test_admin_issues_links_and_imports_idempotently(demo_db: Path) -> None:
     link = next(c.value for c in at.code if "/rate?token=" in c.value)
     session = open_rater_session(store, link.split("token=")[1])
     assert session is not None and session.rater == at.selectbox(key="study_admin_link_rater").value
-    before = store.counts()["annotations"]
+    before = store.project.counts()["annotations"]
     at.file_uploader(key="study_admin_upload").upload("responses.csv", export_csv(store, DEMO_STUDY_ID).encode(),
                                                         "text/csv").run()
     next(b for b in at.button if b.label == "Import").click().run()
     assert not at.exception
-    assert any("0 added" in t.value for t in at.text) and store.counts()["annotations"] == before
+    assert any("0 added" in t.value for t in at.text) and store.project.counts()["annotations"] == before
 
 
 def test_rate_link_as_the_first_request_of_a_fresh_server(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,7 +35,7 @@ def _bypassed(at) -> list[list[str]]:  # noqa: ANN001 - AppTest
 
 @pytest.mark.parametrize("page", ["overview", "pairs"])
 def test_every_table_of_the_page_goes_through_visible_frame(demo_db: Path, marked: None, page: str) -> None:
-    Store(demo_db).record_import_issues([("trials/x\u200by", "trial", "unreadable")])
+    Store(demo_db).trials.record_import_issues([("trials/x\u200by", "trial", "unreadable")])
     at = open_page(page)
     assert not at.exception, at.exception
     assert at.dataframe and _bypassed(at) == []
@@ -52,9 +52,9 @@ def test_every_agreement_table_goes_through_visible_frame(demo_db: Path, marked:
 
 def test_a_bidi_agent_name_and_a_zero_width_path_are_shown_marked(demo_db: Path) -> None:
     store = Store(demo_db)
-    for traj in store.trajectories():
-        store.replace_trajectory(traj.model_copy(update={"agent": BIDI_AGENT}), store.events(traj.id))
-    store.record_import_issues([("trials/x\u200by", "trial", "unreadable")])
+    for traj in store.trials.trajectories():
+        store.trials.replace_trajectory(traj.model_copy(update={"agent": BIDI_AGENT}), store.trials.events(traj.id))
+    store.trials.record_import_issues([("trials/x\u200by", "trial", "unreadable")])
     for page in ("overview", "pairs"):
         at = open_page(page)
         assert not at.exception, at.exception

@@ -89,12 +89,12 @@ def test_draft_lists_the_gate_failures_left_to_fix(toy_task: Task, rules: Rules)
 
 
 def test_a_draft_is_never_frozen_until_a_person_saves_it(store: Store, toy_task: Task, rules: Rules) -> None:
-    store.upsert_task(toy_task)
+    store.trials.upsert_task(toy_task)
     draft = draft_checklist(toy_task, rules)
     row, failures = register_checklist(store, draft.checklist, created_by="test", rules=rules)
     assert row is None and [(f.item_id, f.gate) for f in failures] == [("-", "G6")]
     assert "unreviewed draft" in failures[0].message
-    assert store.checklists(status=None) == []
+    assert store.checklists.list(status=None) == []
     reviewed = draft.checklist.model_copy(update={"source": "human:alice"})
     row, failures = register_checklist(store, reviewed, created_by="alice", rules=rules)
     assert failures == [] and row is not None and row["status"] == "frozen"

@@ -83,7 +83,7 @@ def test_verifier_source_is_the_test_function(toy_task: Task) -> None:
 
 
 def test_saving_a_draft_stores_it_under_the_reviewer(store: Store, toy_task: Task, rules: Rules) -> None:
-    store.upsert_task(toy_task)
+    store.trials.upsert_task(toy_task)
     text = draft_text(toy_task, rules)
     assert f"source: draft:{rules.version}" in text and check_text(text, toy_task, rules).ok
     row, check = save_text(store, text, toy_task, rules, reviewer="alice")

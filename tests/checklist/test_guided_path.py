@@ -71,7 +71,7 @@ def test_real_corpus_guided_path_on_the_command_line(skillsbench: Path, tmp_path
     assert status["citation-check"]["scored"] == {"probe": 4} and status["citation-check"]["next_step"] == "audit"
 
     store = Store(db)
-    row = store.judgments(judge="probe")[0]
+    row = store.judging.judgments(judge="probe")[0]
     record_item_audit(store, trajectory_id=row["trajectory_id"], item_id=row["item_id"], judge="probe",
                       reviewer="tester", agree=True)
     status = info(db, capsys)
@@ -85,11 +85,11 @@ def test_status_steps_on_a_toy_project(store: Store, rules: Rules) -> None:
     from .toy import make_toy_task
 
     task = make_toy_task()
-    store.upsert_task(task)
+    store.trials.upsert_task(task)
     assert steps(store) == {"toy-count": "import trials"}
     traj = Trajectory(id="toy__1", task=task.id, agent="a", model="m", outcome="FAIL", source_path="/x", log_path="/x/l",
                       log_format="gcpc-jsonl")
-    store.replace_trajectory(traj, [])
+    store.trials.replace_trajectory(traj, [])
     assert steps(store) == {"toy-count": "draft a checklist"}
     assert steps(store, llm_ready=True) == {"toy-count": "synthesize a checklist"}
     checklist = draft_checklist(task, rules).checklist.model_copy(update={"source": "human:alice"})

@@ -90,7 +90,7 @@ def task(skillsbench: Path) -> Task:
 
 @pytest.fixture
 def project(store: Store, task: Task) -> Store:
-    store.upsert_task(task)
+    store.trials.upsert_task(task)
     return store
 
 
@@ -182,7 +182,7 @@ def test_synthesis_freezes_a_checklist_that_passes_every_gate(
     assert result.checklist.source == f"llm:{FAKE_MODEL}" and result.checklist.task == TASK_ID
     assert result.sha == checklist_sha(result.checklist)
 
-    [row] = project.checklists(task=TASK_ID)
+    [row] = project.checklists.list(task=TASK_ID)
     assert row["status"] == "frozen" and row["sha"] == result.sha and row["version"] == 1
     assert row["rules_version"] == rules.version and row["model"] == FAKE_MODEL
     assert row["prompt_version"] == PROMPT_VERSION and row["run_id"] == report.run_id and row["created_at"]
@@ -190,7 +190,7 @@ def test_synthesis_freezes_a_checklist_that_passes_every_gate(
     assert checklist_sha(stored) == row["sha"]
     assert run_gates(stored, task, rules) == []
 
-    [run] = project.runs(kind="synthesize")
+    [run] = project.runs.list(kind="synthesize")
     assert run["status"] == "done" and run["calls"] == 1 and run["prompt_tokens"] > 0
     assert run["rules_version"] == rules.version and run["prompt_version"] == PROMPT_VERSION
     assert "frozen 1, failed 0" in report.lines()[-1]
@@ -202,14 +202,14 @@ def test_synthesis_freezes_a_checklist_that_passes_every_gate(
     forced = run_project(project, make_llm, rules, force=True)
     assert forced.results[0].status == "frozen" and forced.totals.cache_hits == 1
     assert fake_openai.request_count == 1
-    assert len(project.checklists(task=TASK_ID)) == 1
+    assert len(project.checklists.list(task=TASK_ID)) == 1
 
 
 def test_sync_synthesize_checklist_stores_nothing(fake_openai: FakeOpenAI, make_llm, task: Task, rules, store) -> None:
     fake_openai.on(ON_TASK, Reply.json(VALID))
     result = synthesize_checklist(task, llm=make_llm(), rules=rules)
     assert result.status == "frozen" and result.rules_version == rules.version
-    assert store.checklists() == []
+    assert store.checklists.list() == []
 
 
 def test_gate_failure_gets_exactly_one_repair(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
@@ -236,16 +236,16 @@ def test_still_failing_after_repair_is_stored_as_failed(
     assert result.status == "failed" and not report.ok
     assert fake_openai.request_count == 2  # initial + exactly one repair
     assert [f.gate for f in result.failures] == ["G1"] and result.failures[0].item_id == "C1"
-    [row] = project.checklists(task=TASK_ID, status=None)
+    [row] = project.checklists.list(task=TASK_ID, status=None)
     assert row["status"] == "failed" and row["gate_failures"][0]["gate"] == "G1"
     assert row["checklist"]["items"][0]["task_quote"] == "Save the answer to /root/result.json"
-    assert project.frozen_checklist_tasks() == set()
-    assert project.latest_checklist(TASK_ID) is None
+    assert project.checklists.frozen_tasks() == set()
+    assert project.checklists.latest(TASK_ID) is None
     # a rerun asks again (no frozen checklist) but both replies come from the cache: no HTTP, no new row
     rerun = run_project(project, make_llm, rules)
     assert rerun.results[0].status == "failed" and rerun.totals.cache_hits == 2
     assert fake_openai.request_count == 2
-    assert len(project.checklists(task=TASK_ID, status=None)) == 1
+    assert len(project.checklists.list(task=TASK_ID, status=None)) == 1
 
 
 def test_malformed_reply_is_reported_not_accepted(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
@@ -256,9 +256,9 @@ def test_malformed_reply_is_reported_not_accepted(fake_openai: FakeOpenAI, make_
     assert ON_REPAIR_REPLY in request_text(fake_openai.requests[1])
     assert result.checklist is None and result.raw_reply == '{"items": [{"id": "C1", '
     assert result.failures[0].gate == "G6"
-    [row] = project.checklists(task=TASK_ID, status=None)
+    [row] = project.checklists.list(task=TASK_ID, status=None)
     assert row["status"] == "failed" and row["checklist"] is None and row["raw_reply"]
-    assert [c["status"] for c in project.llm_calls()] == ["invalid_json", "invalid_json"]
+    assert [c["status"] for c in project.runs.llm_calls()] == ["invalid_json", "invalid_json"]
 
 
 def test_malformed_then_repaired_reply_freezes(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
@@ -273,8 +273,8 @@ def test_http_error_is_reported_and_not_stored(fake_openai: FakeOpenAI, make_llm
     fake_openai.on(ON_TASK, Reply.error(404, "The model `fake-model` does not exist"))
     report = run_project(project, make_llm, rules)
     assert report.results[0].status == "error" and "model_not_found" in report.results[0].reason
-    assert project.checklists(status=None) == []
-    assert project.runs()[0]["errors"] == 1
+    assert project.checklists.list(status=None) == []
+    assert project.runs.list()[0]["errors"] == 1
 
 
 def test_unknown_task_and_missing_config(project: Store, rules, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -291,7 +291,7 @@ def test_unknown_task_and_missing_config(project: Store, rules, monkeypatch: pyt
 def test_many_tasks_respect_concurrency(skillsbench: Path, make_llm, store: Store, rules) -> None:
     names = ["3d-scan-calc", "dialogue-parser", "azure-bgp-oscillation-route-leak", TASK_ID, "data-to-d3"]
     for name in names:
-        store.upsert_task(load_task(skillsbench / "tasks" / name))
+        store.trials.upsert_task(load_task(skillsbench / "tasks" / name))
     with FakeOpenAI(latency=0.05) as server:
         server.on(ON_TASK, Reply.json(VALID))
         server.default = fault_malformed()
@@ -318,13 +318,13 @@ def test_frozen_rows_are_immutable_and_edits_are_new_versions(
     with pytest.raises(sqlite3.IntegrityError, match="frozen"):
         project.db["checklists"].update(result.sha, {"checklist": "{}"})
     edited = result.checklist.model_copy(update={"source": "human:auditor"})
-    row = project.add_checklist(
+    row = project.checklists.add(
         sha=checklist_sha(edited), task=TASK_ID, status="frozen", source=edited.source,
         checklist=edited.model_dump(mode="json"), rules_version=rules.version, created_by="auditor",
     )
     assert row["version"] == 2 and row["sha"] != result.sha
-    assert project.latest_checklist(TASK_ID)["sha"] == row["sha"]
-    assert project.get_checklist(result.sha)["checklist"] == result.checklist.model_dump(mode="json")
+    assert project.checklists.latest(TASK_ID)["sha"] == row["sha"]
+    assert project.checklists.get(result.sha)["checklist"] == result.checklist.model_dump(mode="json")
 
 
 # ---- context budget -----------------------------------------------------------------------------
@@ -346,7 +346,7 @@ def _tokens(llm, messages) -> int:
 def test_oversized_verifier_is_cut_to_fit_and_says_so(fake_openai: FakeOpenAI, make_llm, store: Store,
                                                       task: Task, rules) -> None:
     big = _padded(task, 200_000)
-    store.upsert_task(big)
+    store.trials.upsert_task(big)
     fake_openai.on(ON_TASK, Reply.json(VALID))
     reserve = 1000
     window = _tokens(make_llm(), build_messages(big, rules, source_chars=5_000)) + reserve + 10
@@ -357,19 +357,19 @@ def test_oversized_verifier_is_cut_to_fit_and_says_so(fake_openai: FakeOpenAI, m
     assert "verifier sources cut to 5,000 chars each" in result.reason and f"{window:,}-token window" in result.reason
     sent = request_text(fake_openai.requests[-1])
     assert "more characters cut]" in sent and "padding line" in sent
-    assert store.latest_checklist(TASK_ID)["reason"] == result.reason  # recorded with the checklist
+    assert store.checklists.latest(TASK_ID)["reason"] == result.reason  # recorded with the checklist
 
 
 def test_a_task_that_fits_in_no_form_is_stored_as_context_overflow(fake_openai: FakeOpenAI, make_llm,
                                                                     store: Store, task: Task, rules) -> None:
     huge = task.model_copy(update={"instruction": task.instruction + "\nmore words " * 20_000})
-    store.upsert_task(huge)
+    store.trials.upsert_task(huge)
     report = synthesize_project(store, llm=make_llm(context_window=4096), rules=rules, progress=False)
     [result] = report.results
     assert result.status == "failed" and result.reason.startswith("context_overflow: context budget: 4,096-token")
     assert "even with the verifier sources left out" in result.reason
     assert fake_openai.requests == []  # nothing sent that could not fit
-    rows = store.checklists(task=TASK_ID)
+    rows = store.checklists.list(task=TASK_ID)
     assert [r["status"] for r in rows] == ["failed"] and rows[0]["reason"] == result.reason
 
 
@@ -384,4 +384,4 @@ def test_server_overflow_is_a_stored_failure_not_a_retry(fake_openai: FakeOpenAI
     assert result.status == "failed" and result.reason.startswith("context_overflow:")
     assert "maximum context length is 2048 tokens" in result.reason
     assert fake_openai.request_count == 1
-    assert project.latest_checklist(TASK_ID) is None and project.checklists(task=TASK_ID)[0]["status"] == "failed"
+    assert project.checklists.latest(TASK_ID) is None and project.checklists.list(task=TASK_ID)[0]["status"] == "failed"

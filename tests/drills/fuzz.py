@@ -248,7 +248,7 @@ def _template(skillsbench: Path, work: Path) -> tuple[Path, dict[str, int]]:
     report = import_project(clean, trials_dir=skillsbench / "trials", progress=False, workers=1)
     if report.skipped:
         raise RuntimeError(f"the real trials do not import cleanly: {report.skipped}")
-    counts = clean.event_counts()
+    counts = clean.trials.event_counts()
     clean.close()
     return db, {t: counts.get(t, 0) for t in _names(skillsbench / "trials")}
 
@@ -263,8 +263,8 @@ def _check_case(store: Store, report: Any, bad_dir: Path, good_id: str, good_eve
     bad = str(bad_dir.resolve())
     mine = [(p, r) for p, r in report.skipped if p == bad]
     others = [(p, r) for p, r in report.skipped if p != bad]
-    rows = {t.source_path: t.id for t in store.trajectories()}
-    counts = store.event_counts()
+    rows = {t.source_path: t.id for t in store.trials.trajectories()}
+    counts = store.trials.event_counts()
     if others:
         figures.violations.append(f"{label}: unexpected skips {others}")
     if [t for p, t in rows.items() if p != bad] != [good_id] or counts.get(good_id) != good_events:
@@ -280,7 +280,7 @@ def _check_case(store: Store, report: Any, bad_dir: Path, good_id: str, good_eve
             figures.violations.append(f"{label}: skipped without a proper reason: {reason[:300]}")
         if bad in rows:
             figures.violations.append(f"{label}: reported trial still stored")
-        if not any(i["path"] == bad and i["reason"] == reason for i in store.import_issues()):
+        if not any(i["path"] == bad and i["reason"] == reason for i in store.trials.import_issues()):
             figures.violations.append(f"{label}: skip not kept in import_issues")
         after_path = reason.split(": ", 1)[-1] if reason.startswith(("/", bad)) else reason
         figures.reasons[" ".join(after_path.split()[:3])] += 1
@@ -452,7 +452,7 @@ def _check_hostile(store: Store, reports: list[Any], bad: Path, good: list[Path]
     else:
         figures.reported += 1
         figures.reasons[" ".join(mine[0].split(": ", 1)[-1].split()[:3])] += 1
-    stored = {t.source_path for t in store.trajectories()}
+    stored = {t.source_path for t in store.trials.trajectories()}
     if stored != {str(g.resolve()) for g in good}:
         figures.violations.append(f"{case}: stored trials {sorted(stored)} are not the good ones")
     if (second.tasks_imported, second.trials_imported, second.trials_updated) != (0, 0, 0) or \

@@ -158,7 +158,7 @@ def _process_main(db_path: str, specs: list[_Spec], start_at: float) -> list[dic
     """One "app server": one shared `Store` (as `app.py` caches it), one thread per annotator."""
     store = Store(db_path)
     audit_targets = sorted({(r["trajectory_id"], r["item_id"], r["judge"])
-                            for r in store.judgments(judge=AUDIT_JUDGE) if r["route"] != "endpoint"})
+                            for r in store.judging.judgments(judge=AUDIT_JUDGE) if r["route"] != "endpoint"})
     results: list[dict] = [{} for _ in specs]
 
     def run(k: int) -> None:
@@ -177,7 +177,7 @@ def _process_main(db_path: str, specs: list[_Spec], start_at: float) -> list[dic
 
 def _verify(store: Store, figures: LoadFigures, created: set[str], last: dict[tuple[str, str, str], str]) -> None:
     """Count the drill's rows and check tokens, history chains and current answers."""
-    rows = [r for r in store.annotations(current=False) if r["client_token"].startswith(TOKEN_PREFIX)]
+    rows = [r for r in store.annotations.list(current=False) if r["client_token"].startswith(TOKEN_PREFIX)]
     per_token = Counter(r["client_token"] for r in rows)
     figures.stored = len(rows)
     figures.lost = len(created - set(per_token))
@@ -190,7 +190,7 @@ def _verify(store: Store, figures: LoadFigures, created: set[str], last: dict[tu
         if [r["supersedes"] for r in history] != [None] + [r["id"] for r in history[:-1]]:
             figures.broken_chains += 1
     current = {(r["kind"], r["target"], r["rater"]): r["client_token"]
-               for r in store.annotations() if r["client_token"].startswith(TOKEN_PREFIX)}
+               for r in store.annotations.list() if r["client_token"].startswith(TOKEN_PREFIX)}
     figures.stale_current = sum(current.get(key) != token for key, token in last.items())
 
 

@@ -51,14 +51,14 @@ def long_events(steps: int, seed: int = 0) -> list[Event]:
 def add_long_log_study(store: Store, *, steps: int = 10_000, trajectories: int = 2) -> str:
     """A task, `trajectories` runs of `steps` steps each, and a study in which one rater rates them all
     and compares one pair. Returns the rater's token."""
-    store.upsert_task(Task(id=LONG_TASK, instruction="Process every batch of /root/data/input.csv into /root/out/.",
+    store.trials.upsert_task(Task(id=LONG_TASK, instruction="Process every batch of /root/data/input.csv into /root/out/.",
                            source_path=f"/data/tasks/{LONG_TASK}"))
     for k in range(trajectories):
         traj = Trajectory(id=f"{LONG_TASK}__run{k:04d}x", task=LONG_TASK, agent="terminus-2", model="acme/long-model",
                           condition="with-skills" if k % 2 else "without-skills", outcome="PASS" if k % 2 else "FAIL",
                           reward=float(k % 2), source_path=f"/data/trials/{LONG_TASK}__run{k:04d}x",
                           log_path="agent/log.jsonl", log_format="gcpc-jsonl", trial_index=k // 2)
-        store.replace_trajectory(traj, long_events(steps, seed=k))
+        store.trials.replace_trajectory(traj, long_events(steps, seed=k))
     created = create_study(store, DesignParams(tasks=None, per_task=trajectories, raters_per_unit=1, seed=0,
                                                raters=(LONG_RATER,), pairs_per_task=1, task_ids=(LONG_TASK,)),
                            study_id="long-study", name="Long-log study", created_by="fixture")

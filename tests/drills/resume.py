@@ -109,8 +109,8 @@ def _run_to_end(db: Path, server: FakeOpenAI) -> None:
 
 def _half_stored(store: Store) -> int:
     """Trajectories whose stored item judgments are not exactly their unit's item count."""
-    per_unit = Counter(r["trajectory_id"] for r in store.judgments(judge=JUDGE) if r["route"] != "endpoint")
-    units = store.judge_units(JUDGE)
+    per_unit = Counter(r["trajectory_id"] for r in store.judging.judgments(judge=JUDGE) if r["route"] != "endpoint")
+    units = store.judging.units(JUDGE)
     bad = sum(per_unit[t] != u["n_items"] for (t, _), u in units.items())
     return bad + len(set(per_unit) - {t for t, _ in units})
 
@@ -120,7 +120,7 @@ def _kill_at(db: Path, server: FakeOpenAI, target: int, jitter_s: float) -> dict
     watcher = Store(db)
     child = _child(db, server)
     deadline = time.monotonic() + CHILD_TIMEOUT_S
-    while len(watcher.judge_units(JUDGE)) < target and child.poll() is None and time.monotonic() < deadline:
+    while len(watcher.judging.units(JUDGE)) < target and child.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     time.sleep(jitter_s)
     mid_run = child.poll() is None
@@ -128,7 +128,7 @@ def _kill_at(db: Path, server: FakeOpenAI, target: int, jitter_s: float) -> dict
     child.wait()
     if child.stderr:
         child.stderr.close()
-    stored = len(watcher.judge_units(JUDGE))
+    stored = len(watcher.judging.units(JUDGE))
     watcher.close()
     return {"target": target, "stored": stored, "mid_run": mid_run}
 
@@ -148,7 +148,7 @@ def run_resume_drill(clean_db: Path, killed_db: Path, *, kills: int = 5, seed: i
     figures = ResumeFigures()
     start = time.monotonic()
     store = Store(killed_db)
-    figures.trajectories = sum(1 for t in store.trajectories() if store.latest_checklist(t.task) is not None)
+    figures.trajectories = sum(1 for t in store.trials.trajectories() if store.checklists.latest(t.task) is not None)
     store.close()
     if figures.trajectories < kills + 2:
         raise ValueError(f"{figures.trajectories} judgeable trajectories are too few for {kills} kills")

@@ -59,7 +59,7 @@ def test_lone_surrogate_escape_is_reported_not_a_crash(skillsbench: Path, tmp_pa
     report = import_project(store, tasks_dir=skillsbench / "tasks", trials_dir=tmp_path / "trials", progress=False)
     [(skipped, reason)] = [s for s in report.skipped if "trials" in s[0]]
     assert skipped == str(trial) and "lone surrogate U+DC80" in reason and where.split("/")[-1] in reason
-    assert store.counts()["trials"] == 0 and store.counts()["events"] == 0
+    assert store.project.counts()["trials"] == 0 and store.project.counts()["events"] == 0
 
 
 @pytest.mark.skillsbench
@@ -110,7 +110,7 @@ def test_folder_names_that_are_not_utf8_are_reported(skillsbench: Path, tmp_path
     report = import_project(store, tasks_dir=tasks, trials_dir=trials, progress=False)
     assert report.tasks_imported == 1 and report.trials_imported == 1 and len(report.skipped) == 2
     assert all("bad-\ufffd" in path and "not valid UTF-8" in reason for path, reason in report.skipped)
-    assert len(store.import_issues()) == 2
+    assert len(store.trials.import_issues()) == 2
 
 
 @pytest.mark.skillsbench

@@ -45,11 +45,11 @@ def test_symlinked_trial_folder_leading_outside_is_reported_not_followed(tmp_pat
     (corpus.trials_dir / TRIAL_ID).symlink_to(outside, target_is_directory=True)
     store = Store(tmp_path / "p.db")
     report = import_project(store, tasks_dir=corpus.tasks_dir, trials_dir=corpus.trials_dir, progress=False)
-    assert store.counts()["trials"] == 0 and store.counts()["events"] == 0
+    assert store.project.counts()["trials"] == 0 and store.project.counts()["events"] == 0
     [(path, reason)] = report.skipped
     assert path == str(corpus.trials_dir.resolve() / TRIAL_ID)
     assert "leads outside" in reason and "not followed" in reason
-    assert [i["path"] for i in store.import_issues()] == [path]
+    assert [i["path"] for i in store.trials.import_issues()] == [path]
 
 
 @pytest.mark.parametrize("link", ["agent/claude-code.txt", "result.json", "agent"])
@@ -62,7 +62,7 @@ def test_trial_reading_a_file_through_a_link_outside_is_reported(tmp_path: Path,
     (trial / link).symlink_to(outside / link)
     store = Store(tmp_path / "p.db")
     report = import_project(store, tasks_dir=corpus.tasks_dir, trials_dir=corpus.trials_dir, progress=False)
-    assert store.counts()["trials"] == 0 and store.counts()["events"] == 0
+    assert store.project.counts()["trials"] == 0 and store.project.counts()["events"] == 0
     reasons = dict(report.skipped)
     assert "leads outside" in reasons[str(trial.resolve())] and link in reasons[str(trial.resolve())]
 
@@ -73,7 +73,7 @@ def test_task_file_linked_outside_is_reported(tmp_path: Path, corpus: HostileCor
     (corpus.tasks_dir / TASK_ID / "tests" / "test_leak.py").symlink_to(secret)
     store = Store(tmp_path / "p.db")
     report = import_project(store, tasks_dir=corpus.tasks_dir, progress=False)
-    assert store.counts()["tasks"] == 0 and "leads outside" in dict(report.skipped)[str(corpus.tasks_dir / TASK_ID)]
+    assert store.project.counts()["tasks"] == 0 and "leads outside" in dict(report.skipped)[str(corpus.tasks_dir / TASK_ID)]
 
 
 def test_links_staying_inside_and_dotdot_in_the_given_path_are_fine(tmp_path: Path, corpus: HostileCorpus) -> None:
@@ -85,7 +85,7 @@ def test_links_staying_inside_and_dotdot_in_the_given_path_are_fine(tmp_path: Pa
     trials = corpus.trials_dir.parent / "tasks" / ".." / "trials"
     report = import_project(store, tasks_dir=corpus.tasks_dir, trials_dir=trials, progress=False)
     assert report.skipped == [] and report.trials_imported == 1
-    assert store.get_trajectory(TRIAL_ID).source_path == str(trial.resolve())
+    assert store.trials.get_trajectory(TRIAL_ID).source_path == str(trial.resolve())
 
 
 # ---- archives (`import --trials ARCHIVE`, the Runs page's upload: unpack safely, then import) ----
@@ -184,12 +184,12 @@ def test_import_from_an_archive_unpacks_beside_the_db_and_reimports_as_unchanged
     written = [p for p in folder.rglob("*") if p.is_file()]
     assert written and all(os.stat(p).st_mode & 0o7777 == 0o644 for p in written)
     store = Store(db)
-    assert [t.id for t in store.trajectories()] == [TRIAL_ID] and store.get_task(TASK_ID) is not None
-    assert Path(store.get_trajectory(TRIAL_ID).source_path).is_relative_to(folder)
+    assert [t.id for t in store.trials.trajectories()] == [TRIAL_ID] and store.trials.get_task(TASK_ID) is not None
+    assert Path(store.trials.get_trajectory(TRIAL_ID).source_path).is_relative_to(folder)
 
     assert main(argv) == 0  # the same archive again: the same folder, the trial found unchanged
     assert list(uploads_dir(db).iterdir()) == [folder]
-    assert [t.id for t in Store(db).trajectories()] == [TRIAL_ID]
+    assert [t.id for t in Store(db).trials.trajectories()] == [TRIAL_ID]
 
 
 def test_import_refuses_a_hostile_archive_and_changes_nothing(tmp_path: Path,
@@ -208,15 +208,15 @@ def test_import_refuses_a_hostile_archive_and_changes_nothing(tmp_path: Path,
 
 def test_hostile_text_imports_byte_exact(hostile_project) -> None:
     store, corpus = hostile_project
-    assert store.get_task(TASK_ID).instruction.encode() == corpus.instruction.encode()
+    assert store.trials.get_task(TASK_ID).instruction.encode() == corpus.instruction.encode()
     assert len(max(corpus.instruction.split("\n"), key=len)) >= 2**20  # the 1 MB single line
-    texts = [e.text for e in store.events(TRIAL_ID)]
+    texts = [e.text for e in store.trials.events(TRIAL_ID)]
     for role, text in corpus.event_texts.items():
         assert text in texts, role
     assert "\x1b[31m" in corpus.event_texts["agent_message"] and "\r" in corpus.event_texts["tool_output"]
-    traj = store.get_trajectory(TRIAL_ID)
+    traj = store.trials.get_trajectory(TRIAL_ID)
     assert traj.exception == {"exception_type": HOSTILE["script"], "exception_message": HOSTILE["ansi"]}
-    assert HOSTILE["script"] in store.get_task(TASK_ID).verifier_files["test_outputs.py"]
+    assert HOSTILE["script"] in store.trials.get_task(TASK_ID).verifier_files["test_outputs.py"]
     cited = {c["quote"] for r in EXPORTERS["judgments"](store) if r["trajectory_id"] == TRIAL_ID
              for c in r["citations"]}
     assert {HOSTILE["script"], HOSTILE["img_onerror"], HOSTILE["javascript_link"], HOSTILE["markdown_image"]} <= cited

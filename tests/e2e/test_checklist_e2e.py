@@ -93,7 +93,7 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     text = editor_text(fresh)
     assert "source: draft:" in text and f"task: {TASK}" in text, text[:300]
     expect(fresh.text("Every gate passes: this can be saved as a new frozen version.")).to_be_visible()
-    assert store.checklists(status=None) == []  # a draft is not stored until saved
+    assert store.checklists.list(status=None) == []  # a draft is not stored until saved
 
     # edit: quote an instruction sentence as a new judge item
     fresh.select("Quote into", "a new judge item")
@@ -105,7 +105,7 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     expect(fresh.text("Every gate passes: this can be saved as a new frozen version.")).to_be_visible()
     fresh.click(fresh.button("Save as a new version"))
     expect(fresh.text(re.compile(r"^Stored as version 1 \(sha [0-9a-f]{12}\)\.$"))).to_be_visible()
-    [stored] = store.checklists(task=TASK, status=None)
+    [stored] = store.checklists.list(task=TASK, status=None)
     assert stored["status"] == "frozen" and stored["source"] == f"human:{REVIEWER}"
     assert stored["checklist"]["items"][-1]["task_quote"] == sentence
 
@@ -120,12 +120,12 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     fresh.click(task_row(fresh, TASK).get_by_role("button", name="Score"))
     until(fresh, lambda: task_row(fresh, TASK).get_by_role("link", name="Audit item verdicts").count() > 0,
           what="scoring to finish")
-    assert {s["task"] for s in store.scores(judge="probe")} == {TASK}  # the only task with a checklist
+    assert {s["task"] for s in store.judging.scores(judge="probe")} == {TASK}  # the only task with a checklist
     fresh.click(task_row(fresh, TASK).get_by_role("link", name="Audit item verdicts"))
     expect(fresh.title()).to_have_text("Item audit")
     fresh.click(fresh.button("Agree"))
     expect(fresh.text(re.compile(rf"{REVIEWER}: agree$")).first).to_be_visible()
-    audits = store.annotations(kind="item_audit")
+    audits = store.annotations.list(kind="item_audit")
     assert len(audits) == 1 and audits[0]["task"] == TASK and audits[0]["rater"] == REVIEWER
 
     fresh.open("")
@@ -134,18 +134,18 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     expect(row.get_by_text("done", exact=True)).to_be_visible()
     assert not fresh.watch.errors and not fresh.watch.dialogs
     # every job the pages started is in the run ledger, as the command line records it
-    runs = {r["kind"]: r for r in store.runs()}
+    runs = {r["kind"]: r for r in store.runs.list()}
     assert {kind: runs[kind]["status"] for kind in ("import", "judge-probe", "score")} == {
         "import": "done", "judge-probe": "done", "score": "done"}
     assert runs["import"]["counts"]["trials_imported"] > 0 and runs["judge-probe"]["counts"]["judged"] == 4
-    assert runs["score"]["counts"]["probe=" + store.default_labels()["probe"]] > 0  # per labelled run
+    assert runs["score"]["counts"]["probe=" + store.judging.default_labels()["probe"]] > 0  # per labelled run
 
 
 @pytest.mark.timeout(480)  # a dozen reruns of a heavy page on a shared, loaded machine
 def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: App) -> None:
     store = Store(real.server.db)
     task = "dialogue-parser"
-    versions = len(store.checklists(task=task, status=None))
+    versions = len(store.checklists.list(task=task, status=None))
     real.open("checklists", task=task)
     assert real.selected("Task") == task
     real.tab("Edit by hand")
@@ -197,5 +197,5 @@ def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: A
     real.click(card.get_by_role("button", name="Add"))
     expect(real.text(f"{other} added to the refs of C1.")).to_be_visible()
     assert other in yaml.safe_load(editor_text(real))["items"][0]["verifier_refs"]
-    assert len(store.checklists(task=task, status=None)) == versions  # nothing saved
+    assert len(store.checklists.list(task=task, status=None)) == versions  # nothing saved
     assert not real.watch.errors and not real.watch.dialogs

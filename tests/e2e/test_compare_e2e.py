@@ -25,7 +25,7 @@ def metric(app: App, label: str) -> str:
 
 def test_compare_page_shows_both_runs_and_opens_a_differing_item_with_both_verdicts(demo: App) -> None:
     store = Store(demo.server.db)
-    probe = store.default_labels()["probe"]
+    probe = store.judging.default_labels()["probe"]
     expected = compare_project(store, probe, DEMO_SIMULATED_LABEL, n_boot=2000)
     assert len(expected.differing) > 0
 

@@ -108,7 +108,7 @@ def test_agreement_leads_with_the_headline_and_opens_details_on_demand(app: App)
 
 def test_audit_d_asks_for_the_verdict_and_the_counts_follow_at_once(app: App) -> None:
     store = Store(app.server.db)
-    traj = next(t for t in store.trajectories() if t.outcome == "FAIL"
+    traj = next(t for t in store.trials.trajectories() if t.outcome == "FAIL"
                 and any(v.verdict_raw == "Yes" and v.citations for v in item_views(store, t.id, "probe")))
     views = item_views(store, traj.id, "probe")
     yes = next(v for v in views if v.verdict_raw == "Yes" and v.citations)
@@ -126,14 +126,14 @@ def test_audit_d_asks_for_the_verdict_and_the_counts_follow_at_once(app: App) ->
     app.press("d")
     expect(app.text(re.compile(r"^You disagree with the judge's Yes\. Which verdict is right\? 1 = No · 2 = Abstain$"))
            ).to_be_visible()
-    assert store.annotations(kind="item_audit") == []  # D alone stored nothing
+    assert store.annotations.list(kind="item_audit") == []  # D alone stored nothing
     app.press("2")
     expect(app.page.locator('[data-testid="stToast"]').filter(has_text="Audit saved: disagree → Abstain")).to_be_visible()
     expect(app.combobox("Trajectory")).to_have_value(re.compile(rf" · audited 1/{n_items} · 1 auditor disagreements$"))
     expect(app.combobox("Item")).to_have_value(re.compile(rf"^{yes.item_id} · .* · audited · auditors disagree$"))
     expect(app.text(re.compile(rf"{REVIEWER}: disagree → Abstain$")).first).to_be_visible()
     expect(app.text(re.compile(r"^You disagree with the judge's"))).to_have_count(0)
-    [audit] = store.annotations(kind="item_audit")
+    [audit] = store.annotations.list(kind="item_audit")
     assert audit["item_id"] == yes.item_id and audit["value"] == {"agree": False, "verdict": "Abstain"}, audit
 
     # A on the next item: the trajectory's count follows without a reload
@@ -141,5 +141,5 @@ def test_audit_d_asks_for_the_verdict_and_the_counts_follow_at_once(app: App) ->
     expect(app.combobox("Item")).not_to_have_value(re.compile(rf"^{yes.item_id} · "))
     app.press("a")
     expect(app.combobox("Trajectory")).to_have_value(re.compile(rf" · audited 2/{n_items} · "))
-    assert len(store.annotations(kind="item_audit")) == 2
+    assert len(store.annotations.list(kind="item_audit")) == 2
     assert not app.watch.errors, app.watch.errors

@@ -51,7 +51,7 @@ def quote_server(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) ->
     root = tmp_path_factory.mktemp("e2e-quote-select")
     db = copy_db(demo_master, root / "demo.db")
     store = Store(db)
-    store.upsert_task(Task(id=TASK_ID, instruction=INSTRUCTION, source_path=str(root / "tasks" / TASK_ID)))
+    store.trials.upsert_task(Task(id=TASK_ID, instruction=INSTRUCTION, source_path=str(root / "tasks" / TASK_ID)))
     store.close()
     with running(Server("quote-select", db, root / "server.log", server_env(db, root / "home",
                                                                              GCPC_REVIEWER=REVIEWER))) as server:
@@ -91,7 +91,7 @@ def test_a_mouse_selection_becomes_the_task_quote_and_passes_g1(app: App) -> Non
     added = checklist["items"][-1]
     assert added["route"] == "judge" and added["task_quote"] == QUOTE, added
     assert added["task_quote"] in INSTRUCTION  # the exact span, the invisible character itself included
-    task = Store(app.server.db).get_task(TASK_ID)
+    task = Store(app.server.db).trials.get_task(TASK_ID)
     assert task is not None
     g1 = [f for f in check_text(editor.input_value(), task, load_rules()).failures if f.gate == "G1"]
     assert g1 == [], g1

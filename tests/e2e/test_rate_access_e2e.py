@@ -43,8 +43,8 @@ def long_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, s
     def build() -> tuple[str, str]:
         store = Store(db)
         long_token = add_long_log_study(store, steps=10_000, trajectories=3)
-        store.upsert_task(Task(id=BROKEN_TASK, instruction="Do it.", source_path="/t"))
-        store.replace_trajectory(Trajectory(id=BROKEN_TRIAL, task=BROKEN_TASK, agent="a", model="m", outcome="FAIL",
+        store.trials.upsert_task(Task(id=BROKEN_TASK, instruction="Do it.", source_path="/t"))
+        store.trials.replace_trajectory(Trajectory(id=BROKEN_TRIAL, task=BROKEN_TASK, agent="a", model="m", outcome="FAIL",
                                             source_path="/x", log_path="l", log_format="gcpc-jsonl"),
                                  long_events(5))
         broken = create_study(store, DesignParams(tasks=None, per_task=1, raters_per_unit=1, seed=0, raters=("b-rater",),

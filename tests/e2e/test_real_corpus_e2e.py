@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skillsbench
 
 def decided_item(store: Store):  # noqa: ANN201 - (trajectory id, ItemView)
     """A FAIL trajectory's item with a Yes/No verdict, a located task quote, a verifier ref and a citation."""
-    for traj in store.trajectories():
+    for traj in store.trials.trajectories():
         if traj.outcome != "FAIL":
             continue
         for view in item_views(store, traj.id, "probe"):
@@ -64,7 +64,7 @@ def blinded_terms(store: Store) -> list[str]:
     """Strings no rater page may show: trajectory ids and trial suffixes, models, agents, conditions (task
     words such as "reward" can be in real logs; the outcome and reward labels are checked by pattern)."""
     terms = {"with-skills", "without-skills", "partial credit"}
-    for t in store.trajectories():
+    for t in store.trials.trajectories():
         terms |= {t.id, t.id.split("__", 1)[1], t.model, t.agent}
     return sorted(w for w in terms if w)
 

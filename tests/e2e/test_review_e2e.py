@@ -20,7 +20,7 @@ from .helpers import App, highlighted
 
 def fail_trajectory(store: Store) -> tuple[str, list]:
     """A FAIL trajectory whose probe verdicts include a No and a Yes, each with a verifier ref and a citation."""
-    for traj in store.trajectories():
+    for traj in store.trials.trajectories():
         if traj.outcome != "FAIL":
             continue
         views = [v for v in item_views(store, traj.id, "probe") if v.citations and v.refs and v.quote and v.quote.span]
@@ -109,8 +109,8 @@ def test_item_audit_shows_evidence_records_agree_and_disagree_and_keeps_them(dem
 
 def test_checklist_edit_that_fails_a_gate_shows_why_and_cannot_be_saved(demo: App) -> None:
     store = Store(demo.server.db)
-    task_id = sorted(t.id for t in store.tasks())[0]
-    versions_before = len(store.checklists(task=task_id, status=None))
+    task_id = sorted(t.id for t in store.trials.tasks())[0]
+    versions_before = len(store.checklists.list(task=task_id, status=None))
     demo.open("checklists")
     expect(demo.title()).to_have_text("Checklists")
     demo.select("Task", task_id)
@@ -131,7 +131,7 @@ def test_checklist_edit_that_fails_a_gate_shows_why_and_cannot_be_saved(demo: Ap
     cells = demo.grid_cells(containing="fail")
     assert "G1" in cells and "fail" in cells, cells
     expect(demo.text(re.compile(r"^G1 verbatim quote: task quote not found verbatim in instruction\.md"))).to_be_visible()
-    assert len(store.checklists(task=task_id, status=None)) == versions_before  # nothing stored
+    assert len(store.checklists.list(task=task_id, status=None)) == versions_before  # nothing stored
 
     # putting the quote back clears the failure
     editor.fill(text)
@@ -218,7 +218,7 @@ def test_admin_creates_a_study_its_link_opens_the_rate_page_and_closing_keeps_th
     expect(demo.button("Reopen study")).to_be_visible()
     demo.click(demo.button("Reopen study"))
     expect(demo.combobox("Study")).to_have_value(re.compile(r"^E2E study · .* · open$"))
-    studies = {s["name"]: s["status"] for s in Store(demo.server.db).studies()}
+    studies = {s["name"]: s["status"] for s in Store(demo.server.db).studies.list()}
     assert studies["E2E study"] == "open" and studies["Demo study (SIMULATED raters)"] == "open", studies
 
     # the link shown once works for its rater

@@ -243,5 +243,5 @@ def test_an_uploaded_archive_climbing_out_is_refused_and_a_good_one_imports(empt
     expect(empty.text(re.compile(r"^Unpacked job\.tar\.gz; started import job \w+\.$"))).to_be_visible()
     expect(empty.main.locator('[data-testid="stCode"]').filter(has_text="trials: 36 imported").first).to_be_visible(
         timeout=120_000)
-    assert len(Store(empty.server.db).trajectories()) == 36
+    assert len(Store(empty.server.db).trials.trajectories()) == 36
     assert_inert(empty, "runs, uploads")

@@ -187,14 +187,14 @@ def test_real_opencode_acp_sample_imports_with_outcome_condition_and_event_kinds
     store = Store(tmp_path / "p.db")
     report = import_project(store, tasks_dir=tasks, trials_dir=OPENCODE.parent, progress=False)
     assert report.skipped == [] and report.trials_imported == 1
-    t = store.get_trajectory("dapt-intrusion-detection__e4122fb2")
+    t = store.trials.get_trajectory("dapt-intrusion-detection__e4122fb2")
     assert (t.outcome, t.reward, t.reward_source) == ("FAIL", 0.0, "result.json")
     assert (t.condition, t.condition_basis) == ("without-skills", "config.json skills_dir is null")
     assert (t.agent, t.model, t.log_format, t.log_path) == (
         "opencode", "google/gemini-3-flash-preview", "acp", "trajectory/acp_trajectory.jsonl")
     assert t.tokens["n_tool_calls"] == 14 and t.timings["durations_s"]["agent_execution"] == 120.0
     assert len(t.ctrf) == 14 and sum(c.status == "failed" for c in t.ctrf) == 5
-    events = store.events(t.id)
+    events = store.trials.events(t.id)
     counts = {k: sum(e.kind == k for e in events) for k in {e.kind for e in events}}
     # 14 tool calls as result.json counts them; 4 writes/edits give their new text, 2 reads the file read
     assert counts == {"user": 1, "agent_thinking": 8, "agent_message": 1, "tool_call": 14, "tool_output": 12,
@@ -299,12 +299,12 @@ def test_a_changed_continuation_file_reimports_the_trial(tmp_path: Path) -> None
                                             "verifier_result": {"rewards": {"reward": 1.0}}}))
     store = Store(tmp_path / "p.db")
     first = import_project(store, tasks_dir=tmp_path / "tasks", trials_dir=tmp_path / "trials", progress=False)
-    assert first.trials_imported == 1 and len(store.events("demo-task__cont")) == 12
+    assert first.trials_imported == 1 and len(store.trials.events("demo-task__cont")) == 12
     cont = trial / "agent" / "trajectory.cont-2.json"
     cont.write_text(cont.read_text().replace("echo done", "echo changed"))
     second = import_project(store, trials_dir=tmp_path / "trials", progress=False)
     assert second.trials_updated == 1
-    assert "echo changed\n" in [e.text for e in store.events("demo-task__cont")]
+    assert "echo changed\n" in [e.text for e in store.trials.events("demo-task__cont")]
     assert import_project(store, trials_dir=tmp_path / "trials", progress=False).trials_unchanged == 1
 
 

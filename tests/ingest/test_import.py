@@ -59,12 +59,12 @@ def corpus(tmp_path: Path) -> Path:
 def test_good_trials_import_with_outcome_and_events(corpus: Path, store: Store) -> None:
     report = import_project(store, tasks_dir=corpus / "tasks", trials_dir=corpus / "trials", progress=False)
     assert (report.tasks_imported, report.trials_imported, report.skipped) == (1, 2, [])
-    ok1, ok2 = store.get_trajectory("demo-task__ok1"), store.get_trajectory("demo-task__ok2")
+    ok1, ok2 = store.trials.get_trajectory("demo-task__ok1"), store.trials.get_trajectory("demo-task__ok2")
     assert ok1.outcome == "PASS" and ok2.outcome == "FAIL" and ok2.reward == pytest.approx(0.667)
     assert ok1.model == "prov/m1" and ok1.agent == "claude-code" and ok1.log_format == "claude-code"
     assert [c.status for c in ok1.ctrf] == ["passed"]
     assert ok1.condition == "without-skills" and "offers no skills" in ok1.condition_basis
-    kinds = [e.kind for e in store.events("demo-task__ok1")]
+    kinds = [e.kind for e in store.trials.events("demo-task__ok1")]
     assert "tool_call" in kinds and "tool_output" in kinds
 
 
@@ -78,8 +78,8 @@ def test_reimport_is_idempotent_and_changed_trial_is_updated(corpus: Path, store
     res.write_text(json.dumps(data))
     third = import_project(store, trials_dir=corpus / "trials", progress=False)
     assert (third.trials_updated, third.trials_unchanged) == (1, 1)
-    assert store.get_trajectory("demo-task__ok2").outcome == "PASS"
-    assert store.counts()["trials"] == 2
+    assert store.trials.get_trajectory("demo-task__ok2").outcome == "PASS"
+    assert store.project.counts()["trials"] == 2
 
 
 def test_reward_txt_fallback_and_pass_threshold(tmp_path: Path, store: Store) -> None:
@@ -88,7 +88,7 @@ def test_reward_txt_fallback_and_pass_threshold(tmp_path: Path, store: Store) ->
     (d / "verifier" / "reward.txt").write_text("0.5\n")
     import_project(store, tasks_dir=tmp_path / "tasks", trials_dir=tmp_path / "trials", pass_threshold=0.5,
                    progress=False)
-    t = store.get_trajectory("demo-task__txt")
+    t = store.trials.get_trajectory("demo-task__txt")
     assert (t.reward, t.reward_source, t.outcome) == (0.5, "verifier/reward.txt", "PASS")
 
 
@@ -110,8 +110,8 @@ def test_bad_log_is_reported_with_path_and_skipped(case: str, corpus: Path, stor
     path, reason = report.skipped[0]
     assert path == str(bad.resolve())
     assert needle.lower() in reason.lower(), reason
-    assert store.get_trajectory(f"demo-task__{case}") is None
-    assert store.import_issues()[0]["reason"] == reason
+    assert store.trials.get_trajectory(f"demo-task__{case}") is None
+    assert store.trials.import_issues()[0]["reason"] == reason
 
 
 def test_no_result_json_and_no_verifier_report_is_skipped(corpus: Path, store: Store) -> None:
@@ -137,7 +137,7 @@ def test_oversized_log(corpus: Path, store: Store) -> None:
     report = import_project(store, tasks_dir=corpus / "tasks", trials_dir=corpus / "trials", progress=False)
     assert len(report.skipped) == 1
     assert "50.0 MiB" in report.skipped[0][1] and "limit" in report.skipped[0][1]
-    assert store.get_trajectory("demo-task__huge") is None
+    assert store.trials.get_trajectory("demo-task__huge") is None
 
 
 def test_invalid_result_json(corpus: Path, store: Store) -> None:
@@ -160,7 +160,7 @@ def test_condition_mapping_file_wins(corpus: Path, store: Store, tmp_path: Path)
     mapping.write_text("trial,condition\ndemo-task__ok1,with-skills\n")
     import_project(store, tasks_dir=corpus / "tasks", trials_dir=corpus / "trials",
                    condition_map=load_condition_map(mapping), progress=False)
-    t = store.get_trajectory("demo-task__ok1")
+    t = store.trials.get_trajectory("demo-task__ok1")
     assert (t.condition, t.condition_basis) == ("with-skills", "condition mapping file")
 
 
@@ -169,5 +169,5 @@ def test_trial_index_forms_matched_pairs(tmp_path: Path, store: Store) -> None:
     for name in ("demo-task__a", "demo-task__bb", "demo-task__ccc"):
         make_trial(tmp_path, name)
     import_project(store, tasks_dir=tmp_path / "tasks", trials_dir=tmp_path / "trials", progress=False)
-    idx = {t.id: t.trial_index for t in store.trajectories()}
+    idx = {t.id: t.trial_index for t in store.trials.trajectories()}
     assert idx == {"demo-task__a": 0, "demo-task__bb": 1, "demo-task__ccc": 2}

@@ -34,24 +34,24 @@ def _rows(tid: str, n: int) -> list:
 
 
 def test_a_clash_in_a_write_batch_costs_that_trial_only(store: Store) -> None:
-    store.upsert_task(Task(id="t1", instruction="Do it.", source_path="/tasks/t1"))
-    store.replace_trajectories([(_traj("x", "/trials/x"), _rows("x", 2))])
-    done = store.replace_trajectories([(_traj("a", "/trials/a"), _rows("a", 3)),
+    store.trials.upsert_task(Task(id="t1", instruction="Do it.", source_path="/tasks/t1"))
+    store.trials.replace_trajectories([(_traj("x", "/trials/x"), _rows("x", 2))])
+    done = store.trials.replace_trajectories([(_traj("a", "/trials/a"), _rows("a", 3)),
                                        (_traj("x", "/elsewhere/x"), _rows("x", 5)),
                                        (_traj("b", "/trials/b"), _rows("b", 1))])
     assert done[0] == "imported" and done[2] == "imported"
     assert isinstance(done[1], TrajectoryClash) and "/trials/x" in str(done[1])
-    assert store.get_trajectory("x").source_path == "/trials/x"
-    assert [e.text for e in store.events("x")] == ["x 1", "x 2"]
-    assert [len(store.events(t)) for t in ("a", "b")] == [3, 1]
+    assert store.trials.get_trajectory("x").source_path == "/trials/x"
+    assert [e.text for e in store.trials.events("x")] == ["x 1", "x 2"]
+    assert [len(store.trials.events(t)) for t in ("a", "b")] == [3, 1]
 
 
 def test_event_rows_naming_another_trajectory_are_refused_and_nothing_is_written(store: Store) -> None:
-    store.upsert_task(Task(id="t1", instruction="Do it.", source_path="/tasks/t1"))
+    store.trials.upsert_task(Task(id="t1", instruction="Do it.", source_path="/tasks/t1"))
     with pytest.raises(ValueError, match="name another trajectory"):
-        store.replace_trajectories([(_traj("a", "/trials/a"), _rows("a", 1)),
+        store.trials.replace_trajectories([(_traj("a", "/trials/a"), _rows("a", 1)),
                                     (_traj("b", "/trials/b"), _rows("a", 1))])
-    assert store.counts()["trials"] == 0 and store.counts()["events"] == 0
+    assert store.project.counts()["trials"] == 0 and store.project.counts()["events"] == 0
 
 
 def _slow_consumer_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int, workers: int) -> int:

@@ -34,15 +34,15 @@ def manifest(skillsbench: Path) -> dict[str, dict]:
 def test_counts(real) -> None:
     store, report = real
     assert report.skipped == []
-    counts = store.counts()
+    counts = store.project.counts()
     assert (counts["tasks"], counts["trials"]) == (87, 12)
     assert (counts["pass"], counts["fail"]) == (6, 6)
-    formats = sorted(t.log_format for t in store.trajectories())
+    formats = sorted(t.log_format for t in store.trials.trajectories())
     assert formats.count("claude-code") == 4 and formats.count("atif") == 6 and formats.count("terminus-2") == 2
 
 
 def _by_folder(store: Store) -> dict[str, object]:
-    return {Path(t.source_path).name: t for t in store.trajectories()}
+    return {Path(t.source_path).name: t for t in store.trials.trajectories()}
 
 
 def test_outcomes_match_result_json_and_partial_reward_is_fail(real, skillsbench: Path) -> None:
@@ -84,8 +84,8 @@ def test_ctrf_statuses_where_a_report_exists(real, skillsbench: Path) -> None:
 def test_ctrf_names_map_to_parsed_verifier_nodes(real) -> None:
     store, _ = real
     unmapped = []
-    for t in store.trajectories():
-        node_ids = set(store.get_task(t.task).test_ids)
+    for t in store.trials.trajectories():
+        node_ids = set(store.trials.get_task(t.task).test_ids)
         for c in t.ctrf:
             base = re.sub(r"\[.*\]$", "", c.name)  # parametrized: node[param]
             if base not in node_ids:
@@ -120,13 +120,13 @@ OUTCOMES_DIGEST = "05dbc3254337a754c8496e1eaffe64e77ae51884c39c8d5821c5dc5880889
 
 def test_the_real_corpus_imports_exactly_as_before(real) -> None:
     store, _ = real
-    trajectories = sorted(store.trajectories(), key=lambda t: t.id)
+    trajectories = sorted(store.trials.trajectories(), key=lambda t: t.id)
     rows = [[t.id, e.id, e.kind, e.text, e.tool_name, e.call_id, e.path, e.is_error, e.source]
-            for t in trajectories for e in store.events(t.id)]
+            for t in trajectories for e in store.trials.events(t.id)]
     kinds = {k: sum(r[2] == k for r in rows) for k in {r[2] for r in rows}}
     assert kinds == {"agent_message": 104, "agent_thinking": 65, "file_content": 40, "system": 8, "tool_call": 135,
                      "tool_output": 101, "user": 9}
     assert hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest() == EVENTS_DIGEST
     outcomes = sorted((t.id, (t.outcome, t.condition, t.condition_basis)) for t in trajectories)
     assert hashlib.sha256(json.dumps(outcomes).encode()).hexdigest() == OUTCOMES_DIGEST
-    assert store.counts()["unscored"] == 0
+    assert store.project.counts()["unscored"] == 0

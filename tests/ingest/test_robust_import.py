@@ -46,8 +46,8 @@ def test_renamed_trial_is_updated_in_place_and_later_trials_still_import(tmp_pat
     make_trial(tmp_path, "demo-task__b")
     report = _import(store, tmp_path)
     assert (report.trials_updated, report.trials_imported, report.skipped) == (1, 1, [])
-    assert store.get_trajectory("demo-task__a") is None and store.get_trajectory("renamed").source_path == str(first)
-    assert len(store.events("renamed")) == 3 and store.counts()["trials"] == 2
+    assert store.trials.get_trajectory("demo-task__a") is None and store.trials.get_trajectory("renamed").source_path == str(first)
+    assert len(store.trials.events("renamed")) == 3 and store.project.counts()["trials"] == 2
     again = _import(store, tmp_path)
     assert (again.trials_unchanged, again.trials_updated, again.trials_imported) == (2, 0, 0)
 
@@ -65,7 +65,7 @@ def test_renaming_a_judged_trial_is_reported_and_keeps_its_rows(tmp_path: Path, 
         report = _import(store, tmp_path)
         assert "trial name changed from 'demo-task__a' to 'renamed'" in _reasons(report)["demo-task__a"]
         assert "judge_units (1 rows)" in _reasons(report)["demo-task__a"]
-    assert store.get_trajectory("demo-task__a") is not None and store.get_trajectory("demo-task__b") is not None
+    assert store.trials.get_trajectory("demo-task__a") is not None and store.trials.get_trajectory("demo-task__b") is not None
 
 
 def test_a_name_held_by_another_folder_is_reported(tmp_path: Path, store: Store) -> None:
@@ -103,7 +103,7 @@ def test_concurrent_imports_with_clashing_names_each_report_only_their_own_rows(
     for p in procs:
         p.join(30)
     store = Store(db)
-    rows = store.trajectories()
+    rows = store.trials.trajectories()
     assert len(rows) == n
     for folder, imported, skipped in results:
         mine = sum(t.source_path.startswith(str(Path(folder).resolve())) for t in rows)
@@ -133,7 +133,7 @@ def _check_bad_tasks(report, store: Store) -> None:
     assert len(reasons) == 3 and not any(UNEXPECTED in r for r in reasons)
     for name, needle in BAD_TASK_REASONS.items():
         assert any(f"/{name}: {needle}" in r for r in reasons), (name, reasons)
-    assert store.task_ids() == {"good"}
+    assert store.trials.task_ids() == {"good"}
 
 
 def test_bad_task_folders_are_reported_and_the_rest_imports(tmp_path: Path, store: Store) -> None:
@@ -165,7 +165,7 @@ def test_duplicate_task_names_are_reported_with_the_one_used(tmp_path: Path, sto
     first = (tmp_path / "a" / "tasks" / "demo-task").resolve()
     assert report.skipped == [(str(second.resolve()), f"task name 'demo-task' is also the name of {first}, "
                                                        "which was imported; this folder was not")]
-    assert store.get_task("demo-task").instruction == "Write 42 to /root/out.txt.\n"
+    assert store.trials.get_task("demo-task").instruction == "Write 42 to /root/out.txt.\n"
 
 
 # ---- files that are not regular, or too large ----
@@ -188,7 +188,7 @@ def test_a_named_pipe_is_never_opened(tmp_path: Path, store: Store, where: str) 
                                                                                                  "demo-task__x")]
     else:
         assert path == str(tmp_path / "trials" / "demo-task__x") and len(report.skipped) == 1
-        assert store.get_trajectory("demo-task__ok") is not None
+        assert store.trials.get_trajectory("demo-task__ok") is not None
 
 
 _PEAK_RSS_CHILD = """
@@ -267,7 +267,7 @@ def test_unfinished_trial_with_a_verifier_report_is_unscored_and_counted(tmp_pat
     _unfinished(tmp_path, "demo-task__cut", ["passed", "passed"])
     report = _import(store, tmp_path)
     assert report.skipped == [] and report.trials_imported == 2
-    t = store.get_trajectory("demo-task__cut")
+    t = store.trials.get_trajectory("demo-task__cut")
     assert (t.outcome, t.reward, t.reward_source, t.agent) == ("unscored", None, "missing", "terminus-2")
     assert t.outcome_basis == ("no reward recorded (verifier/ctrf.json: 2 passed, 0 failed of 2); "
                                "no result.json (an unfinished trial)")
@@ -282,11 +282,11 @@ def test_derive_outcome_from_the_verifier_report_records_the_basis(tmp_path: Pat
     _unfinished(tmp_path, "demo-task__p", ["passed", "skipped"])
     _unfinished(tmp_path, "demo-task__f", ["passed", "failed"])
     _import(store, tmp_path, derive_outcome=True)
-    p, f = store.get_trajectory("demo-task__p"), store.get_trajectory("demo-task__f")
+    p, f = store.trials.get_trajectory("demo-task__p"), store.trials.get_trajectory("demo-task__f")
     assert (p.outcome, f.outcome) == ("PASS", "FAIL")
     assert f.outcome_basis.startswith("derived on request from verifier/ctrf.json (1 passed, 1 failed of 2)")
     assert _import(store, tmp_path).trials_updated == 2  # the flag is a setting: without it, unscored again
-    assert store.get_trajectory("demo-task__p").outcome == "unscored"
+    assert store.trials.get_trajectory("demo-task__p").outcome == "unscored"
 
 
 def test_unscored_trials_are_left_out_of_outcome_statistics(tmp_path: Path, store: Store) -> None:
@@ -295,7 +295,7 @@ def test_unscored_trials_are_left_out_of_outcome_statistics(tmp_path: Path, stor
     _unfinished(tmp_path, "demo-task__cut", ["passed"])
     _import(store, tmp_path)
     for traj in ("demo-task__done", "demo-task__cut"):
-        outcome = store.get_trajectory(traj).outcome
+        outcome = store.trials.get_trajectory(traj).outcome
         store.db["judge_units"].insert({"trajectory_id": traj, "judge": "probe", "label": "probe-run",
                                        "task": "demo-task", "prompt_version": "p1", "created_at": "now"})
         store.db["scores"].insert({"trajectory_id": traj, "judge": "probe", "label": "probe-run", "task": "demo-task",
@@ -314,7 +314,7 @@ def test_flat_result_json_is_read(tmp_path: Path, store: Store) -> None:
         "started_at": "2026-05-02 15:38:45", "timing": {"agent_execution": 120.0, "total": 257.6}})
     (d / "config.json").write_text(json.dumps({"task_path": "/x/tasks/demo-task", "skills_dir": "/skills"}))
     _import(store, tmp_path)
-    t = store.get_trajectory("demo-task__flat")
+    t = store.trials.get_trajectory("demo-task__flat")
     assert (t.outcome, t.reward, t.agent, t.model) == ("PASS", 1.0, "opencode", "google/gemini-3-flash-preview")
     assert (t.condition, t.condition_basis) == ("with-skills", "config.json skills_dir=/skills")
     assert t.tokens == {"n_tool_calls": 1} and t.exception == {"error": "agent timed out"}

@@ -27,7 +27,7 @@ def run_one(project, make_llm, judge: str = "gcpc", **llm_overrides):
 
 
 def stored(project, judge: str = "gcpc") -> set[tuple[str, str | None]]:
-    return {(r["verdict_raw"], r["reason_raw"]) for r in project.judgments(judge=judge, trajectory_id=TRAJ)}
+    return {(r["verdict_raw"], r["reason_raw"]) for r in project.judging.judgments(judge=judge, trajectory_id=TRAJ)}
 
 
 def extra_keys(request) -> Reply:
@@ -53,7 +53,7 @@ def test_bad_reply_is_a_stored_abstain_with_its_reason(reply, reason, said, fake
     assert report.judged == [TRAJ] and report.ok  # judged: every item stored, none lost
     assert stored(project) == {("Abstain", reason)}
     assert fake_openai.request_count == 2  # the initial request and one repair, no more
-    replies = project.judge_replies(trajectory_id=TRAJ, judge="gcpc")
+    replies = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")
     assert [r["status"] for r in replies] == [reason, reason]
     assert said in replies[0]["problems"][0]
     assert report.verdicts == {f"Abstain:{reason}": 8}
@@ -65,7 +65,7 @@ def test_server_context_overflow_is_abstain_context_overflow(fake_openai, projec
     assert report.judged == [TRAJ]
     assert stored(project) == {("Abstain", "context_overflow")}
     assert fake_openai.request_count == 1  # not retried, no repair (it would be longer still)
-    [reply] = project.judge_replies(trajectory_id=TRAJ, judge="gcpc")
+    [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")
     assert reply["status"] == "context_overflow" and "maximum context length is 2048" in reply["problems"][0]
 
 
@@ -73,7 +73,7 @@ def test_server_context_overflow_holistic(fake_openai, project, make_llm) -> Non
     fake_openai.default = overflow_error()
     report = run_one(project, make_llm, judge="holistic")
     assert report.judged == [TRAJ] and report.verdicts == {"unrated:context_overflow": 1}
-    [unit] = [u for u in project.judge_units("holistic").values() if u["trajectory_id"] == TRAJ]
+    [unit] = [u for u in project.judging.units("holistic").values() if u["trajectory_id"] == TRAJ]
     assert unit["reason"] == "context_overflow" and unit["progress"] is None
 
 
@@ -95,7 +95,7 @@ def test_endpoint_failure_is_a_clear_error_and_stores_nothing(reply, reason, sai
     assert report.errors[TRAJ].startswith(f"{reason}: ") and said in report.errors[TRAJ]
     assert fake_openai.request_count == 1  # deterministic: neither retried nor negotiated away
     assert stored(project) == set()
-    assert project.llm_calls(run_id=report.run_id)[0]["status"] == reason
+    assert project.runs.llm_calls(run_id=report.run_id)[0]["status"] == reason
 
 
 def test_server_down_is_a_clear_error(project, make_llm) -> None:
@@ -104,4 +104,4 @@ def test_server_down_is_a_clear_error(project, make_llm) -> None:
     assert report.errors[TRAJ].startswith("connection: cannot reach http://127.0.0.1:")
     assert "llm check" in report.errors[TRAJ]
     assert stored(project) == set()
-    assert project.llm_calls(run_id=report.run_id)[0]["status"] == "connection"
+    assert project.runs.llm_calls(run_id=report.run_id)[0]["status"] == "connection"

@@ -101,7 +101,7 @@ def test_judge_run_records_the_windowing_on_every_item(fake_openai: FakeOpenAI, 
     assert baseline.judged == report.judged == [TRAJ]
     sent = fake_openai.requests[0]["messages"]
     assert "⟦gcpc:" in sent[-1]["content"] and len(sent[-1]["content"]) < full
-    [reply] = project.judge_replies(trajectory_id=TRAJ, judge="gcpc")[-1:]
+    [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")[-1:]
     notes = [p for p in reply["problems"] if "context budget" in p]
     assert len(notes) == 8 and notes[0].startswith("I1: context budget: ")
 
@@ -110,10 +110,10 @@ def test_judge_run_overflow_abstains_without_sending(fake_openai: FakeOpenAI, pr
     report = judge_project(project, judge="gcpc", llm=make_llm(context_window=600, max_completion_tokens=100),
                            limit=1, progress=False)
     assert report.judged == [TRAJ] and fake_openai.request_count == 0
-    rows = project.judgments(judge="gcpc", trajectory_id=TRAJ)
+    rows = project.judging.judgments(judge="gcpc", trajectory_id=TRAJ)
     assert {(r["verdict_raw"], r["reason_raw"]) for r in rows} == {("Abstain", "context_overflow")}
     assert "do not fit" in rows[0]["rationale"]
-    [reply] = project.judge_replies(trajectory_id=TRAJ, judge="gcpc")
+    [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")
     assert reply["status"] == "context_overflow"
 
 

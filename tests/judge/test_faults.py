@@ -19,7 +19,7 @@ def run_one(project, make_llm, **llm_overrides):
 
 
 def verdicts(project, judge: str = "gcpc") -> dict[str, tuple[str, str | None]]:
-    return {r["item_id"]: (r["verdict_raw"], r["reason_raw"]) for r in project.judgments(judge=judge, trajectory_id=TRAJ)}
+    return {r["item_id"]: (r["verdict_raw"], r["reason_raw"]) for r in project.judging.judgments(judge=judge, trajectory_id=TRAJ)}
 
 
 def first_request(req) -> bool:
@@ -31,7 +31,7 @@ def test_happy_path_one_call_grounded_yes(fake_openai, project, make_llm) -> Non
     report = run_one(project, make_llm)
     assert report.judged == [TRAJ] and fake_openai.request_count == 1
     assert set(verdicts(project).values()) == {("Yes", None)} and len(verdicts(project)) == 8
-    [reply] = project.judge_replies(trajectory_id=TRAJ, judge="gcpc")
+    [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")
     assert reply["status"] == "ok" and reply["attempt"] == "initial" and '"items"' in reply["raw"]
 
 
@@ -39,7 +39,7 @@ def test_429_then_success(fake_openai, project, make_llm) -> None:
     fake_openai.on(is_items_request, fault_429(), items_reply("Yes"))
     report = run_one(project, make_llm)
     assert report.judged == [TRAJ] and fake_openai.request_count == 2
-    assert project.llm_calls(run_id=report.run_id)[0]["retries"] == 1
+    assert project.runs.llm_calls(run_id=report.run_id)[0]["retries"] == 1
 
 
 def test_500_then_success(fake_openai, project, make_llm) -> None:
@@ -53,7 +53,7 @@ def test_persistent_500_leaves_the_trajectory_for_a_rerun(fake_openai, project, 
     report = run_one(project, make_llm, max_retries=1)
     assert not report.judged and "http_500" in report.errors[TRAJ] and not report.ok
     assert verdicts(project) == {}  # nothing half-stored
-    assert project.get_run(report.run_id)["errors"] == 1
+    assert project.runs.get(report.run_id)["errors"] == 1
     fake_openai.reset()
     fake_openai.on(is_items_request, items_reply("Yes"))
     assert run_one(project, make_llm).judged == [TRAJ]
@@ -79,7 +79,7 @@ def test_malformed_json_gets_one_repair(fake_openai, project, make_llm) -> None:
     repair = fake_openai.requests[1]["messages"]
     assert repair[-2]["role"] == "assistant" and "this is not json" in repair[-2]["content"]
     assert "invalid_json" in repair[-1]["content"]
-    statuses = [r["status"] for r in project.judge_replies(trajectory_id=TRAJ)]
+    statuses = [r["status"] for r in project.judging.replies(trajectory_id=TRAJ)]
     assert statuses == ["invalid_json", "ok"]
 
 
@@ -88,7 +88,7 @@ def test_malformed_json_twice_abstains_with_reason(fake_openai, project, make_ll
     report = run_one(project, make_llm)
     assert report.errors == {} and fake_openai.request_count == 2 and report.judged == [TRAJ]
     assert set(verdicts(project).values()) == {("Abstain", "invalid_json")}
-    raws = [r["raw"] for r in project.judge_replies(trajectory_id=TRAJ)]
+    raws = [r["raw"] for r in project.judging.replies(trajectory_id=TRAJ)]
     assert len(raws) == 2 and all("this is not json" in raw for raw in raws)  # stored for audit
 
 
@@ -106,7 +106,7 @@ def test_unknown_ids_get_one_repair(fake_openai, project, make_llm) -> None:
     run_one(project, make_llm)
     assert fake_openai.request_count == 2 and set(verdicts(project).values()) == {("Yes", None)}
     assert "C99" in fake_openai.requests[1]["messages"][-1]["content"]
-    assert [r["status"] for r in project.judge_replies(trajectory_id=TRAJ)] == ["unknown_item_id", "ok"]
+    assert [r["status"] for r in project.judging.replies(trajectory_id=TRAJ)] == ["unknown_item_id", "ok"]
 
 
 def test_unknown_ids_twice_abstain_with_reason(fake_openai, project, make_llm) -> None:
@@ -121,7 +121,7 @@ def test_refusal_then_success(fake_openai, project, make_llm) -> None:
     fake_openai.on(is_repair, items_reply("Yes"))
     run_one(project, make_llm)
     assert set(verdicts(project).values()) == {("Yes", None)}
-    assert [r["status"] for r in project.judge_replies(trajectory_id=TRAJ)] == ["refusal", "ok"]
+    assert [r["status"] for r in project.judging.replies(trajectory_id=TRAJ)] == ["refusal", "ok"]
 
 
 def test_refusal_twice_abstains(fake_openai, project, make_llm) -> None:

@@ -37,13 +37,13 @@ def real(real_copy: Path) -> Iterator[Store]:
 
 def test_prompts_are_built_for_every_real_trial(real: Store) -> None:
     rules = load_rules()
-    trials = real.trajectories()
+    trials = real.trials.trajectories()
     assert len(trials) == 12
     for traj in trials:
-        task = real.get_task(traj.task)
-        view = build_evidence_view(real.events(traj.id))
+        task = real.trials.get_task(traj.task)
+        view = build_evidence_view(real.trials.events(traj.id))
         assert view.entries, f"{traj.id}: empty evidence view"
-        row = real.latest_checklist(traj.task)
+        row = real.checklists.latest(traj.task)
         assert row is not None, f"no fixture checklist for {traj.task}"
         checklist = Checklist.model_validate(row["checklist"])
         system, user = items_messages(task, checklist, view, rules)
@@ -55,10 +55,10 @@ def test_prompts_are_built_for_every_real_trial(real: Store) -> None:
 
 def test_grounding_on_real_events(real: Store) -> None:
     checked = Counter()
-    for traj in real.trajectories():
-        events = real.events(traj.id)
+    for traj in real.trials.trajectories():
+        events = real.trials.events(traj.id)
         view = build_evidence_view(events)
-        checklist = Checklist.model_validate(real.latest_checklist(traj.task)["checklist"])
+        checklist = Checklist.model_validate(real.checklists.latest(traj.task)["checklist"])
         evidence = [e.event for e in view.entries if e.duplicate_of is None and len(e.event.text.strip()) >= 20]
         narration = [e for e in events if e.kind in ("agent_message", "agent_thinking") and len(e.text.strip()) >= 20]
         a, b = checklist.items[0], checklist.items[1]
@@ -90,9 +90,9 @@ def test_scripted_run_on_real_trials(real: Store, fake_openai) -> None:
     llm = LLM(LLMConfig(model=FAKE_MODEL, base_url=fake_openai.url, api_key="sk-test", timeout=5.0), store=real)
     report = judge_project(real, judge="gcpc", llm=llm, progress=False)
     assert len(report.judged) == 12 and report.ok and fake_openai.request_count == 12
-    rows = real.judgments(judge="gcpc")
+    rows = real.judging.judgments(judge="gcpc")
     assert Counter(r["verdict_raw"] for r in rows)["Yes"] == len(rows)  # every scripted citation grounded
     score_project(real)
-    scores = real.scores(judge="gcpc")
+    scores = real.judging.scores(judge="gcpc")
     assert len(scores) == 12 and all(s["partial_credit"] is not None for s in scores)
     assert {s["outcome"] for s in scores} == {"PASS", "FAIL"}

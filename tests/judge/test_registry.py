@@ -104,26 +104,26 @@ def test_a_toy_judge_runs_through_judge_score_and_report(toy_judge: JudgeSpec, d
                                                          tmp_path: Path) -> None:
     assert TOY in JUDGES and TOY in ITEM_JUDGES and TOY not in LLM_JUDGES and JUDGE_ORDER[-1] == TOY
     store = Store(demo_copy)
-    trajectories = store.trajectories()
+    trajectories = store.trials.trajectories()
 
     report = judge_project(store, judge=TOY, progress=False)
     assert sorted(report.judged) == sorted(t.id for t in trajectories) and report.ok
     assert report.prompt_version == TOY_VERSION and report.model is None
     assert report.verdicts["Yes"] > 0 and report.verdicts["No"] > 0
-    [run] = [r for r in store.runs() if r["id"] == report.run_id]
+    [run] = [r for r in store.runs.list() if r["id"] == report.run_id]
     assert run["kind"] == f"judge-{TOY}"
     again = judge_project(store, judge=TOY, progress=False)
     assert not again.judged and set(again.skipped.values()) == {"already judged"}
 
     scored = score_project(store, judge=TOY)
     [(kind, label)] = scored.scored
-    assert kind == TOY and label == store.default_labels()[TOY]  # one labelled run: the toy's derived label
+    assert kind == TOY and label == store.judging.default_labels()[TOY]  # one labelled run: the toy's derived label
     assert scored.scored[kind, label] == len(trajectories)
-    scores = [s for s in store.scores() if s["judge"] == TOY]
+    scores = [s for s in store.judging.scores() if s["judge"] == TOY]
     assert len(scores) == len(trajectories)
     for row in scores:
         traj = next(t for t in trajectories if t.id == row["trajectory_id"])
-        raw = [j for j in store.judgments(trajectory_id=traj.id) if j["judge"] == TOY and j["route"] != "endpoint"]
+        raw = [j for j in store.judging.judgments(trajectory_id=traj.id) if j["judge"] == TOY and j["route"] != "endpoint"]
         assert row["n_items"] == len(raw) and row["evidence_coverage"] == 1.0  # every toy citation grounded
         assert row["prompt_version"] == TOY_VERSION and row["model"] is None
         if traj.outcome == "FAIL":  # verdicts as judged, plus the endpoint item judged No
@@ -148,7 +148,7 @@ def test_a_removed_judge_s_rows_are_still_scored_and_exported(toy_judge: JudgeSp
     try:
         assert TOY not in JUDGES and find_judge(TOY) is None
         scored = score_project(store).scored
-        assert sum(n for (kind, _), n in scored.items() if kind == TOY) == len(store.trajectories())
+        assert sum(n for (kind, _), n in scored.items() if kind == TOY) == len(store.trials.trajectories())
         assert any(r["judge"] == TOY for r in export_judgments(store))
         assert item_judges_among([TOY, "probe"]) == ["probe"]
     finally:

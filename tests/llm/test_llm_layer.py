@@ -66,7 +66,7 @@ def test_parse_happy_path(fake_openai: FakeOpenAI, make_llm, store) -> None:
     assert sent["response_format"]["type"] == "json_schema"
     assert sent["response_format"]["json_schema"]["name"] == "Answer"
     assert sent["response_format"]["json_schema"]["strict"] is True
-    [call] = store.llm_calls()
+    [call] = store.runs.llm_calls()
     assert call["status"] == "ok" and call["cache_hit"] == 0 and call["key"] == result.key
 
 
@@ -116,7 +116,7 @@ def test_timeouts_exhaust_retries(fake_openai: FakeOpenAI, make_llm, store) -> N
         ask(make_llm(timeout=0.2, max_retries=1))
     assert caught.value.reason == "timeout"
     assert fake_openai.request_count == 2
-    assert store.llm_calls()[0]["status"] == "timeout"
+    assert store.runs.llm_calls()[0]["status"] == "timeout"
 
 
 def test_bad_request_is_not_retried(fake_openai: FakeOpenAI, make_llm) -> None:
@@ -139,7 +139,7 @@ def test_malformed_json_raises_and_is_not_cached(fake_openai: FakeOpenAI, make_l
     assert caught.value.reason == "invalid_json"
     assert caught.value.raw == '{"verdict": "Yes", '
     assert caught.value.usage.completion_tokens > 0
-    [call] = store.llm_calls()
+    [call] = store.runs.llm_calls()
     assert call["status"] == "invalid_json" and call["raw_reply"] == '{"verdict": "Yes", '
     # not cached: the same request goes to the server again, and now succeeds
     assert ask(llm).parsed == Answer(**OK)
@@ -159,8 +159,8 @@ def test_refusal_raises(fake_openai: FakeOpenAI, make_llm, store) -> None:
     with pytest.raises(LLMRefusal) as caught:
         ask(make_llm())
     assert caught.value.reason == "refusal" and caught.value.raw == "I won't judge that."
-    assert store.llm_calls()[0]["status"] == "refusal"
-    assert store.llm_cache_get(store.llm_calls()[0]["key"]) is None
+    assert store.runs.llm_calls()[0]["status"] == "refusal"
+    assert store.runs.cache_get(store.runs.llm_calls()[0]["key"]) is None
 
 
 def test_truncated_reply_raises(fake_openai: FakeOpenAI, make_llm) -> None:
@@ -180,7 +180,7 @@ def test_identical_request_makes_zero_http_calls(fake_openai: FakeOpenAI, make_l
     again = ask(make_llm())  # a new layer (as in a rerun) over the same project DB
     assert fake_openai.request_count == 1
     assert again.cache_hit and again.parsed == first.parsed and again.usage == Usage()
-    assert [c["cache_hit"] for c in store.llm_calls()] == [0, 1]
+    assert [c["cache_hit"] for c in store.runs.llm_calls()] == [0, 1]
 
 
 @pytest.mark.parametrize(
@@ -233,14 +233,14 @@ def test_tokens_and_cost_per_call_and_run(fake_openai: FakeOpenAI, make_llm, sto
     assert result.usage == Usage(prompt_tokens=1000, cached_tokens=400, completion_tokens=500)
     assert result.cost_usd == pytest.approx(USAGE_COST)
     assert totals.calls == 3 and totals.cache_hits == 1 and totals.http_calls == 2 and totals.errors == 1
-    [run] = store.runs()
+    [run] = store.runs.list()
     assert run["status"] == "done" and run["kind"] == "test" and run["params"] == {"k": 1}
     assert run["rules_version"] == "r1" and run["prompt_version"] == "v1" and run["model"] == FAKE_MODEL
     assert run["prompt_tokens"] == totals.usage.prompt_tokens > 1000  # the bad reply's tokens count too
     assert run["cached_tokens"] == 400 and run["calls"] == 3 and run["cache_hits"] == 1
     assert run["cost_usd"] == pytest.approx(totals.cost_usd) and run["cost_usd"] > USAGE_COST
     assert run["wall_s"] >= 0
-    calls = store.llm_calls(run_id=run["id"])
+    calls = store.runs.llm_calls(run_id=run["id"])
     assert [c["status"] for c in calls] == ["ok", "ok", "invalid_json"]
     assert calls[0]["prompt_tokens"] == 1000 and calls[0]["cost_usd"] == pytest.approx(USAGE_COST)
 
@@ -252,7 +252,7 @@ def test_unknown_model_costs_none(fake_openai: FakeOpenAI, make_llm, store) -> N
         result = ask(llm)
     assert result.cost_usd is None
     assert totals.unpriced_calls == 1 and totals.cost_or_none is None
-    assert store.runs()[0]["cost_usd"] is None
+    assert store.runs.list()[0]["cost_usd"] is None
 
 
 def test_run_marked_failed_or_interrupted(make_llm, store) -> None:
@@ -261,7 +261,7 @@ def test_run_marked_failed_or_interrupted(make_llm, store) -> None:
         raise RuntimeError("boom")
     with pytest.raises(KeyboardInterrupt), llm.run("b", prompt_version="v1"):
         raise KeyboardInterrupt
-    assert [r["status"] for r in store.runs()] == ["failed", "interrupted"]
+    assert [r["status"] for r in store.runs.list()] == ["failed", "interrupted"]
 
 
 def test_price_table() -> None:
@@ -408,8 +408,8 @@ def test_a_reply_is_cached_and_recorded_in_one_transaction(fake_openai: FakeOpen
     commits.clear()
     ask(llm, "question one, second")
     assert commits == ["transaction"]
-    call = store.llm_calls()[-1]
-    assert store.llm_cache_get(call["key"]) is not None and call["status"] == "ok"
+    call = store.runs.llm_calls()[-1]
+    assert store.runs.cache_get(call["key"]) is not None and call["status"] == "ok"
 
 
 def test_a_failed_record_leaves_no_cached_reply(fake_openai: FakeOpenAI, make_llm, store,
@@ -419,7 +419,7 @@ def test_a_failed_record_leaves_no_cached_reply(fake_openai: FakeOpenAI, make_ll
     def broken(row: dict) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(store, "record_llm_call", broken)
+    monkeypatch.setattr(store.runs, "record_llm_call", broken)
     with pytest.raises(OSError):
         ask(make_llm())
     assert store.db.conn.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0] == 0

@@ -41,11 +41,11 @@ def test_llama_cpp_python_like_server_negotiates_json_object(fake_openai: FakeOp
     sent = fake_openai.requests[2]
     assert sent["response_format"]["schema"] == Answer.model_json_schema()  # the server's extension field
     assert '"verdict"' in sent["messages"][0]["content"]  # and the schema in the prompt
-    row = store.llm_mode(fake_openai.url, FAKE_MODEL)
+    row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)
     assert row["mode"] == "json_object"
     assert set(row["rejected"]) == {"parse", "json_schema"}
     assert LLAMA_CPP_PYTHON_REJECTION in row["rejected"]["parse"] and "HTTP 500" in row["rejected"]["parse"]
-    assert store.runs()[0]["structured_mode"] == "json_object"
+    assert store.runs.list()[0]["structured_mode"] == "json_object"
     assert llm.structured_mode == "json_object"
 
 
@@ -75,11 +75,11 @@ def test_vllm_like_400_falls_back_to_json_schema(fake_openai: FakeOpenAI, make_l
     fake_openai.on("question", Reply.json(OK))
     assert ask(make_llm()).parsed == Answer(**OK)
     assert fake_openai.request_count == 2
-    assert store.llm_mode(fake_openai.url, FAKE_MODEL)["mode"] == "json_schema"
+    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL)["mode"] == "json_schema"
 
 
 def test_explicit_mode_wins_over_stored_and_is_not_negotiated(fake_openai: FakeOpenAI, make_llm, store) -> None:
-    store.set_llm_mode(fake_openai.url, FAKE_MODEL, "json_object")
+    store.runs.set_llm_mode(fake_openai.url, FAKE_MODEL, "json_object")
     fake_openai.accept_formats({"json_object"}, rejection=Reply.error(400, "response_format json_schema unknown"))
     llm = make_llm(structured_mode="json_schema")
     assert llm.structured_mode == "json_schema"
@@ -88,7 +88,7 @@ def test_explicit_mode_wins_over_stored_and_is_not_negotiated(fake_openai: FakeO
     assert fake_openai.request_count == 1
     assert "response_format json_schema unknown" in str(caught.value)
     assert "unset GCPC_STRUCTURED_MODE" in str(caught.value)
-    assert store.llm_mode(fake_openai.url, FAKE_MODEL)["mode"] == "json_object"  # untouched
+    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL)["mode"] == "json_object"  # untouched
 
 
 def test_explicit_mode_from_env(fake_openai: FakeOpenAI) -> None:
@@ -112,8 +112,8 @@ def test_no_mode_accepted_is_one_clear_error(fake_openai: FakeOpenAI, make_llm, 
     with pytest.raises(LLMCallError, match="rejected every structured-output mode"):
         ask(llm, "question two")
     assert fake_openai.request_count == 3  # known already: no request
-    assert store.llm_mode(fake_openai.url, FAKE_MODEL) is None
-    assert [c["status"] for c in store.llm_calls()] == ["structured_output_unsupported"] * 2
+    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL) is None
+    assert [c["status"] for c in store.runs.llm_calls()] == ["structured_output_unsupported"] * 2
 
 
 def test_500_not_naming_the_format_is_still_retried(fake_openai: FakeOpenAI, make_llm) -> None:
@@ -129,16 +129,16 @@ def test_context_overflow_is_not_a_format_rejection(fake_openai: FakeOpenAI, mak
         ask(make_llm())
     assert caught.value.reason == "context_overflow" and "maximum context length is 2048" in str(caught.value)
     assert fake_openai.request_count == 1
-    assert store.llm_mode(fake_openai.url, FAKE_MODEL) is None
+    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL) is None
 
 
 def test_stored_mode_rejected_later_negotiates_again(fake_openai: FakeOpenAI, make_llm, store) -> None:
-    store.set_llm_mode(fake_openai.url, FAKE_MODEL, "parse")
+    store.runs.set_llm_mode(fake_openai.url, FAKE_MODEL, "parse")
     fake_openai.accept_formats({"json_object"})
     fake_openai.on("question", Reply.json(OK))
     assert ask(make_llm()).parsed == Answer(**OK)
     assert [format_type(r) for r in fake_openai.requests] == ["json_schema", "json_schema", "json_object"]
-    assert store.llm_mode(fake_openai.url, FAKE_MODEL)["mode"] == "json_object"
+    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL)["mode"] == "json_object"
 
 
 def test_concurrent_first_calls_negotiate_once_each(make_llm, store) -> None:
@@ -153,7 +153,7 @@ def test_concurrent_first_calls_negotiate_once_each(make_llm, store) -> None:
         # at most the first wave (4 in flight) probed the rejected modes; everything later went straight in
         assert server.request_count <= 8 + 2 * 4
         assert sum(format_type(r) == "json_object" for r in server.requests) == 8
-        assert store.llm_mode(server.url, FAKE_MODEL)["mode"] == "json_object"
+        assert store.runs.llm_mode(server.url, FAKE_MODEL)["mode"] == "json_object"
 
 
 def test_batch_line_uses_parse_or_the_negotiated_mode(fake_openai: FakeOpenAI, make_llm) -> None:

@@ -127,7 +127,7 @@ def real_project_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = root / "project.db"
     store = Store(db)
     report = import_project(store, tasks_dir=tasks, trials_dir=trials, progress=False)
-    assert store.get_trajectory(TRIAL) is not None, report.summary_lines()
+    assert store.trials.get_trajectory(TRIAL) is not None, report.summary_lines()
     row, failures = register_checklist(store, Checklist.model_validate(CHECKLIST), created_by="test", rules=load_rules())
     assert row is not None, failures
     store.close()

@@ -38,12 +38,12 @@ REASONS = {"ungrounded", "not_judged", "unknown_item_id", "judge_abstain", "inva
 
 
 def assert_run_used_the_server(store, run_id: str, endpoint: str) -> None:
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert run["structured_mode"] == "json_object"  # llama-cpp-python takes only json_object (+ schema)
-    calls = [c for c in store.llm_calls(run_id=run_id) if not c["cache_hit"]]
+    calls = [c for c in store.runs.llm_calls(run_id=run_id) if not c["cache_hit"]]
     assert calls and all(c["prompt_tokens"] > 0 for c in calls)  # usage reported by the server
     assert run["prompt_tokens"] == sum(c["prompt_tokens"] for c in calls)
-    assert store.llm_mode(endpoint, LOCAL_MODEL_ALIAS)["mode"] == "json_object"  # stored for later runs
+    assert store.runs.llm_mode(endpoint, LOCAL_MODEL_ALIAS)["mode"] == "json_object"  # stored for later runs
 
 
 def test_llm_check_reports_the_negotiated_mode(local_server, real_store) -> None:
@@ -61,7 +61,7 @@ def test_synthesize_one_small_task(real_llm, real_store) -> None:
     report = synthesize_project(real_store, task=TASK, force=True, llm=llm, progress=False)
     [result] = report.results
     assert result.status in ("frozen", "failed"), result  # an endpoint error would be a failure of the tier
-    stored = [r for r in real_store.checklists(status=None) if r["source"].startswith("llm:")]
+    stored = [r for r in real_store.checklists.list(status=None) if r["source"].startswith("llm:")]
     assert len(stored) == 1 and stored[0]["status"] == result.status
     if result.status == "failed":
         assert stored[0]["reason"] or stored[0]["gate_failures"]  # says why, never silently accepted
@@ -74,11 +74,11 @@ def test_judge_one_trajectory(judge: str, real_llm, real_store) -> None:
     report = judge_project(real_store, judge=judge, llm=llm, limit=1, progress=False)
     assert report.ok and report.judged == [TRIAL], report.lines()
     assert_run_used_the_server(real_store, report.run_id, llm.config.endpoint)
-    replies = real_store.judge_replies(trajectory_id=TRIAL, judge=judge)
+    replies = real_store.judging.replies(trajectory_id=TRIAL, judge=judge)
     assert replies and all(r["raw"] is not None or r["status"] == "context_overflow" for r in replies)
-    view = build_evidence_view(real_store.events(TRIAL))
+    view = build_evidence_view(real_store.trials.events(TRIAL))
     if judge == "gcpc":
-        items = real_store.judgments(judge="gcpc", trajectory_id=TRIAL)
+        items = real_store.judging.judgments(judge="gcpc", trajectory_id=TRIAL)
         assert [i["item_id"] for i in items] == ["C1", "C2", "C3", "C4"]  # every item stored
         for item in items:
             assert item["verdict_raw"] in ("Yes", "No", "Abstain")
@@ -88,7 +88,7 @@ def test_judge_one_trajectory(judge: str, real_llm, real_store) -> None:
                 assert item["citations"]
                 assert all(view.quote_in_event(c["event_id"], c["quote"]) for c in item["citations"])
     else:
-        [unit] = [u for (t, j), u in real_store.judge_units("holistic").items() if t == TRIAL]
+        [unit] = [u for (t, j), u in real_store.judging.units("holistic").items() if t == TRIAL]
         assert (unit["progress"] is not None and 0 <= unit["progress"] <= 1) or unit["reason"] in REASONS
         assert all(view.quote_in_event(c["event_id"], c["quote"]) for c in unit["citations"] or [])
 
@@ -97,7 +97,7 @@ def test_one_perturbation(real_llm, real_store) -> None:
     """The real judging is tested above; here a stored gcpc Yes (a verbatim citation of the `cat`
     output, what a judge should say) is perturbed and re-judged through the real model."""
     llm = real_llm()
-    checklist = real_store.latest_checklist(TASK)
+    checklist = real_store.checklists.latest(TASK)
     items = [ItemJudgment(item_id=i["id"], route=i["route"], verdict_raw="Abstain", verdict="Abstain",
                           reason="judge_abstain") for i in checklist["checklist"]["items"]]
     items[0] = ItemJudgment(item_id="C1", route="assertion", verdict_raw="Yes", verdict="Yes",
@@ -105,7 +105,7 @@ def test_one_perturbation(real_llm, real_store) -> None:
     store_judgment(real_store, TrajectoryJudgment(
         trajectory_id=TRIAL, task=TASK, judge="gcpc", checklist_sha=checklist["sha"], model=llm.model,
         prompt_version=get_judge("gcpc").version(), rules_version=load_rules().version,
-        content_hash=real_store.get_trajectory(TRIAL).content_hash, items=items), run_id=None)
+        content_hash=real_store.trials.get_trajectory(TRIAL).content_hash, items=items), run_id=None)
     report = run_perturbations(real_store, judge="gcpc", llm=llm, progress=False, n_boot=50)
     assert report.ok, report.errors
     [row] = list(real_store.db["perturbations"].rows_where("judge = 'gcpc'"))

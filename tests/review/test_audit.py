@@ -28,18 +28,18 @@ from gcpc_core.store import Store
 
 
 def first_fail(store: Store) -> str:
-    return next(t.id for t in store.trajectories() if t.outcome == "FAIL")
+    return next(t.id for t in store.trials.trajectories() if t.outcome == "FAIL")
 
 
 def test_trajectory_frame_and_judge_stats(demo: Store) -> None:
     frame = trajectory_frame(demo)
-    assert len(frame) == 36 and frame["n_events"].sum() == demo.counts()["events"]
-    traj = demo.trajectories()[0]
+    assert len(frame) == 36 and frame["n_events"].sum() == demo.project.counts()["events"]
+    traj = demo.trials.trajectories()[0]
     row = frame.set_index("trajectory_id").loc[traj.id]
     assert row["ctrf_passed"] == sum(c.status == "passed" for c in traj.ctrf)
     stats = judge_stats(demo)
     assert set(stats["judge"]) == {"probe"} and len(stats) == 36
-    real_items = [r for r in demo.judgments() if r["route"] != "endpoint"]
+    real_items = [r for r in demo.judging.judgments() if r["route"] != "endpoint"]
     assert stats["n_items"].sum() == len(real_items)
     assert (stats["n_yes"] + stats["n_no"] + stats["n_abstain"] == stats["n_items"]).all()
     assert (stats["audited"] == 0).all() and (stats["judge_disagreements"] == 0).all()
@@ -47,13 +47,13 @@ def test_trajectory_frame_and_judge_stats(demo: Store) -> None:
 
 def test_judge_disagreement_needs_two_judges(demo: Store) -> None:
     traj_id = first_fail(demo)
-    rows = demo.judgments(trajectory_id=traj_id, judge="probe")
+    rows = demo.judging.judgments(trajectory_id=traj_id, judge="probe")
     flipped = {"Yes": "No", "No": "Yes", "Abstain": "Yes"}
     second = [{**r, "judge": "gcpc", "verdict_raw": flipped[r["verdict_raw"]] if r["item_id"] == rows[0]["item_id"]
                else r["verdict_raw"]} for r in rows if r["route"] != "endpoint"]
     unit = {"trajectory_id": traj_id, "judge": "gcpc", "task": rows[0]["task"], "prompt_version": "t",
             "created_at": "2026-01-01T00:00:00+00:00"}
-    demo.save_trajectory_judgment(unit, second, [])
+    demo.judging.save_trajectory_judgment(unit, second, [])
     stats = judge_stats(demo).set_index(["trajectory_id", "judge"])
     assert stats.loc[(traj_id, "probe"), "judge_disagreements"] == 1
     assert stats.loc[(traj_id, "gcpc"), "judge_disagreements"] == 1
@@ -83,10 +83,10 @@ def test_filters_narrow_the_list(demo: Store) -> None:
 
 def test_item_views_of_a_failed_trajectory(demo: Store) -> None:
     traj_id = first_fail(demo)
-    traj, views = demo.get_trajectory(traj_id), item_views(demo, traj_id, "probe")
-    task = demo.get_task(traj.task)
+    traj, views = demo.trials.get_trajectory(traj_id), item_views(demo, traj_id, "probe")
+    task = demo.trials.get_task(traj.task)
     assert views[-1].item_id == "ENDPOINT" and not views[-1].auditable and views[-1].verdict == "No"
-    assert [v.item_id for v in views[:-1]] == [r["item_id"] for r in demo.judgments(trajectory_id=traj_id)
+    assert [v.item_id for v in views[:-1]] == [r["item_id"] for r in demo.judging.judgments(trajectory_id=traj_id)
                                               if r["route"] != "endpoint"]
     for view in views[:-1]:
         assert view.quote is not None and view.quote.span is not None
@@ -105,7 +105,7 @@ def test_item_views_of_a_failed_trajectory(demo: Store) -> None:
 
 
 def test_abstain_reasons_are_explained(demo: Store) -> None:
-    abstains = [r for r in demo.judgments() if r["verdict_raw"] == "Abstain"]
+    abstains = [r for r in demo.judging.judgments() if r["verdict_raw"] == "Abstain"]
     assert abstains
     for reason in {r["reason_raw"] for r in abstains}:
         assert explain_reason(reason) != reason
@@ -131,13 +131,13 @@ def test_record_audit_appends_and_keeps_history(demo: Store) -> None:
     traj_id = first_fail(demo)
     view = next(v for v in item_views(demo, traj_id, "probe") if v.verdict_raw in ("Yes", "No"))
     other = {"Yes": "No", "No": "Yes"}[view.verdict_raw]
-    before = demo.counts()["annotations"]
+    before = demo.project.counts()["annotations"]
     row, written = record_audit(demo, view, trajectory_id=traj_id, judge="probe", reviewer="alice", agree=True,
                                 client_token="t1")
     again, written_again = record_audit(demo, view, trajectory_id=traj_id, judge="probe", reviewer="alice",
                                         agree=True, client_token="t1")
     assert written and not written_again and again["id"] == row["id"]
-    assert demo.counts()["annotations"] == before + 1
+    assert demo.project.counts()["annotations"] == before + 1
     record_audit(demo, view, trajectory_id=traj_id, judge="probe", reviewer="alice", agree=False,
                  corrected_verdict=other, note="the file was overwritten later")
     history = item_audit_history(demo, trajectory_id=traj_id, item_id=view.item_id, judge="probe")
@@ -186,11 +186,11 @@ def test_item_filters_and_neighbours(demo: Store) -> None:
 def test_postprocessing_overwrite_is_flagged(demo: Store) -> None:
     from gcpc_core.judge import score_project
 
-    traj = next(t for t in demo.trajectories() if t.outcome == "PASS")
-    rows = [r for r in demo.judgments(trajectory_id=traj.id, judge="probe") if r["route"] != "endpoint"]
+    traj = next(t for t in demo.trials.trajectories() if t.outcome == "PASS")
+    rows = [r for r in demo.judging.judgments(trajectory_id=traj.id, judge="probe") if r["route"] != "endpoint"]
     target = next(r for r in rows if r["route"] == "assertion")
     rows = [{**r, "verdict_raw": "Abstain", "reason_raw": "judge_abstain"} if r is target else r for r in rows]
-    demo.save_trajectory_judgment(demo.judge_units("probe")[(traj.id, "probe")], rows, [])
+    demo.judging.save_trajectory_judgment(demo.judging.units("probe")[(traj.id, "probe")], rows, [])
     score_project(demo, judge="probe")
     view = next(v for v in item_views(demo, traj.id, "probe") if v.item_id == target["item_id"])
     assert (view.verdict_raw, view.verdict, view.reason) == ("Abstain", "Yes", "official_pass")
@@ -200,7 +200,7 @@ def test_postprocessing_overwrite_is_flagged(demo: Store) -> None:
 @pytest.mark.skillsbench
 def test_item_views_on_the_largest_real_trial(real_copy: Path) -> None:
     store = Store(real_copy)
-    largest = max(store.trajectories(), key=lambda t: t.log_bytes)
+    largest = max(store.trials.trajectories(), key=lambda t: t.log_bytes)
     views = item_views(store, largest.id, "probe")
     assert views and all(v.quote is None or v.quote.span is not None for v in views)
     cited = [c for v in views for c in v.citations]

@@ -19,7 +19,7 @@ from gcpc_core.store import Store
 
 def test_the_page_opens_on_the_default_run_against_the_other(demo: Store) -> None:
     runs = run_choices(demo)
-    probe = demo.default_labels()["probe"]
+    probe = demo.judging.default_labels()["probe"]
     assert default_pair(runs) == (f"probe={probe}", f"probe={DEMO_SIMULATED_LABEL}")
     assert [run_title(r).endswith("SIMULATED verdicts") for r in runs] == [False, True]
     assert default_pair(runs[:1]) is None
@@ -36,7 +36,7 @@ def test_the_page_opens_on_the_default_run_against_the_other(demo: Store) -> Non
 
 
 def test_an_item_shows_the_other_runs_verdict_and_audits_stay_with_their_run(demo: Store) -> None:
-    probe = demo.default_labels()["probe"]
+    probe = demo.judging.default_labels()["probe"]
     result = compare_view(demo, f"probe={probe}", f"probe={DEMO_SIMULATED_LABEL}", n_boot=100)
     row = result.differing.iloc[0]
     view = next(v for v in item_views(demo, row["trajectory_id"], "probe") if v.item_id == row["item_id"])
@@ -67,9 +67,9 @@ def test_a_runs_page_job_judges_under_its_label(demo: Store, monkeypatch: pytest
     job = runner.wait(runner.start(demo.path, "judge", {"judge": "probe", "label": "from-the-page"}).id, timeout=120)
     assert job.status == "done", job.lines
     assert any("judged 36" in line for line in job.lines)
-    assert demo.default_labels()["probe"] == "from-the-page"
-    assert {r["label"] for r in demo.judge_labels()} == {"from-the-page", DEMO_SIMULATED_LABEL,
-                                                         next(r["label"] for r in demo.judge_labels()
+    assert demo.judging.default_labels()["probe"] == "from-the-page"
+    assert {r["label"] for r in demo.judging.labels()} == {"from-the-page", DEMO_SIMULATED_LABEL,
+                                                         next(r["label"] for r in demo.judging.labels()
                                                               if r["label"].startswith("probe:"))}
 
 
@@ -92,7 +92,7 @@ def test_the_report_names_the_run_of_each_judge(demo: Store, tmp_path: Path) -> 
     from gcpc_core.analysis.loader import frames_from_store
 
     result = build_report(frames_from_store(demo), tmp_path / "r", n_boot=50, figures=False)
-    assert list(result.tables["judges"]["run"]) == [demo.default_labels()["probe"]]
+    assert list(result.tables["judges"]["run"]) == [demo.judging.default_labels()["probe"]]
     chosen = build_report(frames_from_store(demo, labels={"probe": DEMO_SIMULATED_LABEL}), tmp_path / "s", n_boot=50,
                           figures=False)
     assert list(chosen.tables["judges"]["run"]) == [DEMO_SIMULATED_LABEL]

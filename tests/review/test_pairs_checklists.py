@@ -103,7 +103,7 @@ def test_pair_items_side_by_side(demo: Store) -> None:
     pairs = pairs_table(frames_from_store(demo)["scores"])
     pair = pairs[pairs["transition"] != "PASS→PASS"].iloc[0]
     items = pair_items(demo, pair["trajectory_id_without"], pair["trajectory_id_with"], "probe")
-    real = [r for r in demo.judgments(trajectory_id=pair["trajectory_id_with"], judge="probe") if r["route"] != "endpoint"]
+    real = [r for r in demo.judging.judgments(trajectory_id=pair["trajectory_id_with"], judge="probe") if r["route"] != "endpoint"]
     assert list(items["item_id"][: len(real)]) == [r["item_id"] for r in real]
     assert (items["text"].str.len() > 0).all()
     assert (items["changed"] == (items["change"] != "same")).all()
@@ -118,10 +118,10 @@ def test_pair_items_side_by_side(demo: Store) -> None:
 
 def test_task_table_and_versions(demo: Store) -> None:
     table = task_table(demo).set_index("task")
-    assert set(table.index) == {t.id for t in demo.tasks()}
+    assert set(table.index) == {t.id for t in demo.trials.tasks()}
     assert (table["status"] == "frozen").all() and (table["frozen_version"] == 1).all()
     assert (table["trajectories"] == 12).all()
-    rows = demo.checklists(task="sales-csv-summary", status=None)
+    rows = demo.checklists.list(task="sales-csv-summary", status=None)
     versions = versions_frame(rows)
     assert list(versions["version"]) == [1] and versions["sha"].str.len().eq(12).all()
 
@@ -140,8 +140,8 @@ def test_gate_tables() -> None:
 
 def test_hand_edit_is_gated_and_saved_as_a_new_version(demo: Store) -> None:
     rules = load_rules()
-    task = demo.get_task("sales-csv-summary")
-    row = demo.latest_checklist(task.id)
+    task = demo.trials.get_task("sales-csv-summary")
+    row = demo.checklists.latest(task.id)
     assert stored_gate_results(row, task, rules) == []
     text = checklist_text(row["checklist"], source=human_source("alice b"))
     data = yaml.safe_load(text)
@@ -153,7 +153,7 @@ def test_hand_edit_is_gated_and_saved_as_a_new_version(demo: Store) -> None:
     check = check_text(yaml.safe_dump(broken, sort_keys=False), task, rules)
     assert not check.ok and any(f.gate == "G1" and f.item_id == broken["items"][0]["id"] for f in check.failures)
     stored, _ = save_text(demo, yaml.safe_dump(broken, sort_keys=False), task, rules, reviewer="alice")
-    assert stored is None and len(demo.checklists(task=task.id, status=None)) == 1
+    assert stored is None and len(demo.checklists.list(task=task.id, status=None)) == 1
 
     bad_yaml = check_text("items: [unclosed", task, rules)
     assert bad_yaml.checklist is None and bad_yaml.failures[0].gate == "G6"
@@ -164,12 +164,12 @@ def test_hand_edit_is_gated_and_saved_as_a_new_version(demo: Store) -> None:
     edited["items"] = list(reversed(edited["items"]))  # new content, still passes every gate
     stored, check = save_text(demo, yaml.safe_dump(edited, sort_keys=False), task, rules, reviewer="alice")
     assert check.ok and stored is not None and stored["version"] == 2 and stored["created_by"] == "app:alice"
-    assert stored["source"] == "human:alice_b" and demo.latest_checklist(task.id)["sha"] == stored["sha"]
+    assert stored["source"] == "human:alice_b" and demo.checklists.latest(task.id)["sha"] == stored["sha"]
 
 
 def test_skeleton_names_every_verifier_test(demo: Store) -> None:
     rules = load_rules()
-    task = demo.get_task("ini-config-repair")
+    task = demo.trials.get_task("ini-config-repair")
     text = skeleton(task, source="human:alice")
     data = yaml.safe_load(text)
     assert [i["verifier_refs"][0] for i in data["items"]] == task.test_ids

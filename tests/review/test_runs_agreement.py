@@ -39,18 +39,18 @@ def no_llm(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_data_version_changes_with_the_tables_it_covers(demo: Store) -> None:
-    judged, audits = demo.data_version("judgments", "scores"), demo.data_version("annotations")
-    assert demo.data_version("judgments", "scores") == judged  # stable while nothing is written
-    traj = demo.trajectories()[0]
+    judged, audits = demo.project.data_version("judgments", "scores"), demo.project.data_version("annotations")
+    assert demo.project.data_version("judgments", "scores") == judged  # stable while nothing is written
+    traj = demo.trials.trajectories()[0]
     record_item_audit(demo, trajectory_id=traj.id, item_id="I1", judge="probe", reviewer="a", agree=True)
-    assert demo.data_version("annotations") != audits
-    assert demo.data_version("judgments", "scores") == judged
-    assert set(demo.data_version().split("|")) >= {v for v in judged.split("|")}
+    assert demo.project.data_version("annotations") != audits
+    assert demo.project.data_version("judgments", "scores") == judged
+    assert set(demo.project.data_version().split("|")) >= {v for v in judged.split("|")}
 
 
 def test_event_counts(demo: Store) -> None:
-    counts = demo.event_counts()
-    assert sum(counts.values()) == demo.counts()["events"] and len(counts) == 36
+    counts = demo.trials.event_counts()
+    assert sum(counts.values()) == demo.project.counts()["events"] and len(counts) == 36
 
 
 # ---------------------------------------------------------------- jobs and runs
@@ -123,16 +123,16 @@ def test_llm_jobs_need_an_endpoint(demo: Store, no_llm: None) -> None:
 
 
 def test_a_running_run_shows_live_progress_and_cost(demo: Store) -> None:
-    run_id = demo.start_run(kind="judge-gcpc", model="m", prompt_version="p", rules_version="r",
+    run_id = demo.runs.start(kind="judge-gcpc", model="m", prompt_version="p", rules_version="r",
                             params={"trajectories": 10})
-    demo.record_llm_call({"run_id": run_id, "status": "ok", "cache_hit": 0, "prompt_tokens": 100,
+    demo.runs.record_llm_call({"run_id": run_id, "status": "ok", "cache_hit": 0, "prompt_tokens": 100,
                           "completion_tokens": 20, "cost_usd": 0.5})
-    demo.record_llm_call({"run_id": run_id, "status": "ok", "cache_hit": 1, "prompt_tokens": 100,
+    demo.runs.record_llm_call({"run_id": run_id, "status": "ok", "cache_hit": 1, "prompt_tokens": 100,
                           "completion_tokens": 20, "cost_usd": 0.0})
-    unit = {"trajectory_id": demo.trajectories()[0].id, "judge": "gcpc", "task": demo.trajectories()[0].task,
+    unit = {"trajectory_id": demo.trials.trajectories()[0].id, "judge": "gcpc", "task": demo.trials.trajectories()[0].task,
             "prompt_version": "p", "created_at": "2026-01-01T00:00:00+00:00", "run_id": run_id}
-    demo.save_trajectory_judgment(unit, [], [])
-    live = demo.run_progress(run_id)
+    demo.judging.save_trajectory_judgment(unit, [], [])
+    live = demo.runs.progress(run_id)
     assert (live["judged"], live["calls"], live["http_calls"], live["cache_hits"]) == (1, 2, 1, 1)
     assert live["prompt_tokens"] == 200 and live["cost_usd"] == pytest.approx(0.5)
     row = runs_frame(demo).set_index("id").loc[run_id]
@@ -146,9 +146,9 @@ def test_frames_from_store_follow_the_contracts(demo: Store) -> None:
     frames = frames_from_store(demo)
     assert list(frames["scores"].columns) == list(SCORE_COLUMNS) and len(frames["scores"]) == 36
     assert list(frames["items"].columns) == list(ITEM_COLUMNS)
-    assert len(frames["items"]) == demo.counts()["judgments"]
+    assert len(frames["items"]) == demo.project.counts()["judgments"]
     assert list(frames["ctrf"].columns) == list(CTRF_COLUMNS)
-    assert len(frames["ctrf"]) == sum(len(t.ctrf) for t in demo.trajectories())
+    assert len(frames["ctrf"]) == sum(len(t.ctrf) for t in demo.trials.trajectories())
     assert frames["scores"]["partial_credit"].dtype == float
     assert all(isinstance(r, list) for r in frames["items"]["verifier_refs"])
     assert frames["ratings"]["simulated"].all() and len(frames["preferences"]) > 0
@@ -177,9 +177,9 @@ def test_dashboard_shows_evidence_sensitivity_once_perturbed(demo: Store) -> Non
     from gcpc_core.cli import main
 
     assert any("evidence-perturbation" in m for m in dashboard(frames_from_store(demo), n_boot=50).missing)
-    version = demo.data_version("perturbations")
+    version = demo.project.data_version("perturbations")
     assert main(["perturb", "--db", str(demo.path), "--judge", "probe", "--quiet"]) == 0
-    assert demo.data_version("perturbations") != version  # the app's caches see the new results
+    assert demo.project.data_version("perturbations") != version  # the app's caches see the new results
     dash = dashboard(frames_from_store(demo), n_boot=50)
     assert [name for name, _ in dash.section_tables("Evidence sensitivity")][:1] == ["sensitivity"]
     assert [t for t, _ in dash.figures["Evidence sensitivity"]] == ["Perturbed Yes items judged No"]
@@ -198,7 +198,7 @@ def test_dashboard_on_an_empty_project(store: Store) -> None:
 
 def test_audit_agreement_and_downloads(demo: Store) -> None:
     assert audit_agreement(demo).empty
-    rows = [r for r in demo.judgments() if r["route"] == "assertion"][:3]
+    rows = [r for r in demo.judging.judgments() if r["route"] == "assertion"][:3]
     record_item_audit(demo, trajectory_id=rows[0]["trajectory_id"], item_id=rows[0]["item_id"], judge="probe",
                       reviewer="a", agree=True)
     record_item_audit(demo, trajectory_id=rows[1]["trajectory_id"], item_id=rows[1]["item_id"], judge="probe",
@@ -222,6 +222,6 @@ def test_overview_frames(demo: Store) -> None:
     judges = judges_frame(frame, stats)
     assert judges.to_dict("records")[0]["trajectories"] == "36/36"
     view = overview_trajectories(frame, stats, AuditFilters(outcomes=("PASS",)))
-    assert "pc_probe" in view.columns and set(view["outcome"]) == {"PASS"} and len(view) == demo.counts()["pass"]
+    assert "pc_probe" in view.columns and set(view["outcome"]) == {"PASS"} and len(view) == demo.project.counts()["pass"]
     studies = studies_frame(demo)
     assert len(studies) == 1 and bool(studies["simulated"].iloc[0])

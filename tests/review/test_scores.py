@@ -47,7 +47,7 @@ def test_holistic_and_unscored_values() -> None:
 
 
 def test_every_score_of_the_export_is_defined_and_documented(demo: Store) -> None:
-    row = trajectory_score(demo, demo.trajectories()[0].id, "probe")
+    row = trajectory_score(demo, demo.trials.trajectories()[0].id, "probe")
     assert row is not None
     for column in ("partial_credit", "evidence_coverage", "perfect", "perfect_with_endpoint", "n_items", "n_yes",
                    "n_no", "n_abstain"):

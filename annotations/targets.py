@@ -1,0 +1,37 @@
+"""What an annotation is about: its `target`, the key under which one rater's answers on one thing
+form a supersession chain (the store keeps the chain; this module decides what the key is made of)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gcpc_core.store import Store
+
+TARGET_KEYS: dict[str, tuple[str, ...]] = {
+    "item_audit": ("trajectory_id", "item_id", "judge"),
+    "progress_rating": ("trajectory_id",),
+    "preference": ("pair_id",),
+}
+"""Columns that say what an annotation is about; joined with `|` they form its `target`."""
+TARGET_OPTIONAL: dict[str, tuple[str, ...]] = {"item_audit": ("label",)}
+"""Appended to the target when set: the judge run an audit checked (an audit of a judge with no run has none)."""
+
+
+def annotation_target(kind: str, keys: dict[str, Any]) -> str:
+    """The `target` key of an annotation of `kind` from its key columns."""
+    if kind not in TARGET_KEYS:
+        raise ValueError(f"annotation kind must be one of {tuple(TARGET_KEYS)}, not {kind!r}")
+    names = TARGET_KEYS[kind]
+    missing = [n for n in names if not keys.get(n)]
+    if missing:
+        raise ValueError(f"a {kind} annotation needs {', '.join(missing)}")
+    names += tuple(n for n in TARGET_OPTIONAL.get(kind, ()) if keys.get(n))
+    return "|".join(str(keys[n]) for n in names)
+
+
+def add_annotation(store: Store, *, kind: str, rater: str, value: dict, **fields: Any) -> tuple[dict, bool]:
+    """Append one annotation under the target its key columns make (see `store.annotations.add`)."""
+    keys = {k: fields.get(k) for k in ("trajectory_id", "pair_id", "item_id", "judge", "label")}
+    if not rater:
+        raise ValueError("an annotation needs a rater")
+    return store.annotations.add(kind=kind, target=annotation_target(kind, keys), rater=rater, value=value, **fields)

@@ -1,0 +1,9 @@
+"""The project DB, and the only package that speaks SQL: `Store` holds the connection and the
+migrations; each stage's tables are read and written through its repository on the store."""
+
+from .common import derive_label, utcnow
+from .db import Store
+from .migrations import MIGRATIONS
+from .trials import EventRow, TrajectoryClash, event_rows
+
+__all__ = ["MIGRATIONS", "EventRow", "Store", "TrajectoryClash", "derive_label", "event_rows", "utcnow"]

@@ -1,0 +1,140 @@
+"""Human annotations (annotations/): append-only rows; an edit is a new row whose `supersedes` points
+at the row it replaces, so the *current* answer of (kind, study, target, rater) is the row nobody
+supersedes. Item audits (the review app) and study answers (progress ratings, preferences) share
+the table. What an annotation's `target` is made of is decided in `annotations/`; here it is a key.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+
+from sqlite_utils import Database
+
+from .common import Repository, dumps, utcnow
+from .judging import JudgingRepository
+from .studies import StudyRepository
+
+_NOT_SUPERSEDED = "NOT EXISTS (SELECT 1 FROM annotations AS b WHERE b.supersedes = annotations.id)"
+
+
+class AnnotationRepository(Repository):
+    """Annotation rows and their supersession chains."""
+
+    KINDS = ("item_audit", "progress_rating", "preference")
+
+    def __init__(self, store, judging: JudgingRepository, studies: StudyRepository):
+        super().__init__(store)
+        self._judging = judging
+        self._studies = studies
+
+    @staticmethod
+    def _row(row: dict) -> dict:
+        return {**row, "value": json.loads(row["value"]), "is_simulated": bool(row["is_simulated"])}
+
+    def _current(self, db: Database, kind: str, study_id: str | None, target: str, rater: str) -> dict | None:
+        rows = db["annotations"].rows_where(
+            f"kind = ? AND study_id IS ? AND target = ? AND rater = ? AND {_NOT_SUPERSEDED}",
+            [kind, study_id, target, rater], order_by="id DESC", limit=1,
+        )
+        return next(iter(rows), None)
+
+    def add(
+        self,
+        *,
+        kind: str,
+        target: str,
+        rater: str,
+        value: dict,
+        study_id: str | None = None,
+        task: str | None = None,
+        trajectory_id: str | None = None,
+        unit_id: str | None = None,
+        pair_id: str | None = None,
+        item_id: str | None = None,
+        judge: str | None = None,
+        label: str | None = None,
+        note: str | None = None,
+        confidence: int | None = None,
+        client_token: str | None = None,
+        source: str = "app",
+        is_simulated: bool = False,
+        created_at: str | None = None,
+        assignment: tuple[str, str] | None = None,
+    ) -> tuple[dict, bool]:
+        """Append one annotation in one transaction; returns (stored row, whether a row was written).
+
+        Idempotent twice over: a `client_token` already stored returns its row (a double submit),
+        and an answer identical to the current one is not stored again (a refresh re-sending it).
+        Otherwise the new row supersedes the current answer of (kind, study, target, rater); `target`
+        is the key `annotations.targets.annotation_target` makes of the row's key columns.
+        With `assignment=(kind, target)` the rater must hold that active assignment in an open
+        study, checked inside the same transaction as the write (PermissionError otherwise).
+        """
+        if not rater:
+            raise ValueError("an annotation needs a rater")
+        if kind not in self.KINDS:
+            raise ValueError(f"annotation kind must be one of {self.KINDS}, not {kind!r}")
+        token = client_token or uuid.uuid4().hex
+        value_json = dumps(value)
+        with self.atomic() as db:
+            same = next(iter(db["annotations"].rows_where("client_token = ?", [token])), None)
+            if same is not None:
+                if (same["kind"], same["study_id"], same["target"], same["rater"]) != (kind, study_id, target, rater):
+                    raise ValueError("client token already used for a different annotation")
+                return self._row(same), False
+            if assignment is not None:
+                self._studies.require_assignment(db, study_id, rater, *assignment)
+            current = self._current(db, kind, study_id, target, rater)
+            if current is not None and (current["value"], current["note"], current["confidence"]) == (
+                value_json, note, confidence
+            ):
+                return self._row(current), False
+            row = {
+                "kind": kind, "study_id": study_id, "target": target, "task": task,
+                "trajectory_id": trajectory_id, "unit_id": unit_id, "pair_id": pair_id, "item_id": item_id,
+                "judge": judge, "label": label, "rater": rater, "value": value_json, "note": note, "confidence": confidence,
+                "created_at": created_at or utcnow(), "supersedes": None if current is None else current["id"],
+                "client_token": token, "source": source, "is_simulated": int(is_simulated),
+            }
+            table = db["annotations"].insert(row)
+            stored = next(iter(db["annotations"].rows_where("id = ?", [table.last_pk])))
+        return self._row(stored), True
+
+    def list(
+        self,
+        *,
+        kind: str | None = None,
+        study_id: str | None = None,
+        rater: str | None = None,
+        target: str | None = None,
+        trajectory_id: str | None = None,
+        current: bool = True,
+        labels: Mapping[str, str] | None = None,
+        all_labels: bool = False,
+    ) -> list[dict]:
+        """Annotation rows (value decoded) in id order; only current answers unless `current=False`.
+
+        Item audits are kept only for each judge's chosen run (its default label, or `labels`), like
+        the verdicts they audit, unless `all_labels`; audits naming no run (made before the judge had
+        one) and other kinds are always kept.
+        """
+        filters = [("kind = ?", kind), ("study_id = ?", study_id), ("rater = ?", rater), ("target = ?", target),
+                   ("trajectory_id = ?", trajectory_id)]
+        where, args = self._judging.where(filters, None, True)
+        clauses = [where] if where else []
+        clauses += [_NOT_SUPERSEDED] if current else []
+        label_where, label_args = self._judging.label_clause(labels, all_labels)
+        if label_where is not None:
+            clauses.append(f"(kind != 'item_audit' OR label IS NULL OR {label_where})")
+            args += label_args
+        rows = self.db["annotations"].rows_where(" AND ".join(clauses) or None, args, order_by="id")
+        return [self._row(r) for r in rows]
+
+    def history(self, *, kind: str, study_id: str | None, target: str, rater: str) -> list[dict]:
+        """Every version of one rater's answer on one target, oldest first (the last is current)."""
+        rows = self.db["annotations"].rows_where(
+            "kind = ? AND study_id IS ? AND target = ? AND rater = ?", [kind, study_id, target, rater], order_by="id"
+        )
+        return [self._row(r) for r in rows]
