@@ -96,7 +96,7 @@ def audit_query(store: Store) -> dict[str, str]:
     """The largest trial (by log size), on its first item with a citation."""
     largest = max(store.trials.trajectories(), key=lambda t: t.log_bytes)
     rows = store.judging.judgments(trajectory_id=largest.id, judge="probe")
-    item = next((r["item_id"] for r in rows if r["citations"]), rows[0]["item_id"] if rows else "")
+    item = next((r.item_id for r in rows if r.citations), rows[0].item_id if rows else "")
     return {"trajectory": largest.id, "judge": "probe", "item": item}
 
 

@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         judge_project(per_item_store, judge="gcpc", llm=make_llm(per_item_store, server.url, args.concurrency),
                       limit=args.per_item_n, per_item=True, progress=False)
         per_item_calls = server.requests() - base
-        items = statistics.mean(u["n_items"] for u in per_item_store.judging.units("gcpc").values())
+        items = statistics.mean(u.n_items for u in per_item_store.judging.units("gcpc").values())
         out["calls_per_trajectory"] = {
             "trajectories": args.per_item_n, "default": default_calls / args.per_item_n,
             "per_item": per_item_calls / args.per_item_n, "mean_items": items,

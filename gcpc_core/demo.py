@@ -76,13 +76,13 @@ def _add_demo_simulated_run(store: Store, *, seed: int) -> None:
     rng = random.Random(seed)
     base = store.judging.default_labels()["probe"]
     rows_by_traj: dict[str, list[dict]] = {}
-    for row in store.judging.judgments(judge="probe", labels={"probe": base}):
-        if row["route"] != "endpoint":
-            rows_by_traj.setdefault(row["trajectory_id"], []).append(row)
+    for judged in store.judging.judgments(judge="probe", labels={"probe": base}):
+        if judged.route != "endpoint":
+            rows_by_traj.setdefault(judged.trajectory_id, []).append(judged.model_dump())
     units = store.judging.units("probe", labels={"probe": base})
     first = next(iter(units.values()))
     run_id = store.runs.start(kind="judge-probe-simulated", model=DEMO_SIMULATED_MODEL,
-                             prompt_version=first["prompt_version"], rules_version=first["rules_version"],
+                             prompt_version=first.prompt_version, rules_version=first.rules_version,
                              params={"simulated": True, "from_label": base, "flip_share": DEMO_FLIP_SHARE, "seed": seed})
     now = utcnow()
     common = {"label": DEMO_SIMULATED_LABEL, "model": DEMO_SIMULATED_MODEL, "run_id": run_id, "created_at": now}
@@ -95,7 +95,7 @@ def _add_demo_simulated_run(store: Store, *, seed: int) -> None:
                 row = {**row, "verdict_raw": flip[verdict], "rationale": f"SIMULATED (demo): the probe judge said "
                        f"{verdict}; this simulated run says {flip[verdict]}"}
             rows.append({**row, **common, "verdict": row["verdict_raw"], "reason": row["reason_raw"], "scored_at": None})
-        store.judging.save_trajectory_judgment({**unit, **common}, rows, [], simulated=True,
+        store.judging.save_trajectory_judgment({**unit.model_dump(), **common}, rows, [], simulated=True,
                                        note="DEMO: simulated verdicts (the probe judge's, a share flipped), not a judge run")
     store.runs.finish(run_id, status="done", wall_s=0.0, totals={})
 

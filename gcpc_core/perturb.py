@@ -37,7 +37,7 @@ from .judge.units import judge_unit, unit_for
 from .llm import LLM, RunTotals
 from .models import Citation
 from .runs import Progress, ProgressBar
-from .store import Store, utcnow
+from .store import JudgmentRow, Store, utcnow
 
 __all__ = ["SensitivityReport", "run_perturbations"]
 
@@ -46,7 +46,7 @@ __all__ = ["SensitivityReport", "run_perturbations"]
 class _Candidate:
     """One Yes item of one trajectory whose cited evidence will be perturbed."""
 
-    row: dict
+    row: JudgmentRow
     """Its stored judgment row (raw verdict, citations, checklist sha, model, prompt version)."""
     key: str
     """Stable id of this perturbation under the run's setting."""
@@ -112,8 +112,8 @@ def _pct(value: float) -> str:
     return "—" if value is None or not np.isfinite(value) else f"{value:.1%}"
 
 
-def _key(row: dict, *, seed: int, scope: str, model: str | None, prompt_version: str) -> str:
-    parts = [row["trajectory_id"], row["judge"], row["item_id"], seed, scope, model, prompt_version]
+def _key(row: JudgmentRow, *, seed: int, scope: str, model: str | None, prompt_version: str) -> str:
+    parts = [row.trajectory_id, row.judge, row.item_id, seed, scope, model, prompt_version]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
 
 
@@ -123,25 +123,25 @@ def _plan(
 ) -> list[_Candidate]:
     """Yes items with citations not yet perturbed under this setting, in a seeded order (so `limit`
     samples across tasks, and a rerun with a larger limit extends the same sample)."""
-    stored = {r["id"]: r for r in store.perturbations.list(judge=judge)}
+    stored = {r.id: r for r in store.perturbations.list(judge=judge)}
     units = store.judging.units(judge)
     hashes = {t.id: t.content_hash for t in store.trials.trajectories()}
     todo: list[_Candidate] = []
     for row in store.judging.judgments(judge=judge):
-        if row["route"] == "endpoint" or row["verdict_raw"] != "Yes" or not row["citations"]:
+        if row.route == "endpoint" or row.verdict_raw != "Yes" or not row.citations:
             continue
         report.candidates += 1
-        if row["model"] != model or row["prompt_version"] != prompt_version:
-            report.skipped[f"judged with model {row['model']} / prompt {row['prompt_version']}, not "
+        if row.model != model or row.prompt_version != prompt_version:
+            report.skipped[f"judged with model {row.model} / prompt {row.prompt_version}, not "
                            f"{model} / {prompt_version}"] += 1
             continue
-        unit = units.get((row["trajectory_id"], judge))
-        if unit is None or hashes.get(row["trajectory_id"]) != unit["content_hash"]:
+        unit = units.get((row.trajectory_id, judge))
+        if unit is None or hashes.get(row.trajectory_id) != unit.content_hash:
             report.skipped["log changed since it was judged (judge it again first)"] += 1
             continue
         key = _key(row, seed=seed, scope=scope, model=model, prompt_version=prompt_version)
         done = stored.get(key)
-        if not force and done is not None and done["original_citations"] == row["citations"]:
+        if not force and done is not None and done.original_citations == row.citations:
             report.skipped["already perturbed with this setting"] += 1
             continue
         todo.append(_Candidate(row, key))
@@ -155,10 +155,10 @@ def _plan(
 def _row(c: _Candidate, *, run_id: str | None, seed: int, scope: str, rules: Rules, **fields: Any) -> dict:
     r = c.row
     return {
-        "id": c.key, "run_id": run_id, "trajectory_id": r["trajectory_id"], "task": r["task"], "judge": r["judge"],
-        "item_id": r["item_id"], "route": r["route"], "checklist_sha": r["checklist_sha"], "model": r["model"],
-        "prompt_version": r["prompt_version"], "rules_version": rules.version, "seed": seed, "scope": scope,
-        "original_verdict": r["verdict_raw"], "original_citations": r["citations"], "created_at": utcnow(),
+        "id": c.key, "run_id": run_id, "trajectory_id": r.trajectory_id, "task": r.task, "judge": r.judge,
+        "item_id": r.item_id, "route": r.route, "checklist_sha": r.checklist_sha, "model": r.model,
+        "prompt_version": r.prompt_version, "rules_version": rules.version, "seed": seed, "scope": scope,
+        "original_verdict": r.verdict_raw, "original_citations": r.citations, "created_at": utcnow(),
         "kind": None, "recipe": [], "verdict": None, "reason": None, "citations": [], "rationale": None,
         "replies": [], **fields,
     }
@@ -208,12 +208,12 @@ def run_perturbations(
 
     async def one(c: _Candidate, run_id: str | None) -> None:
         r = c.row
-        unit = unit_for(store, judge, r["trajectory_id"], r["checklist_sha"], rules)
-        events = store.trials.events(r["trajectory_id"])
+        unit = unit_for(store, judge, r.trajectory_id, r.checklist_sha, rules)
+        events = store.trials.events(r.trajectory_id)
         try:
             if isinstance(unit, str):
                 raise PerturbationError(unit)
-            citations = [Citation(**x) for x in r["citations"]]
+            citations = [Citation(**x) for x in r.citations]
             changed, recipes, still = perturb_events(events, citations, seed=seed, scope=scope)
         except PerturbationError as exc:
             store.perturbations.save(_row(c, run_id=run_id, seed=seed, scope=scope, rules=rules,
@@ -222,14 +222,14 @@ def run_perturbations(
             return
         if narrow:
             assert unit.checklist is not None
-            items = [i for i in unit.checklist.items if i.id == r["item_id"]]
+            items = [i for i in unit.checklist.items if i.id == r.item_id]
             unit = replace(unit, checklist=unit.checklist.model_copy(update={"items": items}))
         result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm if spec.calls_llm else None,
                                   per_item=per_item, view=build_evidence_view(changed))
         if result.status == "error":
-            report.errors[c.key] = f"{r['trajectory_id']} {r['item_id']}: {result.reason}"
+            report.errors[c.key] = f"{r.trajectory_id} {r.item_id}: {result.reason}"
             return
-        item = next(i for i in result.items if i.item_id == r["item_id"])
+        item = next(i for i in result.items if i.item_id == r.item_id)
         store.perturbations.save(_row(
             c, run_id=run_id, seed=seed, scope=scope, rules=rules, status="judged", kind=recipe_kind(recipes),
             recipe={"events": recipes, "still_in": still}, verdict=item.verdict_raw, reason=item.reason,

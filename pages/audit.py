@@ -95,17 +95,17 @@ with st.expander("Filters", expanded=True):
                             help="Disagreement between judges (same item, different raw verdicts) or with "
                                  "auditors (a current audit disagrees with this judge)"),
     )
-runs = [r for r in store.judging.labels() if r["judge"] == judge]
+runs = [r for r in store.judging.labels() if r.judge == judge]
 default_label = store.judging.default_labels().get(judge) if judge else None
 label = default_label
 if len(runs) > 1:
-    run_names = [r["label"] for r in runs]
+    run_names = [r.label for r in runs]
     if st.session_state.get("audit:label") not in run_names:
         st.session_state["audit:label"] = label
-    run_info = {r["label"]: r for r in runs}
+    run_info = {r.label: r for r in runs}
     label = st.selectbox(
         "Run", run_names, key="audit:label",
-        format_func=lambda name: name + (" (SIMULATED verdicts)" if run_info[name]["simulated"] else "")
+        format_func=lambda name: name + (" (SIMULATED verdicts)" if run_info[name].simulated else "")
         + (" · default" if name == default_label else ""),
         help="This judge has several labelled runs (another model, prompt or rules): whose verdicts you audit. "
              "Each item also shows the other runs' verdicts.")

@@ -36,8 +36,8 @@ def test_compare_the_demo_runs(demo_copy: Path, capsys: pytest.CaptureFixture[st
     rows = store.judging.judgments(judge="probe", all_labels=True)
     by_run: dict[str, dict[tuple[str, str], str]] = {}
     for r in rows:
-        if r["route"] != "endpoint":
-            by_run.setdefault(r["label"], {})[(r["trajectory_id"], r["item_id"])] = r["verdict_raw"]
+        if r.route != "endpoint":
+            by_run.setdefault(r.label, {})[(r.trajectory_id, r.item_id)] = r.verdict_raw
     a, b = by_run[probe], by_run[DEMO_SIMULATED_LABEL]
     differ = {k for k in a if a[k] != b[k]}
     assert result["agreement"]["n_items"] == len(a) == len(b)
@@ -63,7 +63,7 @@ def test_judge_label_coexists_resumes_and_compares(demo_copy: Path, capsys: pyte
     store = Store(demo_copy)
     assert store.judging.default_labels()["probe"] == "probe-again"  # the most recent run
     assert len(store.judging.scores(judge="probe", all_labels=True)) == 3 * 36
-    assert next(r for r in store.judging.labels() if r["label"] == "probe-again")["named"]
+    assert next(r for r in store.judging.labels() if r.label == "probe-again").named
 
     code, out, _ = _run(capsys, "compare", "--db", db, "--a", "probe-again", "--b", before, "--json", "--n-boot", "200")
     result = json.loads(out)

@@ -39,7 +39,7 @@ def llm_store(project: Store) -> Store:
 
 def _yes_with_citations(store: Store, judge: str) -> list[dict]:
     return [r for r in store.judging.judgments(judge=judge)
-            if r["route"] != "endpoint" and r["verdict_raw"] == "Yes" and r["citations"]]
+            if r.route != "endpoint" and r.verdict_raw == "Yes" and r.citations]
 
 
 def test_probe_judge_on_the_demo_is_a_deterministic_check(project: Store) -> None:
@@ -48,16 +48,16 @@ def test_probe_judge_on_the_demo_is_a_deterministic_check(project: Store) -> Non
     assert report.ok and report.candidates == len(candidates) == report.done["judged"] > 100
     rows = project.perturbations.list(judge="probe")
     assert len(rows) == len(candidates)
-    assert {r["status"] for r in rows} == {"judged"} and {r["verdict"] for r in rows} <= {"Yes", "No", "Abstain"}
-    port = next(r for r in rows if r["original_citations"][0]["quote"] == "'port': '8080'")
-    first = port["recipe"]["events"][0]
+    assert {r.status for r in rows} == {"judged"} and {r.verdict for r in rows} <= {"Yes", "No", "Abstain"}
+    port = next(r for r in rows if r.original_citations[0]["quote"] == "'port': '8080'")
+    first = port.recipe["events"][0]
     assert (first["kind"], first["span"], first["cited"]) == ("number", "'port': '8080'", True)
-    assert first["replacement"] != first["span"] and port["kind"] == "number"
+    assert first["replacement"] != first["span"] and port.kind == "number"
     run = project.runs.get(report.run_id)
     assert run["kind"] == "perturb-probe" and run["status"] == "done"
     # the shares printed are those of the stored rows
     table = report.table.iloc[0]
-    verdicts = Counter(r["verdict"] for r in rows)
+    verdicts = Counter(r.verdict for r in rows)
     assert (table["n"], table["to_no"], table["to_no_or_abstain"]) == (
         len(rows), verdicts["No"], verdicts["No"] + verdicts["Abstain"])
     assert any("perturbed Yes items" in line and "No or Abstain" in line for line in report.lines())
@@ -65,21 +65,21 @@ def test_probe_judge_on_the_demo_is_a_deterministic_check(project: Store) -> Non
     again = run_perturbations(project, judge="probe", seed=0, progress=False)
     assert again.done == Counter() and again.skipped["already perturbed with this setting"] == len(rows)
     run_perturbations(project, judge="probe", seed=0, progress=False, force=True)
-    assert [(r["id"], r["recipe"], r["verdict"]) for r in project.perturbations.list(judge="probe")] == \
-        [(r["id"], r["recipe"], r["verdict"]) for r in rows]
+    assert [(r.id, r.recipe, r.verdict) for r in project.perturbations.list(judge="probe")] == \
+        [(r.id, r.recipe, r.verdict) for r in rows]
 
 
 def test_log_scope_leaves_no_cited_span_and_limit_samples_across_tasks(project: Store) -> None:
     some = run_perturbations(project, judge="probe", scope="log", limit=12, progress=False)
     assert some.done["judged"] == 12 and some.skipped["beyond --limit"] > 0
-    assert len({r["task"] for r in project.perturbations.list()}) > 1  # a seeded sample, not the first task
+    assert len({r.task for r in project.perturbations.list()}) > 1  # a seeded sample, not the first task
     rest = run_perturbations(project, judge="probe", scope="log", progress=False)
     assert rest.done["judged"] == rest.candidates - 12  # the rerun extends the same sample
     frame = perturbation_frame(project)
     assert (frame["span_remaining"] == 0).all()
     for r in project.perturbations.list():
-        if r["verdict"] == "Yes":  # still Yes: it must rest on other evidence than the perturbed span
-            assert {c["quote"] for c in r["citations"]}.isdisjoint(c["quote"] for c in r["original_citations"])
+        if r.verdict == "Yes":  # still Yes: it must rest on other evidence than the perturbed span
+            assert {c["quote"] for c in r.citations}.isdisjoint(c["quote"] for c in r.original_citations)
 
 
 def test_holistic_judge_is_refused(project: Store) -> None:
@@ -120,14 +120,14 @@ def test_llm_judge_that_reads_evidence_flips_and_one_that_does_not_stays(
     # all items of a trajectory cite the same line: identical perturbed requests, answered from the cache
     assert fake_openai.request_count - before <= 2 * len(judged.judged)
     rows = project.perturbations.list(judge="gcpc")
-    assert {r["verdict"] for r in rows} == ({"No"} if reads else {"Yes"}) and {r["model"] for r in rows} == {FAKE_MODEL}
-    assert all(r["replies"] and r["replies"][0]["llm_key"] for r in rows)
-    assert all(r["recipe"]["events"][0]["replacement"] != r["original_citations"][0]["quote"] for r in rows)
+    assert {r.verdict for r in rows} == ({"No"} if reads else {"Yes"}) and {r.model for r in rows} == {FAKE_MODEL}
+    assert all(r.replies and r.replies[0]["llm_key"] for r in rows)
+    assert all(r.recipe["events"][0]["replacement"] != r.original_citations[0]["quote"] for r in rows)
     row = report.table.iloc[0]
     expected = (1.0, 1.0, 0) if reads else (0.0, 0.0, len(candidates))
     assert (row["share_no"], row["share_no_or_abstain"], row["still_yes"]) == expected
     assert project.runs.get(report.run_id)["kind"] == "perturb-gcpc"
-    assert {c["tag"] for c in project.runs.llm_calls(run_id=report.run_id)} <= {r["trajectory_id"] for r in rows}
+    assert {c["tag"] for c in project.runs.llm_calls(run_id=report.run_id)} <= {r.trajectory_id for r in rows}
 
 
 def test_per_item_verdicts_are_rejudged_with_the_per_item_prompt(
@@ -143,7 +143,7 @@ def test_per_item_verdicts_are_rejudged_with_the_per_item_prompt(
     report = run_perturbations(project, judge="gcpc", llm=make_llm(), per_item=True, progress=False)
     assert report.done["judged"] == len(candidates) == fake_openai.request_count  # one call per perturbed item
     asked = sorted(PER_ITEM_ID.search(user_text(r)).group(1) for r in fake_openai.requests)  # type: ignore[union-attr]
-    assert asked == sorted(r["item_id"] for r in candidates)
+    assert asked == sorted(r.item_id for r in candidates)
     assert report.table.iloc[0]["share_no"] == 1.0
 
 

@@ -171,10 +171,11 @@ def perturbation_frame(store: Store, *, judges: Iterable[str] | None = None) -> 
     wanted = set(judges) if judges is not None else None
     rows = []
     for r in store.perturbations.list():
-        if wanted is not None and r["judge"] not in wanted:
+        if wanted is not None and r.judge not in wanted:
             continue
-        recipe = r["recipe"] or {}
-        rows.append({**{c: r.get(c) for c in FRAME_COLUMNS},
+        recipe = r.recipe or {}
+        fields = r.model_dump()
+        rows.append({**{c: fields.get(c) for c in FRAME_COLUMNS},
                      "span_remaining": len(recipe.get("still_in", [])) if isinstance(recipe, dict) else 0,
                      "recipe": json.dumps(recipe, ensure_ascii=False, sort_keys=True)})
     frame = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))

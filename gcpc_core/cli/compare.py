@@ -66,10 +66,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _cmd_labels(args: argparse.Namespace) -> int:
     store = open_db("labels", args.db)
-    runs = pd.DataFrame(store.judging.labels())
+    labelled = store.judging.labels()
+    runs = pd.DataFrame([r.model_dump() for r in labelled])
     if args.json:
         defaults = store.judging.default_labels()
-        print(json.dumps([{**r, "default": defaults.get(r["judge"]) == r["label"]} for r in store.judging.labels()]))
+        print(json.dumps([{**r.model_dump(), "default": defaults.get(r.judge) == r.label} for r in labelled]))
         return 0
     if runs.empty:
         print("no judge runs yet: run `judge` first")

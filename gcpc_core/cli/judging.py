@@ -113,7 +113,7 @@ def _cmd_batch_collect(args: argparse.Namespace) -> int:
     waiting = [store.judging.get_batch(args.batch_id)] if args.batch_id else store.judging.batches()
     for row in waiting:
         if row is not None:
-            require_llm("batch collect", row["model"])
+            require_llm("batch collect", row.model)
     with reported("batch collect", LLMError, KeyError):
         report = collect_batches(store, batch_id=args.batch_id, concurrency=args.concurrency,
                                  progress=not args.quiet)
@@ -124,8 +124,8 @@ def _cmd_batch_collect(args: argparse.Namespace) -> int:
 
 def _cmd_batch_list(args: argparse.Namespace) -> int:
     for row in open_db("batch list", args.db).judging.batches():
-        print(f"{row['id']} {row['judge']} {row['model']} {row['status']} {row['n_requests']} requests "
-              f"created {row['created_at']}" + (f" collected {row['collected_at']}" if row["collected_at"] else ""))
+        print(f"{row.id} {row.judge} {row.model} {row.status} {row.n_requests} requests "
+              f"created {row.created_at}" + (f" collected {row.collected_at}" if row.collected_at else ""))
     return 0
 
 

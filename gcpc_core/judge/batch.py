@@ -21,7 +21,7 @@ from ..checklist import Rules, load_rules
 from ..evidence import build_evidence_view
 from ..llm import LLM, LLMReplyError
 from ..runs import Progress, ProgressBar
-from ..store import Store, utcnow
+from ..store import JudgeBatchRow, Store, utcnow
 from .calls import Outcome
 from .registry import LLM_JUDGES, get_judge
 from .reports import JudgeReport, account_result
@@ -44,8 +44,8 @@ def batched_trajectories(store: Store, judge: str) -> set[str]:
     return {
         request["trajectory_id"]
         for row in store.judging.batches()
-        if row["judge"] == judge and row["status"] not in FINAL_ROW_STATUSES
-        for request in (row["requests"] or {}).values()
+        if row.judge == judge and row.status not in FINAL_ROW_STATUSES
+        for request in (row.requests or {}).values()
     }
 
 
@@ -157,27 +157,27 @@ def collect_batches(
             raise KeyError(f"no batch {batch_id!r} in this project")
         rows = [row]
     else:
-        rows = [r for r in store.judging.batches() if r["status"] not in FINAL_ROW_STATUSES]
+        rows = [r for r in store.judging.batches() if r.status not in FINAL_ROW_STATUSES]
     report = CollectReport()
     for row in rows:
-        batch_llm = llm or LLM.from_env(row["model"], store=store, concurrency=concurrency)
+        batch_llm = llm or LLM.from_env(row.model, store=store, concurrency=concurrency)
         status = _collect_one(store, row, batch_llm, rules, report, progress=progress)
-        report.batches[row["id"]] = status
+        report.batches[row.id] = status
     return report
 
 
-def _collect_one(store: Store, row: dict, llm: LLM, rules: Rules, report: CollectReport, *, progress: Progress) -> str:
-    judge = row["judge"]
-    batch = llm.run_sync(lambda: llm.retrieve_batch(row["id"]))
+def _collect_one(store: Store, row: JudgeBatchRow, llm: LLM, rules: Rules, report: CollectReport, *, progress: Progress) -> str:
+    judge = row.judge
+    batch = llm.run_sync(lambda: llm.retrieve_batch(row.id))
     status = batch.get("status") or "unknown"
     if status not in BATCH_DONE_STATUSES:
-        store.judging.update_batch(row["id"], {"status": status})
+        store.judging.update_batch(row.id, {"status": status})
         return status
-    judged = JudgeReport(judge=judge, model=llm.model, prompt_version=row["prompt_version"])
-    params = {"judge": judge, "batch_id": row["id"], "trajectories": row["n_requests"]}
-    requests: dict[str, dict[str, Any]] = row["requests"] or {}
-    bar = ProgressBar(len(requests), desc=f"collect {row['id']}", unit="traj", progress=progress)
-    with llm.run(f"batch-collect-{judge}", prompt_version=row["prompt_version"], rules_version=rules.version,
+    judged = JudgeReport(judge=judge, model=llm.model, prompt_version=row.prompt_version)
+    params = {"judge": judge, "batch_id": row.id, "trajectories": row.n_requests}
+    requests: dict[str, dict[str, Any]] = row.requests or {}
+    bar = ProgressBar(len(requests), desc=f"collect {row.id}", unit="traj", progress=progress)
+    with llm.run(f"batch-collect-{judge}", prompt_version=row.prompt_version, rules_version=rules.version,
                  params=params, counts=judged.counts) as totals:
         judged.run_id, judged.totals = totals.run_id, totals
 
@@ -215,7 +215,7 @@ def _collect_one(store: Store, row: dict, llm: LLM, rules: Rules, report: Collec
         finally:
             bar.close()
     report.reports.append(judged)
-    store.judging.update_batch(row["id"], {"status": "collected", "collected_at": utcnow(),
+    store.judging.update_batch(row.id, {"status": "collected", "collected_at": utcnow(),
                                          "output_file_id": batch.get("output_file_id"),
                                          "error_file_id": batch.get("error_file_id"),
                                          "note": f"provider status {status}; {len(judged.judged)} judged"})

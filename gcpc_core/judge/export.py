@@ -34,33 +34,33 @@ def export_judgments(
     fixed = {q.id: {"text": q.text, "verifier_refs": []} for q in fixed_checklist(load_rules(), "-").items}
     outcomes = {t.id: (t.outcome, t.condition) for t in store.trials.trajectories()}
     for row in store.judging.judgments(labels=labels, all_labels=all_labels):
-        items = index.get(row["checklist_sha"] or "") or (fixed if checklist_kind(row["judge"]) == "fixed" else {})
-        item = items.get(row["item_id"], {})
-        outcome, condition = outcomes.get(row["trajectory_id"], (None, None))
+        items = index.get(row.checklist_sha or "") or (fixed if checklist_kind(row.judge) == "fixed" else {})
+        item = items.get(row.item_id, {})
+        outcome, condition = outcomes.get(row.trajectory_id, (None, None))
         yield {
-            "trajectory_id": row["trajectory_id"],
-            "task": row["task"],
-            "judge": row["judge"],
-            "item_id": row["item_id"],
-            "route": row["route"],
-            "verdict_raw": row["verdict_raw"],
-            "verdict": row["verdict"],
-            "citations": row["citations"] or [],
-            "reason": row["reason"],
-            "reason_raw": row["reason_raw"],
-            "rationale": row["rationale"],
+            "trajectory_id": row.trajectory_id,
+            "task": row.task,
+            "judge": row.judge,
+            "item_id": row.item_id,
+            "route": row.route,
+            "verdict_raw": row.verdict_raw,
+            "verdict": row.verdict,
+            "citations": row.citations or [],
+            "reason": row.reason,
+            "reason_raw": row.reason_raw,
+            "rationale": row.rationale,
             "text": item.get("text"),
             "verifier_refs": item.get("verifier_refs", []),
             "outcome": outcome,
             "condition": condition,
-            "checklist_sha": row["checklist_sha"],
-            "model": row["model"],
-            "prompt_version": row["prompt_version"],
-            "rules_version": row["rules_version"],
-            "run_id": row["run_id"],
-            "created_at": row["created_at"],
-            "scored_at": row["scored_at"],
-            "label": row["label"],
+            "checklist_sha": row.checklist_sha,
+            "model": row.model,
+            "prompt_version": row.prompt_version,
+            "rules_version": row.rules_version,
+            "run_id": row.run_id,
+            "created_at": row.created_at,
+            "scored_at": row.scored_at,
+            "label": row.label,
         }
 
 
@@ -71,30 +71,30 @@ def export_scores(
     is the agent's model (the matched-pair key); the judge's own model is `judge_model`."""
     trajectories = {t.id: t for t in store.trials.trajectories()}
     for row in store.judging.scores(labels=labels, all_labels=all_labels):
-        traj = trajectories.get(row["trajectory_id"])
+        traj = trajectories.get(row.trajectory_id)
         yield {
-            "trajectory_id": row["trajectory_id"],
-            "task": row["task"],
-            "judge": row["judge"],
-            "outcome": row["outcome"],
-            "condition": row["condition"],
-            "partial_credit": row["partial_credit"],
-            "evidence_coverage": row["evidence_coverage"],
-            "perfect": row["perfect"],
-            "perfect_with_endpoint": row["perfect_with_endpoint"],
-            "n_items": row["n_items"],
-            "n_yes": row["n_yes"],
-            "n_no": row["n_no"],
-            "n_abstain": row["n_abstain"],
+            "trajectory_id": row.trajectory_id,
+            "task": row.task,
+            "judge": row.judge,
+            "outcome": row.outcome,
+            "condition": row.condition,
+            "partial_credit": row.partial_credit,
+            "evidence_coverage": row.evidence_coverage,
+            "perfect": row.perfect,
+            "perfect_with_endpoint": row.perfect_with_endpoint,
+            "n_items": row.n_items,
+            "n_yes": row.n_yes,
+            "n_no": row.n_no,
+            "n_abstain": row.n_abstain,
             "agent": traj.agent if traj else None,
             "model": traj.model if traj else None,
             "trial_index": traj.trial_index if traj else None,
             "reward": traj.reward if traj else None,
-            "judge_model": row["model"],
-            "checklist_sha": row["checklist_sha"],
-            "prompt_version": row["prompt_version"],
-            "rules_version": row["rules_version"],
-            "run_id": row["run_id"],
-            "scored_at": row["scored_at"],
-            "label": row["label"],
+            "judge_model": row.model,
+            "checklist_sha": row.checklist_sha,
+            "prompt_version": row.prompt_version,
+            "rules_version": row.rules_version,
+            "run_id": row.run_id,
+            "scored_at": row.scored_at,
+            "label": row.label,
         }

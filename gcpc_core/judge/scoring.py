@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..models import ENDPOINT_ITEM_ID, Citation, ItemJudgment
 from ..outcome import postprocess, score_items
-from ..store import Store, utcnow
+from ..store import JudgmentRow, Store, utcnow
 from .registry import find_judge
 
 __all__ = ["ScoreReport", "score_project"]
@@ -39,15 +39,15 @@ class ScoreReport:
         return out
 
 
-def _item(row: dict) -> ItemJudgment:
+def _item(row: JudgmentRow) -> ItemJudgment:
     return ItemJudgment(
-        item_id=row["item_id"],
-        route=row["route"],
-        verdict_raw=row["verdict_raw"],
-        verdict=row["verdict_raw"],
-        citations=[Citation(**c) for c in row["citations"] or []],
-        rationale=row["rationale"] or "",
-        reason=row["reason_raw"],
+        item_id=row.item_id,
+        route=row.route,
+        verdict_raw=row.verdict_raw,
+        verdict=row.verdict_raw,
+        citations=[Citation(**c) for c in row.citations or []],
+        rationale=row.rationale or "",
+        reason=row.reason_raw,
     )
 
 
@@ -59,8 +59,8 @@ def score_project(store: Store, *, judge: str | None = None) -> ScoreReport:
     now = utcnow()
     writes: list[tuple[dict, list[dict]]] = []
     for run in store.judging.labels():
-        if judge is None or run["judge"] == judge:
-            writes += _score_run(store, report, trajectories, run["judge"], run["label"], now)
+        if judge is None or run.judge == judge:
+            writes += _score_run(store, report, trajectories, run.judge, run.label, now)
     store.judging.save_scores(writes)
     return report
 
@@ -70,39 +70,39 @@ def _score_run(
 ) -> list[tuple[dict, list[dict]]]:
     """Score rows and postprocessed verdicts of one labelled run of `judge`."""
     selected = {judge: label}
-    rows_by_unit: dict[tuple[str, str], list[dict]] = {}
+    rows_by_unit: dict[tuple[str, str], list[JudgmentRow]] = {}
     for row in store.judging.judgments(judge=judge, labels=selected):
-        if row["route"] != "endpoint":
-            rows_by_unit.setdefault((row["trajectory_id"], row["judge"]), []).append(row)
+        if row.route != "endpoint":
+            rows_by_unit.setdefault((row.trajectory_id, row.judge), []).append(row)
     writes: list[tuple[dict, list[dict]]] = []
     for (traj_id, judge_name), unit in store.judging.units(judge, labels=selected).items():
         traj = trajectories.get(traj_id)
         if traj is None:
             report.missing_trajectories.append(traj_id)
             continue
-        provenance = {k: unit[k] for k in ("label", "checklist_sha", "model", "prompt_version", "rules_version", "run_id")}
-        base = {"trajectory_id": traj_id, "judge": judge_name, "task": traj.task, "outcome": traj.outcome,
-                "condition": traj.condition, "scored_at": now, **provenance}
+        provenance = unit.model_dump(include={"label", "checklist_sha", "model", "prompt_version", "rules_version",
+                                              "run_id"})
+        ident = {"trajectory_id": traj_id, "judge": judge_name, "task": traj.task, "scored_at": now, **provenance}
+        base = {**ident, "outcome": traj.outcome, "condition": traj.condition}
         raw_rows = rows_by_unit.get((traj_id, judge_name), [])
         spec = find_judge(judge_name)
         if spec is not None and not spec.has_items:
-            score = {**base, "partial_credit": unit["progress"], "evidence_coverage": None, "perfect": None,
+            score = {**base, "partial_credit": unit.progress, "evidence_coverage": None, "perfect": None,
                      "perfect_with_endpoint": None, "n_items": 0, "n_yes": 0, "n_no": 0, "n_abstain": 0}
             writes.append((score, []))
         else:
             items = postprocess([_item(r) for r in raw_rows], traj.outcome)
             s = score_items(items)
-            by_id = {r["item_id"]: r for r in raw_rows}
+            by_id = {r.item_id: r for r in raw_rows}
             rows = []
             for position, item in enumerate(items):
                 if item.item_id == ENDPOINT_ITEM_ID:
-                    rows.append({**base, **{k: unit[k] for k in ("model", "prompt_version", "rules_version", "run_id")},
-                                 "item_id": item.item_id, "position": position, "route": item.route,
+                    rows.append({**ident, "item_id": item.item_id, "position": position, "route": item.route,
                                  "verdict_raw": item.verdict_raw, "reason_raw": item.reason, "verdict": item.verdict,
                                  "reason": item.reason, "citations": [], "rationale": item.rationale,
                                  "created_at": now})
                 else:
-                    rows.append({**by_id[item.item_id], "verdict": item.verdict, "reason": item.reason, "scored_at": now})
+                    rows.append({**by_id[item.item_id].model_dump(), "verdict": item.verdict, "reason": item.reason, "scored_at": now})
             writes.append(({**base, **s.model_dump()}, rows))
         report.scored[judge_name, label] += 1
     return writes

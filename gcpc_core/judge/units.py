@@ -130,7 +130,7 @@ def plan_units(
             plan.skipped[traj.id] = why_not
             continue
         row = done.get((traj.id, judge))
-        if row is not None and (row["checklist_sha"], row["model"], row["prompt_version"], row["content_hash"]) == (
+        if row is not None and (row.checklist_sha, row.model, row.prompt_version, row.content_hash) == (
             sha, model, prompt_version, traj.content_hash
         ):
             plan.skipped[traj.id] = "already judged"

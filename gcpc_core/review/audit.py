@@ -24,7 +24,7 @@ from ..judge.grounding import REASON_JUDGE_ABSTAIN, REASON_NOT_JUDGED, REASON_UN
 from ..judge.probe import REASON_NO_MATCH, REASON_NO_PROBE
 from ..judge.registry import checklist_kind
 from ..models import ENDPOINT_ITEM_ID, CtrfTest, Event, Task, Trajectory
-from ..store import Store
+from ..store import JudgmentRow, ScoreRow, Store
 from .text import Excerpt, Span, excerpt, locate
 
 __all__ = [
@@ -98,7 +98,7 @@ def judge_stats(store: Store, labels: Mapping[str, str] | None = None) -> pd.Dat
     """One row per judged (trajectory, judge) of each judge's chosen run (default label unless `labels`
     says otherwise): raw verdict counts (endpoint excluded), partial credit, items where judges' raw
     verdicts differ, items audited and audits that disagree."""
-    rows = [r for r in store.judging.judgments(labels=labels) if r["route"] != "endpoint"]
+    rows = [r.model_dump() for r in store.judging.judgments(labels=labels) if r.route != "endpoint"]
     items = pd.DataFrame(rows, columns=["trajectory_id", "judge", "item_id", "verdict_raw"])
     if items.empty:
         return pd.DataFrame(columns=STAT_COLUMNS)
@@ -119,7 +119,7 @@ def judge_stats(store: Store, labels: Mapping[str, str] | None = None) -> pd.Dat
     per = pd.concat([audits.groupby(keys)["item_id"].nunique().rename("audited"),
                      audits.loc[audits["disagree"]].groupby(keys)["item_id"].nunique().rename("auditor_disagreements")],
                     axis=1).reset_index()
-    scores = pd.DataFrame(store.judging.scores(labels=labels), columns=["trajectory_id", "judge", "partial_credit"])
+    scores = pd.DataFrame([s.model_dump() for s in store.judging.scores(labels=labels)], columns=["trajectory_id", "judge", "partial_credit"])
     stats = stats.merge(per, on=["trajectory_id", "judge"], how="left").merge(
         scores[["trajectory_id", "judge", "partial_credit"]], on=["trajectory_id", "judge"], how="left")
     stats[["audited", "auditor_disagreements"]] = stats[["audited", "auditor_disagreements"]].fillna(0).astype(int)
@@ -172,7 +172,7 @@ def trajectory_label(row: Mapping[str, Any]) -> str:
                        f"audited {row['audited']}/{row['n_items']}", *flags])
 
 
-def trajectory_summary(row: Mapping[str, Any], judge: str | None, score: Mapping[str, Any] | None = None) -> list[str]:
+def trajectory_summary(row: Mapping[str, Any], judge: str | None, score: ScoreRow | None = None) -> list[str]:
     """Plain lines about a trajectory: identity and official outcome, the judge's raw counts, and (given
     its stored score row) the scores after the official outcome was applied."""
     lines = [f"{row['task']} · {row['agent']} · {row['model']} · {row['condition']} · trial #{row['trial_index']} · "
@@ -183,15 +183,15 @@ def trajectory_summary(row: Mapping[str, Any], judge: str | None, score: Mapping
         lines.append(f"{judge}: {row['n_items']} items, {row['n_yes']} Yes / {row['n_no']} No / {row['n_abstain']} "
                      "Abstain as judged (raw)"
                      + ("" if score is not None else f" · partial credit {'n/a' if pd.isna(pc) else f'{pc:.3f}'}"))
-    if judge and score is not None and score["n_items"]:
+    if judge and score is not None and score.n_items:
         def share(v: object) -> str:
             return "n/a" if v is None or pd.isna(v) else f"{float(v):.3f}"  # type: ignore[arg-type]
 
-        lines.append(f"scored: partial credit {share(score['partial_credit'])} · evidence coverage "
-                     f"{share(score['evidence_coverage'])} · Perfect {score['perfect']} · Perfect with endpoint "
-                     f"{score['perfect_with_endpoint']} · after the official outcome {score['n_yes']} Yes / "
-                     f"{score['n_no']} No / {score['n_abstain']} Abstain"
-                     + (" (endpoint item included)" if score["outcome"] == "FAIL" else ""))
+        lines.append(f"scored: partial credit {share(score.partial_credit)} · evidence coverage "
+                     f"{share(score.evidence_coverage)} · Perfect {score.perfect} · Perfect with endpoint "
+                     f"{score.perfect_with_endpoint} · after the official outcome {score.n_yes} Yes / "
+                     f"{score.n_no} No / {score.n_abstain} Abstain"
+                     + (" (endpoint item included)" if score.outcome == "FAIL" else ""))
     return lines
 
 
@@ -338,10 +338,10 @@ def _citation_view(citation: dict, events: dict[str, Event]) -> CitationView:
                         excerpt=excerpt(event.text, span) if event is not None and span is not None else None)
 
 
-def checklist_items(store: Store, rows: Iterable[dict], judge: str, task_id: str) -> dict[str, ChecklistItem]:
+def checklist_items(store: Store, rows: Iterable[JudgmentRow], judge: str, task_id: str) -> dict[str, ChecklistItem]:
     """Items of the checklist(s) the judgments cite by sha; the fixed judge's come from `rules/`."""
     items: dict[str, ChecklistItem] = {}
-    for sha in {r["checklist_sha"] for r in rows if r["checklist_sha"]}:
+    for sha in {r.checklist_sha for r in rows if r.checklist_sha}:
         row = store.checklists.get(sha)
         if row and row["checklist"]:
             items.update({i.id: i for i in Checklist.model_validate(row["checklist"]).items})
@@ -359,35 +359,35 @@ def item_views(store: Store, trajectory_id: str, judge: str, label: str | None =
     task = store.trials.get_task(traj.task)
     chosen = {judge: label} if label else None
     everyone = store.judging.judgments(trajectory_id=trajectory_id, labels=chosen)
-    rows = [r for r in everyone if r["judge"] == judge]
-    label = rows[0]["label"] if rows else label
+    rows = [r for r in everyone if r.judge == judge]
+    label = rows[0].label if rows else label
     if not rows or task is None:
         return []
     others: dict[str, dict[str, str]] = {}
     for r in everyone:
-        if r["judge"] != judge and r["route"] != "endpoint":
-            others.setdefault(r["item_id"], {})[r["judge"]] = r["verdict_raw"]
+        if r.judge != judge and r.route != "endpoint":
+            others.setdefault(r.item_id, {})[r.judge] = r.verdict_raw
     checklist = checklist_items(store, rows, judge, task.id)
     events = {e.id: e for e in store.trials.events(trajectory_id)}
-    runs = {(r["judge"], r["label"]): r for r in store.judging.labels()}
+    runs = {(r.judge, r.label): r for r in store.judging.labels()}
     other_runs: dict[str, list[RunVerdict]] = {}
     for r in store.judging.judgments(trajectory_id=trajectory_id, judge=judge, all_labels=True):
-        if r["label"] != label and r["route"] != "endpoint":
-            run = runs.get((judge, r["label"]), {})
-            other_runs.setdefault(r["item_id"], []).append(RunVerdict(
-                label=r["label"], model=r["model"], simulated=bool(run.get("simulated")), verdict_raw=r["verdict_raw"],
-                reason_raw=r["reason_raw"], rationale=r["rationale"] or "",
-                citations=tuple(_citation_view(c, events) for c in r["citations"] or [])))
+        if r.label != label and r.route != "endpoint":
+            run = runs.get((judge, r.label))
+            other_runs.setdefault(r.item_id, []).append(RunVerdict(
+                label=r.label, model=r.model, simulated=bool(run and run.simulated), verdict_raw=r.verdict_raw,
+                reason_raw=r.reason_raw, rationale=r.rationale or "",
+                citations=tuple(_citation_view(c, events) for c in r.citations or [])))
     problems: dict[str, list[str]] = {}
     for reply in store.judging.replies(trajectory_id=trajectory_id, judge=judge, labels=chosen):
-        for line in reply["problems"] or []:
+        for line in reply.problems or []:
             item_id, sep, rest = str(line).partition(": ")
             if sep:
                 problems.setdefault(item_id, []).append(rest)
     views = []
-    for r in sorted(rows, key=lambda r: (r["route"] == "endpoint", r["position"] or 0)):
-        item = checklist.get(r["item_id"])
-        if r["item_id"] == ENDPOINT_ITEM_ID:
+    for r in sorted(rows, key=lambda r: (r.route == "endpoint", r.position or 0)):
+        item = checklist.get(r.item_id)
+        if r.item_id == ENDPOINT_ITEM_ID:
             text = f"Official outcome: the verifier reported {traj.outcome} (virtual endpoint item)."
         else:
             text = item.text if item else "(item text not found: its checklist is not stored)"
@@ -396,13 +396,13 @@ def item_views(store: Store, trajectory_id: str, judge: str, label: str | None =
             span = locate(item.task_quote, task.instruction)
             quote = QuoteView(item.task_quote, span, excerpt(task.instruction, span, context=2))
         views.append(ItemView(
-            item_id=r["item_id"], route=r["route"], text=text, quote=quote,
+            item_id=r.item_id, route=r.route, text=text, quote=quote,
             refs=tuple(_ref_view(ref, task, traj) for ref in (item.verifier_refs if item else [])),
-            verdict_raw=r["verdict_raw"], reason_raw=r["reason_raw"], verdict=r["verdict"], reason=r["reason"],
-            rationale=r["rationale"] or "",
-            citations=tuple(_citation_view(c, events) for c in r["citations"] or []),
-            other_judges=others.get(r["item_id"], {}), problems=tuple(problems.get(r["item_id"], [])),
-            other_runs=tuple(other_runs.get(r["item_id"], [])),
+            verdict_raw=r.verdict_raw, reason_raw=r.reason_raw, verdict=r.verdict, reason=r.reason,
+            rationale=r.rationale or "",
+            citations=tuple(_citation_view(c, events) for c in r.citations or []),
+            other_judges=others.get(r.item_id, {}), problems=tuple(problems.get(r.item_id, [])),
+            other_runs=tuple(other_runs.get(r.item_id, [])),
         ))
     return views
 

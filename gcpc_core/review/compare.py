@@ -16,7 +16,7 @@ __all__ = ["compare_view", "default_pair", "differing_table", "run_choices", "ru
 def run_choices(store: Store) -> list[dict]:
     """Every labelled run (`Store.judge_labels`) with its `key` (`judge=label`) and whether it is its judge's default."""
     defaults = store.judging.default_labels()
-    return [{**r, "key": run_key(r["judge"], r["label"]), "default": defaults.get(r["judge"]) == r["label"]}
+    return [{**r.model_dump(), "key": run_key(r.judge, r.label), "default": defaults.get(r.judge) == r.label}
             for r in store.judging.labels()]
 
 

@@ -103,12 +103,12 @@ def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
         if task is None:
             continue
         current = latest.get(task)
-        fresh = checklist_kind(judge) != "task" or (current is not None and unit["checklist_sha"] == current["sha"])
+        fresh = checklist_kind(judge) != "task" or (current is not None and unit.checklist_sha == current["sha"])
         (judged if fresh else stale).setdefault(task, Counter())[judge] += 1
     scored: dict[str, Counter[str]] = {}
     for row in store.judging.scores():
-        if row["trajectory_id"] in task_of:
-            scored.setdefault(task_of[row["trajectory_id"]], Counter())[row["judge"]] += 1
+        if row.trajectory_id in task_of:
+            scored.setdefault(task_of[row.trajectory_id], Counter())[row.judge] += 1
     audited = Counter(task_of.get(a["trajectory_id"]) for a in store.annotations.list(kind="item_audit"))
     out = []
     for task in store.trials.tasks():

@@ -86,10 +86,10 @@ def pair_items(store: Store, without_id: str, with_id: str, judge: str) -> pd.Da
     for side, traj_id in (("without", without_id), ("with", with_id)):
         rows = store.judging.judgments(judge=judge, trajectory_id=traj_id)
         if rows:
-            texts.update({k: v.text for k, v in checklist_items(store, rows, judge, rows[0]["task"]).items()})
+            texts.update({k: v.text for k, v in checklist_items(store, rows, judge, rows[0].task).items()})
         sides[side] = pd.DataFrame(
-            [{"item_id": r["item_id"], "route": r["route"], "position": r["position"],
-              f"raw_{side}": r["verdict_raw"], f"verdict_{side}": r["verdict"], f"reason_{side}": r["reason"]}
+            [{"item_id": r.item_id, "route": r.route, "position": r.position,
+              f"raw_{side}": r.verdict_raw, f"verdict_{side}": r.verdict, f"reason_{side}": r.reason}
              for r in rows],
             columns=["item_id", "route", "position", f"raw_{side}", f"verdict_{side}", f"reason_{side}"])
     merged = sides["without"].merge(sides["with"], on="item_id", how="outer", suffixes=("", "_w"))

@@ -8,10 +8,8 @@ partial credit 1.0 with many items Abstain.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
 
-from ..store import Store
+from ..store import ScoreRow, Store
 
 __all__ = ["SCORE_HELP", "score_explanation", "trajectory_score"]
 
@@ -33,42 +31,42 @@ SCORE_HELP: dict[str, str] = {
 """One-line definitions of the score columns, for captions and column help."""
 
 
-def trajectory_score(store: Store, trajectory_id: str, judge: str, label: str | None = None) -> dict[str, Any] | None:
+def trajectory_score(store: Store, trajectory_id: str, judge: str, label: str | None = None) -> ScoreRow | None:
     """The stored score row of one (trajectory, judge) in its run `label` (default: the judge's default
     run); None when it has not been scored."""
     chosen = {judge: label} if label else None
-    return next((r for r in store.judging.scores(judge=judge, labels=chosen) if r["trajectory_id"] == trajectory_id), None)
+    return next((r for r in store.judging.scores(judge=judge, labels=chosen) if r.trajectory_id == trajectory_id), None)
 
 
 def _share(value: object) -> str:
     return "n/a" if value is None or value != value else f"{float(value):.3f}"  # type: ignore[arg-type]
 
 
-def score_explanation(score: Mapping[str, Any]) -> list[str]:
+def score_explanation(score: ScoreRow) -> list[str]:
     """One trajectory's scores in sentences: each value with how it was computed from the counts."""
-    if not score["n_items"]:  # the holistic judge rates progress, with no items
-        return [f"Partial credit {_share(score['partial_credit'])}: the judge's overall progress rating (0–1); "
+    if not score.n_items:  # the holistic judge rates progress, with no items
+        return [f"Partial credit {_share(score.partial_credit)}: the judge's overall progress rating (0–1); "
                 "this judge has no checklist items."]
-    n, yes, no, abstain = score["n_items"], score["n_yes"], score["n_no"], score["n_abstain"]
-    endpoint = score["outcome"] == "FAIL"
+    n, yes, no, abstain = score.n_items, score.n_yes, score.n_no, score.n_abstain
+    endpoint = score.outcome == "FAIL"
     counted = yes + no + abstain
-    lines = [f"Partial credit {_share(score['partial_credit'])} = {yes} Yes / ({yes} Yes + {no} No)"
+    lines = [f"Partial credit {_share(score.partial_credit)} = {yes} Yes / ({yes} Yes + {no} No)"
              + (", the endpoint item's No included" if endpoint else "")
              + (f"; the {abstain} Abstain {'is' if abstain == 1 else 'are'} left out." if abstain else ".")]
     if endpoint:
         lines.append(f"{n} items, yet Yes + No + Abstain = {counted}: the official FAIL adds the endpoint item, a "
                      "virtual item judged No, so the verifier's verdict counts once.")
-    elif score["outcome"] == "PASS":
+    elif score.outcome == "PASS":
         lines.append("The official PASS counts every assertion item (one mirroring a verifier test) as Yes, whatever "
                      "the judge found in the log; the other items keep the judge's verdict.")
-    coverage = score["evidence_coverage"]
+    coverage = score.evidence_coverage
     lines.append(f"Evidence coverage {_share(coverage)}: the share of the {n} items the judge decided (Yes or No) from "
                  "log evidence, before the official outcome was applied. Low coverage means partial credit rests on "
                  "few items.")
-    perfect = "1: no real item is No" if score["perfect"] else "0: some real item is No"
-    with_end = ("0: the endpoint item is No" if endpoint and not score["perfect_with_endpoint"]
-                else f"{score['perfect_with_endpoint']}")
+    perfect = "1: no real item is No" if score.perfect else "0: some real item is No"
+    with_end = ("0: the endpoint item is No" if endpoint and not score.perfect_with_endpoint
+                else f"{score.perfect_with_endpoint}")
     lines.append(f"Perfect {perfect} (the endpoint item is left out); Perfect with endpoint {with_end}."
                  + (" A FAIL run can be Perfect: every item the checklist names is met or undecided, yet the "
-                    "verifier failed it." if endpoint and score["perfect"] else ""))
+                    "verifier failed it." if endpoint and score.perfect else ""))
     return lines

@@ -32,7 +32,7 @@ from annotations.tokens import ADMIN_TOKEN_ENV, PUBLIC_URL_ENV, SignInLimiter, a
 from ..analysis.loader import frames_from_store
 from ..checklist import Rules, load_rules
 from ..models import Event
-from ..store import Store
+from ..store import JudgeRun, Store
 from . import agreement, audit, checklists, compare, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
 from .quote_select import component_segments
@@ -262,15 +262,15 @@ def run_select(store: Store, key: str) -> dict[str, str] | None:
     """A "Run of JUDGE" box for each judge with several labelled runs (default: its default run); returns
     judge → label for the runs chosen instead of a default, None when every judge reads its default."""
     defaults = store.judging.default_labels()
-    by_judge: dict[str, list[dict]] = {}
+    by_judge: dict[str, list[JudgeRun]] = {}
     for run in store.judging.labels():
-        by_judge.setdefault(run["judge"], []).append(run)
+        by_judge.setdefault(run.judge, []).append(run)
     chosen: dict[str, str] = {}
     for judge, runs in sorted(by_judge.items()):
         if len(runs) < 2:
             continue
-        names = [defaults[judge], *(r["label"] for r in reversed(runs) if r["label"] != defaults[judge])]
-        simulated = {r["label"] for r in runs if r["simulated"]}
+        names = [defaults[judge], *(r.label for r in reversed(runs) if r.label != defaults[judge])]
+        simulated = {r.label for r in runs if r.simulated}
         label = st.selectbox(f"Run of {judge}", names, key=f"{key}:run:{judge}",
                              format_func=lambda n: n + (" · default" if n == defaults[judge] else "")
                              + (" (SIMULATED verdicts)" if n in simulated else ""),

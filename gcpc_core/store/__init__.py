@@ -3,7 +3,12 @@ migrations; each stage's tables are read and written through its repository on t
 
 from .common import derive_label, utcnow
 from .db import Store
+from .judging import JudgeBatchRow, JudgeReplyRow, JudgeRun, JudgeUnitRow, JudgmentRow, ScoreRow
 from .migrations import MIGRATIONS
+from .perturbations import PerturbationRow
 from .trials import EventRow, TrajectoryClash, event_rows
 
-__all__ = ["MIGRATIONS", "EventRow", "Store", "TrajectoryClash", "derive_label", "event_rows", "utcnow"]
+__all__ = [
+    "MIGRATIONS", "EventRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
+    "Store", "TrajectoryClash", "derive_label", "event_rows", "utcnow",
+]

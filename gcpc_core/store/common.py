@@ -4,11 +4,12 @@ connection a repository borrows from its `Store`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, Self
 
+from pydantic import BaseModel, ConfigDict
 from sqlite_utils import Database
 
 
@@ -71,3 +72,55 @@ class Repository:
     def atomic(self) -> AbstractContextManager[Database]:
         return self._store.atomic()
 
+
+class _Json:
+    """Marks a row field stored as JSON text: `Annotated[list[dict], JSON]`."""
+
+
+JSON = _Json()
+
+
+class Row(BaseModel):
+    """One table row, declared once: its fields are the table's columns (in table order), each with a
+    docstring; JSON fields are marked `JSON`. Reads build a row from the stored values, writes take
+    its values in column order, so no column list is written anywhere else."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+
+    TABLE: ClassVar[str]
+
+    @classmethod
+    def columns(cls) -> tuple[str, ...]:
+        return tuple(cls.model_fields)
+
+    @classmethod
+    def json_columns(cls) -> tuple[str, ...]:
+        return tuple(n for n, f in cls.model_fields.items() if any(m is JSON for m in f.metadata))
+
+    @classmethod
+    def from_db(cls, row: Mapping[str, Any]) -> Self:
+        """The row as read: JSON columns decoded, 0/1 columns typed `bool` become booleans."""
+        data = dict(row)
+        for c in cls.json_columns():
+            data[c] = json.loads(data[c]) if data.get(c) else None
+        return cls.model_validate(data)
+
+    @classmethod
+    def insert_sql(cls, verb: str = "INSERT") -> str:
+        """The insert statement of every column, built from the fields (prepared once by sqlite)."""
+        return insert_sql(cls.TABLE, cls.columns(), verb)
+
+    @classmethod
+    def values_of(cls, row: Mapping[str, Any]) -> tuple:
+        """A row given as a mapping, as values in column order (JSON columns encoded); a key that is no
+        column is an error, a column left out is NULL."""
+        unknown = set(row) - set(cls.model_fields)
+        if unknown:
+            raise ValueError(f"{cls.TABLE} has no column(s) {sorted(unknown)}")
+        json_cols = cls.json_columns()
+        return tuple(dumps(row.get(c)) if c in json_cols and row.get(c) is not None else row.get(c)
+                     for c in cls.columns())
+
+    def db_values(self) -> tuple:
+        """This row's values in column order, JSON columns encoded."""
+        return self.values_of(self.__dict__)

@@ -10,28 +10,265 @@ Plain SQL with executemany here: these writes sit on the judging hot path.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from .common import Repository, decode, derive_label, dumps, insert_sql, values
+from .common import JSON, Repository, Row, derive_label, dumps
 
-JUDGMENT_COLUMNS = (
-    "trajectory_id", "judge", "label", "item_id", "position", "task", "route", "verdict_raw", "reason_raw",
-    "verdict", "reason", "citations", "rationale", "checklist_sha", "model", "prompt_version",
-    "rules_version", "run_id", "created_at", "scored_at",
-)
-JUDGE_UNIT_COLUMNS = (
-    "trajectory_id", "judge", "label", "task", "checklist_sha", "model", "prompt_version", "rules_version",
-    "content_hash", "n_items", "progress", "rationale", "citations", "reason", "run_id", "created_at",
-)
-JUDGE_REPLY_COLUMNS = (
-    "trajectory_id", "judge", "label", "run_id", "attempt", "item_id", "llm_key", "cache_hit", "status",
-    "problems", "raw", "created_at",
-)
-SCORE_COLUMNS = (
-    "trajectory_id", "judge", "label", "task", "outcome", "condition", "partial_credit", "evidence_coverage",
-    "perfect", "perfect_with_endpoint", "n_items", "n_yes", "n_no", "n_abstain", "checklist_sha", "model",
-    "prompt_version", "rules_version", "run_id", "scored_at",
-)
+Citations = Annotated[list[dict] | None, JSON]
+
+
+class JudgeUnitRow(Row):
+    """One judged (trajectory, judge, label): its row existing means the trajectory is judged."""
+
+    TABLE: ClassVar[str] = "judge_units"
+
+    trajectory_id: str
+    """The judged trial."""
+    judge: str
+    """Judge kind (`gcpc`, `holistic`, `fixed`, `probe`, …)."""
+    task: str
+    """Task of the trial."""
+    checklist_sha: str | None = None
+    """Checklist judged against (None for judges without one)."""
+    model: str | None = None
+    """The judge's model (None offline)."""
+    prompt_version: str
+    """Version of the judge's prompt."""
+    rules_version: str | None = None
+    """Hash of `rules/` when judged."""
+    content_hash: str | None = None
+    """Hash of the trial's content when judged: a changed trial is stale."""
+    n_items: int | None = None
+    """Items judged (0 for the holistic judge)."""
+    progress: float | None = None
+    """Holistic progress score (0–1), None for item judges."""
+    rationale: str | None = None
+    """The holistic judge's rationale."""
+    citations: Citations = None
+    """The holistic judge's citations (`{event_id, quote}`)."""
+    reason: str | None = None
+    """Why the unit has no verdict of its own (e.g. `context_overflow`)."""
+    run_id: str | None = None
+    """The `runs` row that judged it."""
+    created_at: str
+    """When it was judged."""
+    label: str
+    """The labelled judge run it belongs to."""
+
+
+class JudgmentRow(Row):
+    """One judge's verdict on one item of one trajectory, raw and postprocessed."""
+
+    TABLE: ClassVar[str] = "judgments"
+
+    trajectory_id: str
+    """The judged trial."""
+    judge: str
+    """Judge kind."""
+    item_id: str
+    """Checklist item id (`endpoint` for the virtual endpoint item)."""
+    position: int | None = None
+    """Position of the item in its checklist."""
+    task: str
+    """Task of the trial."""
+    route: str
+    """Item route: `assertion`, `generated`, `judge` or `endpoint`."""
+    verdict_raw: str
+    """Verdict as judged (after the grounding check), before postprocessing."""
+    reason_raw: str | None = None
+    """Reason of the raw verdict (e.g. `ungrounded`)."""
+    verdict: str
+    """Verdict after postprocessing (the official outcome applied)."""
+    reason: str | None = None
+    """Reason of the postprocessed verdict."""
+    citations: Citations = None
+    """Cited evidence spans (`{event_id, quote}`)."""
+    rationale: str | None = None
+    """The judge's rationale."""
+    checklist_sha: str | None = None
+    """Checklist the item belongs to."""
+    model: str | None = None
+    """The judge's model."""
+    prompt_version: str | None = None
+    """Version of the judge's prompt."""
+    rules_version: str | None = None
+    """Hash of `rules/` when judged."""
+    run_id: str | None = None
+    """The `runs` row that judged it."""
+    created_at: str
+    """When it was judged."""
+    scored_at: str | None = None
+    """When postprocessing last wrote `verdict` (None until scored)."""
+    label: str
+    """The labelled judge run it belongs to."""
+
+
+class JudgeReplyRow(Row):
+    """One stored judge reply (the audit trail): every attempt, parsed or not."""
+
+    TABLE: ClassVar[str] = "judge_replies"
+
+    id: int | None = None
+    """Row id (assigned on insert)."""
+    trajectory_id: str
+    """The judged trial."""
+    judge: str
+    """Judge kind."""
+    run_id: str | None = None
+    """The `runs` row of the call."""
+    attempt: str
+    """Which attempt this reply was (`first`, `repair`, …)."""
+    item_id: str | None = None
+    """The item a per-item request judged (None for whole-checklist requests)."""
+    llm_key: str | None = None
+    """Key of the request in the LLM cache."""
+    cache_hit: int | None = None
+    """1 when the reply came from the cache."""
+    status: str
+    """`ok`, or what was wrong with the reply."""
+    problems: Annotated[list | None, JSON] = None
+    """What validation found wrong with the reply."""
+    raw: str | None = None
+    """The reply's text as received."""
+    created_at: str
+    """When it was stored."""
+    label: str
+    """The labelled judge run it belongs to."""
+
+
+class ScoreRow(Row):
+    """Partial credit and friends of one (trajectory, judge, label), after postprocessing."""
+
+    TABLE: ClassVar[str] = "scores"
+
+    trajectory_id: str
+    """The scored trial."""
+    judge: str
+    """Judge kind."""
+    task: str
+    """Task of the trial."""
+    outcome: str
+    """Official outcome (PASS, FAIL)."""
+    condition: str | None = None
+    """with-skills, without-skills or unknown."""
+    partial_credit: float | None = None
+    """Yes / (Yes + No) over postprocessed items, endpoint included (None without any)."""
+    evidence_coverage: float | None = None
+    """(Yes + No) of the raw verdicts / items, endpoint excluded."""
+    perfect: int | None = None
+    """1 when no real item is No."""
+    perfect_with_endpoint: int | None = None
+    """1 when no item, endpoint included, is No."""
+    n_items: int | None = None
+    """Items scored, endpoint included."""
+    n_yes: int | None = None
+    """Postprocessed Yes verdicts."""
+    n_no: int | None = None
+    """Postprocessed No verdicts."""
+    n_abstain: int | None = None
+    """Postprocessed Abstain verdicts."""
+    checklist_sha: str | None = None
+    """Checklist scored against."""
+    model: str | None = None
+    """The judge's model."""
+    prompt_version: str | None = None
+    """Version of the judge's prompt."""
+    rules_version: str | None = None
+    """Hash of `rules/` when judged."""
+    run_id: str | None = None
+    """The `runs` row that scored it."""
+    scored_at: str
+    """When it was scored."""
+    label: str
+    """The labelled judge run it belongs to."""
+
+
+class _RunProvenance(Row):
+    """What names and describes a labelled judge run."""
+
+    judge: str
+    """Judge kind."""
+    label: str
+    """The run's label."""
+    model: str | None = None
+    """The judge's model."""
+    prompt_version: str | None = None
+    """Version of the judge's prompt."""
+    rules_version: str | None = None
+    """Hash of `rules/`."""
+    named: bool = False
+    """A person chose the label (else it was derived from the provenance)."""
+    simulated: bool = False
+    """The run's verdicts were simulated, not judged (the demo's second model)."""
+    note: str | None = None
+    """Free text about the run."""
+
+
+class JudgeLabelRow(_RunProvenance):
+    """A labelled judge run, recorded once on its first save."""
+
+    TABLE: ClassVar[str] = "judge_labels"
+
+    created_at: str
+    """When the label was first used."""
+
+
+class JudgeRun(_RunProvenance):
+    """A labelled run as `JudgingRepository.labels` reads it (units joined with their label row)."""
+
+    n_trajectories: int
+    """Trajectories the run judged."""
+    first_at: str
+    """Its first write."""
+    last_at: str
+    """Its latest write."""
+
+
+class JudgeBatchRow(Row):
+    """A submitted Batch-API job of one judge."""
+
+    TABLE: ClassVar[str] = "judge_batches"
+
+    id: str
+    """The provider's batch id."""
+    judge: str
+    """Judge kind."""
+    model: str
+    """The judge's model."""
+    prompt_version: str | None = None
+    """Version of the judge's prompt."""
+    rules_version: str | None = None
+    """Hash of `rules/`."""
+    status: str
+    """The provider's status of the job, or ours once collected."""
+    input_path: str | None = None
+    """The JSONL file uploaded."""
+    input_file_id: str | None = None
+    """The provider's id of the uploaded file."""
+    output_file_id: str | None = None
+    """The provider's id of the results file."""
+    error_file_id: str | None = None
+    """The provider's id of the errors file."""
+    n_requests: int | None = None
+    """Requests in the job."""
+    requests: Annotated[dict, JSON]
+    """custom_id → what the request judges."""
+    run_id: str | None = None
+    """The `runs` row of the submission."""
+    created_at: str
+    """When it was submitted."""
+    collected_at: str | None = None
+    """When its results were stored."""
+    note: str | None = None
+    """What went wrong, when something did."""
+
+
+_INSERT_JUDGMENT = JudgmentRow.insert_sql()
+_INSERT_REPLY = JudgeReplyRow.insert_sql()
+_INSERT_UNIT = JudgeUnitRow.insert_sql()
+_INSERT_LABEL = JudgeLabelRow.insert_sql("INSERT OR IGNORE")
+_REPLACE_SCORE = ScoreRow.insert_sql("INSERT OR REPLACE")
+"""Judging writes are batched on the hot path: statements built once from the row models."""
 
 
 class JudgingRepository(Repository):
@@ -42,7 +279,7 @@ class JudgingRepository(Repository):
     # kind: its default label (see `default_labels`), so every view and figure shows one set per judge
     # unless a label is chosen (`labels={judge: label}`) or every run is asked for (`all_labels`).
 
-    def labels(self) -> list[dict]:
+    def labels(self) -> list[JudgeRun]:
         """Every labelled run, oldest first by its latest write: judge, label, provenance, `named`,
         `simulated`, `note`, `n_trajectories`, `first_at`, `last_at`."""
         rows = self.db.execute(
@@ -53,7 +290,7 @@ class JudgingRepository(Repository):
         ).fetchall()
         keys = ("judge", "label", "model", "prompt_version", "rules_version", "named", "simulated", "note",
                 "n_trajectories", "first_at", "last_at")
-        return [{**dict(zip(keys, r[:-1])), "named": bool(r[5]), "simulated": bool(r[6])} for r in rows]
+        return [JudgeRun.model_validate(dict(zip(keys, r[:-1]))) for r in rows]
 
     def default_labels(self) -> dict[str, str]:
         """judge kind → its default label: the most recently written run whose verdicts a judge produced.
@@ -63,9 +300,9 @@ class JudgingRepository(Repository):
         """
         chosen: dict[str, tuple[bool, str]] = {}
         for row in self.labels():  # oldest first: a later real run wins, a simulated one never beats a real one
-            held = chosen.get(row["judge"])
-            if held is None or not (row["simulated"] and not held[0]):
-                chosen[row["judge"]] = (row["simulated"], row["label"])
+            held = chosen.get(row.judge)
+            if held is None or not (row.simulated and not held[0]):
+                chosen[row.judge] = (row.simulated, row.label)
         return {judge: label for judge, (_, label) in chosen.items()}
 
     def resolve_labels(self, names: Iterable[str]) -> dict[str, str]:
@@ -77,17 +314,17 @@ class JudgingRepository(Repository):
         out: dict[str, str] = {}
         for name in names:
             kind, sep, label = name.partition("=")
-            hits = [r for r in known if (r["judge"], r["label"]) == (kind, label)] if sep else []
-            hits = hits or [r for r in known if r["label"] == name]
-            listing = ", ".join(f"{r['judge']}={r['label']}" for r in known) or "none: run `judge` first"
+            hits = [r for r in known if (r.judge, r.label) == (kind, label)] if sep else []
+            hits = hits or [r for r in known if r.label == name]
+            listing = ", ".join(f"{r.judge}={r.label}" for r in known) or "none: run `judge` first"
             if not hits:
                 raise ValueError(f"no judge run labelled {name!r} (labels: {listing})")
             if len(hits) > 1:
                 raise ValueError(f"label {name!r} names runs of several judges: write KIND=LABEL (labels: {listing})")
-            if hits[0]["judge"] in out and out[hits[0]["judge"]] != hits[0]["label"]:
-                raise ValueError(f"two labels chosen for judge {hits[0]['judge']!r}: {out[hits[0]['judge']]!r} "
-                                 f"and {hits[0]['label']!r}")
-            out[hits[0]["judge"]] = hits[0]["label"]
+            hit = hits[0]
+            if hit.judge in out and out[hit.judge] != hit.label:
+                raise ValueError(f"two labels chosen for judge {hit.judge!r}: {out[hit.judge]!r} and {hit.label!r}")
+            out[hit.judge] = hit.label
         return out
 
     def label_clause(self, labels: Mapping[str, str] | None, all_labels: bool) -> tuple[str | None, list[str]]:
@@ -110,11 +347,13 @@ class JudgingRepository(Repository):
             args += label_args
         return " AND ".join(where) or None, args
 
-    def units(self, judge: str | None = None, *, labels: Mapping[str, str] | None = None) -> dict[tuple[str, str], dict]:
-        """(trajectory id, judge) → unit row (JSON columns decoded) of each judge's chosen run: what is judged already."""
+    def units(
+        self, judge: str | None = None, *, labels: Mapping[str, str] | None = None,
+    ) -> dict[tuple[str, str], JudgeUnitRow]:
+        """(trajectory id, judge) → unit row of each judge's chosen run: what is judged already."""
         where, args = self.where([("judge = ?", judge)], labels, False)
         return {
-            (r["trajectory_id"], r["judge"]): decode(r, "citations")
+            (r["trajectory_id"], r["judge"]): JudgeUnitRow.from_db(r)
             for r in self.db["judge_units"].rows_where(where, args, order_by="trajectory_id, judge")
         }
 
@@ -135,40 +374,31 @@ class JudgingRepository(Repository):
         with self.atomic() as db:
             for table in ("judgments", "scores", "judge_units"):
                 db.execute(f"DELETE FROM {table} WHERE trajectory_id = ? AND judge = ? AND label = ?", key)
-            db.conn.executemany(
-                insert_sql("judgments", JUDGMENT_COLUMNS), values(judgments, JUDGMENT_COLUMNS)
-            )
-            db.conn.executemany(
-                insert_sql("judge_replies", JUDGE_REPLY_COLUMNS),
-                values(replies, JUDGE_REPLY_COLUMNS),
-            )
-            db.conn.execute(
-                insert_sql("judge_units", JUDGE_UNIT_COLUMNS), values([unit], JUDGE_UNIT_COLUMNS)[0]
-            )
-            db.conn.execute(
-                "INSERT OR IGNORE INTO judge_labels (judge, label, model, prompt_version, rules_version, named,"
-                " simulated, note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (unit["judge"], unit["label"], unit.get("model"), unit.get("prompt_version"), unit.get("rules_version"),
-                 int(named), int(simulated), note, unit["created_at"]),
-            )
+            db.conn.executemany(_INSERT_JUDGMENT, [JudgmentRow.values_of(r) for r in judgments])
+            db.conn.executemany(_INSERT_REPLY, [JudgeReplyRow.values_of(r) for r in replies])
+            db.conn.execute(_INSERT_UNIT, JudgeUnitRow.values_of(unit))
+            run = JudgeLabelRow(judge=unit["judge"], label=label, model=unit.get("model"),
+                                prompt_version=unit.get("prompt_version"), rules_version=unit.get("rules_version"),
+                                named=named, simulated=simulated, note=note, created_at=unit["created_at"])
+            db.conn.execute(_INSERT_LABEL, run.db_values())
 
     def judgments(
         self, *, judge: str | None = None, trajectory_id: str | None = None,
         labels: Mapping[str, str] | None = None, all_labels: bool = False,
-    ) -> list[dict]:
-        """Item judgment rows (citations decoded) of each judge's chosen run (every run with `all_labels`),
+    ) -> list[JudgmentRow]:
+        """Item judgment rows of each judge's chosen run (every run with `all_labels`),
         by trajectory, judge, label and checklist position."""
         where, args = self.where([("judge = ?", judge), ("trajectory_id = ?", trajectory_id)], labels, all_labels)
         rows = self.db["judgments"].rows_where(where, args, order_by="trajectory_id, judge, label, position")
-        return [decode(r, "citations") for r in rows]
+        return [JudgmentRow.from_db(r) for r in rows]
 
     def replies(
         self, *, trajectory_id: str | None = None, judge: str | None = None,
         labels: Mapping[str, str] | None = None,
-    ) -> list[dict]:
-        """Every stored reply of each judge's chosen run (the audit trail), oldest first, problems decoded."""
+    ) -> list[JudgeReplyRow]:
+        """Every stored reply of each judge's chosen run (the audit trail), oldest first."""
         where, args = self.where([("trajectory_id = ?", trajectory_id), ("judge = ?", judge)], labels, False)
-        return [decode(r, "problems") for r in self.db["judge_replies"].rows_where(where, args, order_by="id")]
+        return [JudgeReplyRow.from_db(r) for r in self.db["judge_replies"].rows_where(where, args, order_by="id")]
 
     def save_scores(self, scored: Iterable[tuple[dict, list[dict]]]) -> int:
         """Write postprocessed verdicts and scores: each entry is (score row, postprocessed judgment
@@ -187,38 +417,38 @@ class JudgingRepository(Repository):
                     [(r["verdict"], r["reason"], r["scored_at"], r["trajectory_id"], r["judge"], r["label"], r["item_id"])
                      for r in real],
                 )
-                db.conn.executemany(
-                    insert_sql("judgments", JUDGMENT_COLUMNS),
-                    values([r for r in rows if r["route"] == "endpoint"], JUDGMENT_COLUMNS),
-                )
-                db.conn.execute(
-                    insert_sql("scores", SCORE_COLUMNS, "INSERT OR REPLACE"),
-                    values([score], SCORE_COLUMNS)[0],
-                )
+                db.conn.executemany(_INSERT_JUDGMENT,
+                                    [JudgmentRow.values_of(r) for r in rows if r["route"] == "endpoint"])
+                db.conn.execute(_REPLACE_SCORE, ScoreRow.values_of(score))
                 n += 1
         return n
 
     def scores(
         self, *, judge: str | None = None, labels: Mapping[str, str] | None = None, all_labels: bool = False,
-    ) -> list[dict]:
+    ) -> list[ScoreRow]:
         """Score rows of each judge's chosen run (every run with `all_labels`), by trajectory, judge, label."""
         where, args = self.where([("judge = ?", judge)], labels, all_labels)
-        return list(self.db["scores"].rows_where(where, args, order_by="trajectory_id, judge, label"))
+        return [ScoreRow.from_db(r) for r in self.db["scores"].rows_where(where, args, order_by="trajectory_id, judge, label")]
 
     def add_batch(self, row: dict) -> None:
         """Record a submitted Batch-API job (`requests` maps custom_id → what it judges)."""
-        columns = tuple(row)
         with self.atomic() as db:
-            db.conn.execute(insert_sql("judge_batches", columns), values([row], columns)[0])
+            db["judge_batches"].insert(dict(zip(JudgeBatchRow.columns(), JudgeBatchRow.values_of(row))), pk="id")
 
     def update_batch(self, batch_id: str, fields: dict) -> None:
+        """Set some columns of a batch row (its status, output files, when it was collected, …)."""
+        unknown = set(fields) - set(JudgeBatchRow.model_fields)
+        if unknown:
+            raise ValueError(f"judge_batches has no column(s) {sorted(unknown)}")
+        json_cols = JudgeBatchRow.json_columns()
         with self.atomic() as db:
-            db["judge_batches"].update(batch_id, {k: dumps(v) if isinstance(v, (list, dict)) else v for k, v in fields.items()})
+            db["judge_batches"].update(batch_id, {k: dumps(v) if k in json_cols else v for k, v in fields.items()})
 
-    def batches(self, *, status: str | None = None) -> list[dict]:
+    def batches(self, *, status: str | None = None) -> list[JudgeBatchRow]:
         where, args = ("status = ?", [status]) if status else (None, [])
-        return [decode(r, "requests") for r in self.db["judge_batches"].rows_where(where, args, order_by="created_at, id")]
+        rows = self.db["judge_batches"].rows_where(where, args, order_by="created_at, id")
+        return [JudgeBatchRow.from_db(r) for r in rows]
 
-    def get_batch(self, batch_id: str) -> dict | None:
+    def get_batch(self, batch_id: str) -> JudgeBatchRow | None:
         rows = list(self.db["judge_batches"].rows_where("id = ?", [batch_id]))
-        return decode(rows[0], "requests") if rows else None
+        return JudgeBatchRow.from_db(rows[0]) if rows else None

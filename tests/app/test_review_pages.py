@@ -53,10 +53,10 @@ def fail_trajectory(store: Store) -> tuple[str, str]:
     """A FAIL trajectory and the first item its probe verdict decided (Yes/No)."""
     for traj in store.trials.trajectories():
         if traj.outcome == "FAIL":
-            decided = [r for r in store.judging.judgments(trajectory_id=traj.id) if r["verdict_raw"] in ("Yes", "No")
-                       and r["route"] != "endpoint"]
+            decided = [r for r in store.judging.judgments(trajectory_id=traj.id) if r.verdict_raw in ("Yes", "No")
+                       and r.route != "endpoint"]
             if decided:
-                return traj.id, decided[0]["item_id"]
+                return traj.id, decided[0].item_id
     raise AssertionError("the demo has no decided item on a FAIL trajectory")
 
 
@@ -171,8 +171,8 @@ def test_agreement_leads_with_a_headline_and_opens_sections_on_demand(demo_db: P
 def test_agreement_reads_the_run_chosen_for_a_judge(demo_db: Path) -> None:
     """The demo's probe judge has two labelled runs: the headline follows the Run box (default: the real run)."""
     store = Store(demo_db)
-    runs = [r for r in store.judging.labels() if r["judge"] == "probe"]
-    [simulated] = [r["label"] for r in runs if r["simulated"]]
+    runs = [r for r in store.judging.labels() if r.judge == "probe"]
+    [simulated] = [r.label for r in runs if r.simulated]
     at = open_page("agreement")
     box = at.selectbox(key="agreement:run:probe")
     assert box.value == store.judging.default_labels()["probe"] != simulated
@@ -187,8 +187,8 @@ def test_agreement_reads_the_run_chosen_for_a_judge(demo_db: Path) -> None:
 def test_audit_of_the_largest_real_trial_shows_refs_and_citations(real_db: Path) -> None:
     store = Store(real_db)
     largest = max(store.trials.trajectories(), key=lambda t: t.log_bytes)
-    cited = next(r for r in store.judging.judgments(trajectory_id=largest.id) if r["citations"])
-    at = open_page("audit", trajectory=largest.id, judge="probe", item=cited["item_id"])
+    cited = next(r for r in store.judging.judgments(trajectory_id=largest.id) if r.citations)
+    at = open_page("audit", trajectory=largest.id, judge="probe", item=cited.item_id)
     assert not at.exception
     assert at.selectbox(key="audit:trajectory").value == largest.id
     assert any("<mark" in h for h in highlights(at))  # a located citation or task quote, highlighted in its line
@@ -351,10 +351,10 @@ def test_hostile_log_text_is_shown_as_text_only(demo_db: Path) -> None:
     target = next(e for e in events if e.kind == "tool_output")
     events = [e.model_copy(update={"text": f"before\n{HOSTILE}\nafter"}) if e.id == target.id else e for e in events]
     store.trials.replace_trajectory(traj, events)
-    rows = [r for r in store.judging.judgments(trajectory_id=traj_id, judge="probe") if r["route"] != "endpoint"]
+    rows = [r.model_dump() for r in store.judging.judgments(trajectory_id=traj_id, judge="probe") if r.route != "endpoint"]
     rows = [{**r, "verdict_raw": "Yes", "citations": [{"event_id": target.id, "quote": HOSTILE}],
              "rationale": f"because {HOSTILE}"} if r["item_id"] == item else r for r in rows]
-    store.judging.save_trajectory_judgment(store.judging.units("probe")[(traj_id, "probe")], rows, [])
+    store.judging.save_trajectory_judgment(store.judging.units("probe")[(traj_id, "probe")].model_dump(), rows, [])
     score_project(store, judge="probe")
 
     at = open_page("audit", trajectory=traj_id, judge="probe", item=item)

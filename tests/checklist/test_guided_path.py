@@ -72,7 +72,7 @@ def test_real_corpus_guided_path_on_the_command_line(skillsbench: Path, tmp_path
 
     store = Store(db)
     row = store.judging.judgments(judge="probe")[0]
-    record_item_audit(store, trajectory_id=row["trajectory_id"], item_id=row["item_id"], judge="probe",
+    record_item_audit(store, trajectory_id=row.trajectory_id, item_id=row.item_id, judge="probe",
                       reviewer="tester", agree=True)
     status = info(db, capsys)
     assert status["citation-check"]["audited_items"] == 1 and status["citation-check"]["next_step"] == "done"

@@ -157,8 +157,8 @@ def _annotate(store: Store, spec: _Spec, audit_targets: list[tuple[str, str, str
 def _process_main(db_path: str, specs: list[_Spec], start_at: float) -> list[dict]:
     """One "app server": one shared `Store` (as `app.py` caches it), one thread per annotator."""
     store = Store(db_path)
-    audit_targets = sorted({(r["trajectory_id"], r["item_id"], r["judge"])
-                            for r in store.judging.judgments(judge=AUDIT_JUDGE) if r["route"] != "endpoint"})
+    audit_targets = sorted({(r.trajectory_id, r.item_id, r.judge)
+                            for r in store.judging.judgments(judge=AUDIT_JUDGE) if r.route != "endpoint"})
     results: list[dict] = [{} for _ in specs]
 
     def run(k: int) -> None:

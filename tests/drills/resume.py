@@ -109,9 +109,9 @@ def _run_to_end(db: Path, server: FakeOpenAI) -> None:
 
 def _half_stored(store: Store) -> int:
     """Trajectories whose stored item judgments are not exactly their unit's item count."""
-    per_unit = Counter(r["trajectory_id"] for r in store.judging.judgments(judge=JUDGE) if r["route"] != "endpoint")
+    per_unit = Counter(r.trajectory_id for r in store.judging.judgments(judge=JUDGE) if r.route != "endpoint")
     units = store.judging.units(JUDGE)
-    bad = sum(per_unit[t] != u["n_items"] for (t, _), u in units.items())
+    bad = sum(per_unit[t] != u.n_items for (t, _), u in units.items())
     return bad + len(set(per_unit) - {t for t, _ in units})
 
 

@@ -120,7 +120,7 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     fresh.click(task_row(fresh, TASK).get_by_role("button", name="Score"))
     until(fresh, lambda: task_row(fresh, TASK).get_by_role("link", name="Audit item verdicts").count() > 0,
           what="scoring to finish")
-    assert {s["task"] for s in store.judging.scores(judge="probe")} == {TASK}  # the only task with a checklist
+    assert {s.task for s in store.judging.scores(judge="probe")} == {TASK}  # the only task with a checklist
     fresh.click(task_row(fresh, TASK).get_by_role("link", name="Audit item verdicts"))
     expect(fresh.title()).to_have_text("Item audit")
     fresh.click(fresh.button("Agree"))

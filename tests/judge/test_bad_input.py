@@ -27,7 +27,7 @@ def run_one(project, make_llm, judge: str = "gcpc", **llm_overrides):
 
 
 def stored(project, judge: str = "gcpc") -> set[tuple[str, str | None]]:
-    return {(r["verdict_raw"], r["reason_raw"]) for r in project.judging.judgments(judge=judge, trajectory_id=TRAJ)}
+    return {(r.verdict_raw, r.reason_raw) for r in project.judging.judgments(judge=judge, trajectory_id=TRAJ)}
 
 
 def extra_keys(request) -> Reply:
@@ -54,8 +54,8 @@ def test_bad_reply_is_a_stored_abstain_with_its_reason(reply, reason, said, fake
     assert stored(project) == {("Abstain", reason)}
     assert fake_openai.request_count == 2  # the initial request and one repair, no more
     replies = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")
-    assert [r["status"] for r in replies] == [reason, reason]
-    assert said in replies[0]["problems"][0]
+    assert [r.status for r in replies] == [reason, reason]
+    assert said in replies[0].problems[0]
     assert report.verdicts == {f"Abstain:{reason}": 8}
 
 
@@ -66,15 +66,15 @@ def test_server_context_overflow_is_abstain_context_overflow(fake_openai, projec
     assert stored(project) == {("Abstain", "context_overflow")}
     assert fake_openai.request_count == 1  # not retried, no repair (it would be longer still)
     [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")
-    assert reply["status"] == "context_overflow" and "maximum context length is 2048" in reply["problems"][0]
+    assert reply.status == "context_overflow" and "maximum context length is 2048" in reply.problems[0]
 
 
 def test_server_context_overflow_holistic(fake_openai, project, make_llm) -> None:
     fake_openai.default = overflow_error()
     report = run_one(project, make_llm, judge="holistic")
     assert report.judged == [TRAJ] and report.verdicts == {"unrated:context_overflow": 1}
-    [unit] = [u for u in project.judging.units("holistic").values() if u["trajectory_id"] == TRAJ]
-    assert unit["reason"] == "context_overflow" and unit["progress"] is None
+    [unit] = [u for u in project.judging.units("holistic").values() if u.trajectory_id == TRAJ]
+    assert unit.reason == "context_overflow" and unit.progress is None
 
 
 @pytest.mark.parametrize(

@@ -102,7 +102,7 @@ def test_judge_run_records_the_windowing_on_every_item(fake_openai: FakeOpenAI, 
     sent = fake_openai.requests[0]["messages"]
     assert "⟦gcpc:" in sent[-1]["content"] and len(sent[-1]["content"]) < full
     [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")[-1:]
-    notes = [p for p in reply["problems"] if "context budget" in p]
+    notes = [p for p in reply.problems if "context budget" in p]
     assert len(notes) == 8 and notes[0].startswith("I1: context budget: ")
 
 
@@ -111,10 +111,10 @@ def test_judge_run_overflow_abstains_without_sending(fake_openai: FakeOpenAI, pr
                            limit=1, progress=False)
     assert report.judged == [TRAJ] and fake_openai.request_count == 0
     rows = project.judging.judgments(judge="gcpc", trajectory_id=TRAJ)
-    assert {(r["verdict_raw"], r["reason_raw"]) for r in rows} == {("Abstain", "context_overflow")}
-    assert "do not fit" in rows[0]["rationale"]
+    assert {(r.verdict_raw, r.reason_raw) for r in rows} == {("Abstain", "context_overflow")}
+    assert "do not fit" in rows[0].rationale
     [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")
-    assert reply["status"] == "context_overflow"
+    assert reply.status == "context_overflow"
 
 
 def test_holistic_is_budgeted_too(fake_openai: FakeOpenAI, project, make_llm) -> None:

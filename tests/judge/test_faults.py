@@ -19,7 +19,7 @@ def run_one(project, make_llm, **llm_overrides):
 
 
 def verdicts(project, judge: str = "gcpc") -> dict[str, tuple[str, str | None]]:
-    return {r["item_id"]: (r["verdict_raw"], r["reason_raw"]) for r in project.judging.judgments(judge=judge, trajectory_id=TRAJ)}
+    return {r.item_id: (r.verdict_raw, r.reason_raw) for r in project.judging.judgments(judge=judge, trajectory_id=TRAJ)}
 
 
 def first_request(req) -> bool:
@@ -32,7 +32,7 @@ def test_happy_path_one_call_grounded_yes(fake_openai, project, make_llm) -> Non
     assert report.judged == [TRAJ] and fake_openai.request_count == 1
     assert set(verdicts(project).values()) == {("Yes", None)} and len(verdicts(project)) == 8
     [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")
-    assert reply["status"] == "ok" and reply["attempt"] == "initial" and '"items"' in reply["raw"]
+    assert reply.status == "ok" and reply.attempt == "initial" and '"items"' in reply.raw
 
 
 def test_429_then_success(fake_openai, project, make_llm) -> None:
@@ -79,7 +79,7 @@ def test_malformed_json_gets_one_repair(fake_openai, project, make_llm) -> None:
     repair = fake_openai.requests[1]["messages"]
     assert repair[-2]["role"] == "assistant" and "this is not json" in repair[-2]["content"]
     assert "invalid_json" in repair[-1]["content"]
-    statuses = [r["status"] for r in project.judging.replies(trajectory_id=TRAJ)]
+    statuses = [r.status for r in project.judging.replies(trajectory_id=TRAJ)]
     assert statuses == ["invalid_json", "ok"]
 
 
@@ -88,7 +88,7 @@ def test_malformed_json_twice_abstains_with_reason(fake_openai, project, make_ll
     report = run_one(project, make_llm)
     assert report.errors == {} and fake_openai.request_count == 2 and report.judged == [TRAJ]
     assert set(verdicts(project).values()) == {("Abstain", "invalid_json")}
-    raws = [r["raw"] for r in project.judging.replies(trajectory_id=TRAJ)]
+    raws = [r.raw for r in project.judging.replies(trajectory_id=TRAJ)]
     assert len(raws) == 2 and all("this is not json" in raw for raw in raws)  # stored for audit
 
 
@@ -106,7 +106,7 @@ def test_unknown_ids_get_one_repair(fake_openai, project, make_llm) -> None:
     run_one(project, make_llm)
     assert fake_openai.request_count == 2 and set(verdicts(project).values()) == {("Yes", None)}
     assert "C99" in fake_openai.requests[1]["messages"][-1]["content"]
-    assert [r["status"] for r in project.judging.replies(trajectory_id=TRAJ)] == ["unknown_item_id", "ok"]
+    assert [r.status for r in project.judging.replies(trajectory_id=TRAJ)] == ["unknown_item_id", "ok"]
 
 
 def test_unknown_ids_twice_abstain_with_reason(fake_openai, project, make_llm) -> None:
@@ -121,7 +121,7 @@ def test_refusal_then_success(fake_openai, project, make_llm) -> None:
     fake_openai.on(is_repair, items_reply("Yes"))
     run_one(project, make_llm)
     assert set(verdicts(project).values()) == {("Yes", None)}
-    assert [r["status"] for r in project.judging.replies(trajectory_id=TRAJ)] == ["refusal", "ok"]
+    assert [r.status for r in project.judging.replies(trajectory_id=TRAJ)] == ["refusal", "ok"]
 
 
 def test_refusal_twice_abstains(fake_openai, project, make_llm) -> None:

@@ -91,8 +91,8 @@ def test_scripted_run_on_real_trials(real: Store, fake_openai) -> None:
     report = judge_project(real, judge="gcpc", llm=llm, progress=False)
     assert len(report.judged) == 12 and report.ok and fake_openai.request_count == 12
     rows = real.judging.judgments(judge="gcpc")
-    assert Counter(r["verdict_raw"] for r in rows)["Yes"] == len(rows)  # every scripted citation grounded
+    assert Counter(r.verdict_raw for r in rows)["Yes"] == len(rows)  # every scripted citation grounded
     score_project(real)
     scores = real.judging.scores(judge="gcpc")
-    assert len(scores) == 12 and all(s["partial_credit"] is not None for s in scores)
-    assert {s["outcome"] for s in scores} == {"PASS", "FAIL"}
+    assert len(scores) == 12 and all(s.partial_credit is not None for s in scores)
+    assert {s.outcome for s in scores} == {"PASS", "FAIL"}

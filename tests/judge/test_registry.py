@@ -119,17 +119,17 @@ def test_a_toy_judge_runs_through_judge_score_and_report(toy_judge: JudgeSpec, d
     [(kind, label)] = scored.scored
     assert kind == TOY and label == store.judging.default_labels()[TOY]  # one labelled run: the toy's derived label
     assert scored.scored[kind, label] == len(trajectories)
-    scores = [s for s in store.judging.scores() if s["judge"] == TOY]
+    scores = [s for s in store.judging.scores() if s.judge == TOY]
     assert len(scores) == len(trajectories)
     for row in scores:
-        traj = next(t for t in trajectories if t.id == row["trajectory_id"])
-        raw = [j for j in store.judging.judgments(trajectory_id=traj.id) if j["judge"] == TOY and j["route"] != "endpoint"]
-        assert row["n_items"] == len(raw) and row["evidence_coverage"] == 1.0  # every toy citation grounded
-        assert row["prompt_version"] == TOY_VERSION and row["model"] is None
+        traj = next(t for t in trajectories if t.id == row.trajectory_id)
+        raw = [j for j in store.judging.judgments(trajectory_id=traj.id) if j.judge == TOY and j.route != "endpoint"]
+        assert row.n_items == len(raw) and row.evidence_coverage == 1.0  # every toy citation grounded
+        assert row.prompt_version == TOY_VERSION and row.model is None
         if traj.outcome == "FAIL":  # verdicts as judged, plus the endpoint item judged No
             n = len(raw)
-            assert (row["n_yes"], row["n_no"]) == ((n + 1) // 2, n // 2 + 1)
-            assert row["partial_credit"] == pytest.approx(((n + 1) // 2) / (n + 1))
+            assert (row.n_yes, row.n_no) == ((n + 1) // 2, n // 2 + 1)
+            assert row.partial_credit == pytest.approx(((n + 1) // 2) / (n + 1))
 
     assert {r["judge"] for r in export_judgments(store)} >= {TOY, "probe"}
     frames = frames_from_store(store)

@@ -34,12 +34,12 @@ def integrity(store: Store, judge: str = "gcpc") -> Counter:
     """Every unit has exactly its checklist's items, no duplicates; returns raw verdict counts."""
     units = store.judging.units(judge)
     rows = store.judging.judgments(judge=judge)
-    per_unit = Counter(r["trajectory_id"] for r in rows if r["route"] != "endpoint")
-    assert len({(r["trajectory_id"], r["item_id"]) for r in rows}) == len(rows)
+    per_unit = Counter(r.trajectory_id for r in rows if r.route != "endpoint")
+    assert len({(r.trajectory_id, r.item_id) for r in rows}) == len(rows)
     for (traj_id, _), unit in units.items():
-        assert per_unit[traj_id] == unit["n_items"], traj_id
+        assert per_unit[traj_id] == unit.n_items, traj_id
     assert set(per_unit) <= {t for t, _ in units}
-    return Counter(r["verdict_raw"] for r in rows)
+    return Counter(r.verdict_raw for r in rows)
 
 
 def test_full_run_records_provenance_and_cost(fake_openai, project, make_llm) -> None:
@@ -54,7 +54,7 @@ def test_full_run_records_provenance_and_cost(fake_openai, project, make_llm) ->
     assert run["prompt_tokens"] > 0 and run["completion_tokens"] > 0 and run["cost_usd"] > 0 and run["wall_s"] > 0
     assert run["http_calls"] == N_TRIALS and run["cache_hits"] == 0
     sha = {r["task"]: r["sha"] for r in project.checklists.list()}
-    assert all(r["checklist_sha"] == sha[r["task"]] and r["run_id"] == report.run_id for r in project.judging.judgments(judge="gcpc"))
+    assert all(r.checklist_sha == sha[r.task] and r.run_id == report.run_id for r in project.judging.judgments(judge="gcpc"))
 
 
 def test_identical_rerun_makes_zero_http_calls(fake_openai, project, make_llm) -> None:
@@ -132,7 +132,7 @@ def test_per_item_mode_makes_one_call_per_item(fake_openai, project, make_llm) -
     report = judge_project(project, judge="gcpc", llm=make_llm(), progress=False, limit=3, per_item=True)
     assert len(report.judged) == 3 and fake_openai.request_count == 3 * 8
     assert integrity(project) == Counter({"No": 24})
-    assert {u["prompt_version"] for u in project.judging.units("gcpc").values()} == {"judge-per-item-v1"}
+    assert {u.prompt_version for u in project.judging.units("gcpc").values()} == {"judge-per-item-v1"}
     # switching back to the default mode is a different request: the units are judged again
     fake_openai.on(is_items_request, items_reply("Yes"))
     again = judge_project(project, judge="gcpc", llm=make_llm(), progress=False, limit=3)
@@ -146,15 +146,15 @@ def test_holistic_and_fixed_judges_are_scored_as_their_own_judges(fake_openai, p
     f = judge_project(project, judge="fixed", llm=make_llm(), progress=False, limit=4)
     assert len(h.judged) == 4 and len(f.judged) == 4
     assert h.prompt_version == HOLISTIC_PROMPT_VERSION
-    assert {r["item_id"] for r in project.judging.judgments(judge="fixed")} == {"F1", "F2", "F3", "F4", "F5", "F6"}
+    assert {r.item_id for r in project.judging.judgments(judge="fixed")} == {"F1", "F2", "F3", "F4", "F5", "F6"}
     score_project(project)
     holistic = project.judging.scores(judge="holistic")
-    assert len(holistic) == 4 and {s["partial_credit"] for s in holistic} == {0.75}
-    assert all(s["perfect"] is None and s["n_items"] == 0 for s in holistic)
+    assert len(holistic) == 4 and {s.partial_credit for s in holistic} == {0.75}
+    assert all(s.perfect is None and s.n_items == 0 for s in holistic)
     units = project.judging.units("holistic")
-    assert all(u["citations"] and u["rationale"] == "scripted" for u in units.values())
+    assert all(u.citations and u.rationale == "scripted" for u in units.values())
     fixed = project.judging.scores(judge="fixed")
-    assert all(s["n_items"] == 6 for s in fixed)  # fixed items are `judge` route: PASS does not overwrite them
+    assert all(s.n_items == 6 for s in fixed)  # fixed items are `judge` route: PASS does not overwrite them
 
 
 def test_probe_judge_on_the_demo(project) -> None:
@@ -167,17 +167,17 @@ def test_probe_judge_on_the_demo(project) -> None:
 
     views = {}
     for row in rows:
-        for c in row["citations"]:
-            view = views.setdefault(row["trajectory_id"], build_evidence_view(project.trials.events(row["trajectory_id"])))
+        for c in row.citations:
+            view = views.setdefault(row.trajectory_id, build_evidence_view(project.trials.events(row.trajectory_id)))
             assert view.quote_in_event(c["event_id"], c["quote"])  # every probe verdict is grounded
-        if row["verdict_raw"] in ("Yes", "No") and row["route"] != "endpoint":
-            assert row["citations"]
-    scores = {s["trajectory_id"]: s for s in project.judging.scores(judge="probe")}
+        if row.verdict_raw in ("Yes", "No") and row.route != "endpoint":
+            assert row.citations
+    scores = {s.trajectory_id: s for s in project.judging.scores(judge="probe")}
     assert len(scores) == N_TRIALS
-    fails = [s for s in scores.values() if s["outcome"] == "FAIL"]
-    assert fails and all(s["perfect_with_endpoint"] == 0 for s in fails)
+    fails = [s for s in scores.values() if s.outcome == "FAIL"]
+    assert fails and all(s.perfect_with_endpoint == 0 for s in fails)
     # the ini trial that first hit the duplicate-host error and then fixed it: latest evidence wins
-    assert {r["item_id"]: r["verdict_raw"] for r in project.judging.judgments(judge="probe", trajectory_id="ini-config-repair__0KnwxjT")}["I1"] == "Yes"
+    assert {r.item_id: r.verdict_raw for r in project.judging.judgments(judge="probe", trajectory_id="ini-config-repair__0KnwxjT")}["I1"] == "Yes"
 
 
 def test_batch_submit_and_collect(fake_openai, project, make_llm) -> None:
@@ -188,19 +188,19 @@ def test_batch_submit_and_collect(fake_openai, project, make_llm) -> None:
     report = judge_project(project, judge="gcpc", llm=llm, progress=False, batch=True)
     assert report.batch_id and not report.judged
     [row] = project.judging.batches()
-    assert row["n_requests"] == N_TRIALS and set(row["requests"]) == {t.id for t in project.trials.trajectories()}
-    lines = [json.loads(x) for x in Path(row["input_path"]).read_text().splitlines()]
-    assert {x["custom_id"] for x in lines} == set(row["requests"])
+    assert row.n_requests == N_TRIALS and set(row.requests) == {t.id for t in project.trials.trajectories()}
+    lines = [json.loads(x) for x in Path(row.input_path).read_text().splitlines()]
+    assert {x["custom_id"] for x in lines} == set(row.requests)
     assert all(x["url"] == "/v1/chat/completions" and x["body"]["model"] == FAKE_MODEL for x in lines)
     # submitted trajectories are not judged live while the batch is pending
     pending = judge_project(project, judge="gcpc", llm=make_llm(), progress=False)
     assert not pending.judged and "batch" in next(iter(pending.skipped.values()))
     collected = collect_batches(project, llm=make_llm(), progress=False)
-    assert collected.batches == {row["id"]: "collected"}
+    assert collected.batches == {row.id: "collected"}
     assert len(project.judging.units("gcpc")) == N_TRIALS and integrity(project) == Counter({"Yes": 8 * N_TRIALS})
     sales = [u for (t, _), u in project.judging.units("gcpc").items() if t.startswith("sales")]
-    replies = project.judging.replies(trajectory_id=sales[0]["trajectory_id"], judge="gcpc")
-    assert [r["attempt"] for r in replies] == ["batch", "repair"]  # bad batch reply → one live repair
+    replies = project.judging.replies(trajectory_id=sales[0].trajectory_id, judge="gcpc")
+    assert [r.attempt for r in replies] == ["batch", "repair"]  # bad batch reply → one live repair
     # valid batch replies went into the response cache: a forced live rerun asks the server only the
     # initial requests whose batch reply was unusable (never cached); their repairs are cached
     before = fake_openai.request_count
@@ -251,11 +251,11 @@ def test_every_new_verb_has_help(verb, capsys) -> None:
 def test_holistic_batch_round_trip(fake_openai, project, make_llm) -> None:
     fake_openai.on(lambda req: "Rate this run's progress" in req["messages"][1]["content"], holistic_reply(0.5))
     report = judge_project(project, judge="holistic", llm=make_llm(), progress=False, batch=True, limit=5)
-    assert report.batch_id and project.judging.batches()[0]["n_requests"] == 5
+    assert report.batch_id and project.judging.batches()[0].n_requests == 5
     collect_batches(project, llm=make_llm(), progress=False)
     units = project.judging.units("holistic")
-    assert len(units) == 5 and {u["progress"] for u in units.values()} == {0.5}
-    assert {r["attempt"] for r in project.judging.replies(judge="holistic")} == {"batch"}
+    assert len(units) == 5 and {u.progress for u in units.values()} == {0.5}
+    assert {r.attempt for r in project.judging.replies(judge="holistic")} == {"batch"}
 
 
 def test_batch_is_refused_for_the_probe_judge_and_per_item(project, make_llm) -> None:

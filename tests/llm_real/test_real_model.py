@@ -75,22 +75,22 @@ def test_judge_one_trajectory(judge: str, real_llm, real_store) -> None:
     assert report.ok and report.judged == [TRIAL], report.lines()
     assert_run_used_the_server(real_store, report.run_id, llm.config.endpoint)
     replies = real_store.judging.replies(trajectory_id=TRIAL, judge=judge)
-    assert replies and all(r["raw"] is not None or r["status"] == "context_overflow" for r in replies)
+    assert replies and all(r.raw is not None or r.status == "context_overflow" for r in replies)
     view = build_evidence_view(real_store.trials.events(TRIAL))
     if judge == "gcpc":
         items = real_store.judging.judgments(judge="gcpc", trajectory_id=TRIAL)
-        assert [i["item_id"] for i in items] == ["C1", "C2", "C3", "C4"]  # every item stored
+        assert [i.item_id for i in items] == ["C1", "C2", "C3", "C4"]  # every item stored
         for item in items:
-            assert item["verdict_raw"] in ("Yes", "No", "Abstain")
-            if item["verdict_raw"] == "Abstain":
-                assert item["reason_raw"] in REASONS
+            assert item.verdict_raw in ("Yes", "No", "Abstain")
+            if item.verdict_raw == "Abstain":
+                assert item.reason_raw in REASONS
             else:  # grounding let it through: every kept citation is verbatim in an evidence event it names
-                assert item["citations"]
-                assert all(view.quote_in_event(c["event_id"], c["quote"]) for c in item["citations"])
+                assert item.citations
+                assert all(view.quote_in_event(c["event_id"], c["quote"]) for c in item.citations)
     else:
         [unit] = [u for (t, j), u in real_store.judging.units("holistic").items() if t == TRIAL]
-        assert (unit["progress"] is not None and 0 <= unit["progress"] <= 1) or unit["reason"] in REASONS
-        assert all(view.quote_in_event(c["event_id"], c["quote"]) for c in unit["citations"] or [])
+        assert (unit.progress is not None and 0 <= unit.progress <= 1) or unit.reason in REASONS
+        assert all(view.quote_in_event(c["event_id"], c["quote"]) for c in unit.citations or [])
 
 
 def test_one_perturbation(real_llm, real_store) -> None:
@@ -98,7 +98,7 @@ def test_one_perturbation(real_llm, real_store) -> None:
     output, what a judge should say) is perturbed and re-judged through the real model."""
     llm = real_llm()
     checklist = real_store.checklists.latest(TASK)
-    items = [ItemJudgment(item_id=i["id"], route=i["route"], verdict_raw="Abstain", verdict="Abstain",
+    items = [ItemJudgment(item_id=i.id, route=i.route, verdict_raw="Abstain", verdict="Abstain",
                           reason="judge_abstain") for i in checklist["checklist"]["items"]]
     items[0] = ItemJudgment(item_id="C1", route="assertion", verdict_raw="Yes", verdict="Yes",
                             citations=[Citation(event_id="E4", quote="hello")], rationale="E4 shows hello")

@@ -39,7 +39,7 @@ def test_trajectory_frame_and_judge_stats(demo: Store) -> None:
     assert row["ctrf_passed"] == sum(c.status == "passed" for c in traj.ctrf)
     stats = judge_stats(demo)
     assert set(stats["judge"]) == {"probe"} and len(stats) == 36
-    real_items = [r for r in demo.judging.judgments() if r["route"] != "endpoint"]
+    real_items = [r for r in demo.judging.judgments() if r.route != "endpoint"]
     assert stats["n_items"].sum() == len(real_items)
     assert (stats["n_yes"] + stats["n_no"] + stats["n_abstain"] == stats["n_items"]).all()
     assert (stats["audited"] == 0).all() and (stats["judge_disagreements"] == 0).all()
@@ -49,9 +49,9 @@ def test_judge_disagreement_needs_two_judges(demo: Store) -> None:
     traj_id = first_fail(demo)
     rows = demo.judging.judgments(trajectory_id=traj_id, judge="probe")
     flipped = {"Yes": "No", "No": "Yes", "Abstain": "Yes"}
-    second = [{**r, "judge": "gcpc", "verdict_raw": flipped[r["verdict_raw"]] if r["item_id"] == rows[0]["item_id"]
-               else r["verdict_raw"]} for r in rows if r["route"] != "endpoint"]
-    unit = {"trajectory_id": traj_id, "judge": "gcpc", "task": rows[0]["task"], "prompt_version": "t",
+    second = [{**r.model_dump(), "judge": "gcpc", "verdict_raw": flipped[r.verdict_raw] if r.item_id == rows[0].item_id
+               else r.verdict_raw} for r in rows if r.route != "endpoint"]
+    unit = {"trajectory_id": traj_id, "judge": "gcpc", "task": rows[0].task, "prompt_version": "t",
             "created_at": "2026-01-01T00:00:00+00:00"}
     demo.judging.save_trajectory_judgment(unit, second, [])
     stats = judge_stats(demo).set_index(["trajectory_id", "judge"])
@@ -61,7 +61,7 @@ def test_judge_disagreement_needs_two_judges(demo: Store) -> None:
     assert list(listing["trajectory_id"]) == [traj_id]
     views = item_views(demo, traj_id, "probe")
     assert views[0].judges_disagree and views[0].other_judges == {"gcpc": second[0]["verdict_raw"]}
-    assert [v.item_id for v in filter_items(views, [], "judges disagree")] == [rows[0]["item_id"]]
+    assert [v.item_id for v in filter_items(views, [], "judges disagree")] == [rows[0].item_id]
 
 
 def test_filters_narrow_the_list(demo: Store) -> None:
@@ -86,8 +86,8 @@ def test_item_views_of_a_failed_trajectory(demo: Store) -> None:
     traj, views = demo.trials.get_trajectory(traj_id), item_views(demo, traj_id, "probe")
     task = demo.trials.get_task(traj.task)
     assert views[-1].item_id == "ENDPOINT" and not views[-1].auditable and views[-1].verdict == "No"
-    assert [v.item_id for v in views[:-1]] == [r["item_id"] for r in demo.judging.judgments(trajectory_id=traj_id)
-                                              if r["route"] != "endpoint"]
+    assert [v.item_id for v in views[:-1]] == [r.item_id for r in demo.judging.judgments(trajectory_id=traj_id)
+                                              if r.route != "endpoint"]
     for view in views[:-1]:
         assert view.quote is not None and view.quote.span is not None
         assert " ".join(task.instruction[view.quote.span.start:view.quote.span.end].split()) == \
@@ -105,9 +105,9 @@ def test_item_views_of_a_failed_trajectory(demo: Store) -> None:
 
 
 def test_abstain_reasons_are_explained(demo: Store) -> None:
-    abstains = [r for r in demo.judging.judgments() if r["verdict_raw"] == "Abstain"]
+    abstains = [r for r in demo.judging.judgments() if r.verdict_raw == "Abstain"]
     assert abstains
-    for reason in {r["reason_raw"] for r in abstains}:
+    for reason in {r.reason_raw for r in abstains}:
         assert explain_reason(reason) != reason
     assert explain_reason("official_pass").startswith("postprocessing")
     assert explain_reason("something_new") == "something_new" and explain_reason(None) == ""
@@ -187,12 +187,13 @@ def test_postprocessing_overwrite_is_flagged(demo: Store) -> None:
     from gcpc_core.judge import score_project
 
     traj = next(t for t in demo.trials.trajectories() if t.outcome == "PASS")
-    rows = [r for r in demo.judging.judgments(trajectory_id=traj.id, judge="probe") if r["route"] != "endpoint"]
-    target = next(r for r in rows if r["route"] == "assertion")
-    rows = [{**r, "verdict_raw": "Abstain", "reason_raw": "judge_abstain"} if r is target else r for r in rows]
-    demo.judging.save_trajectory_judgment(demo.judging.units("probe")[(traj.id, "probe")], rows, [])
+    rows = [r for r in demo.judging.judgments(trajectory_id=traj.id, judge="probe") if r.route != "endpoint"]
+    target = next(r for r in rows if r.route == "assertion")
+    rows = [{**r.model_dump(), **({"verdict_raw": "Abstain", "reason_raw": "judge_abstain"} if r is target else {})}
+            for r in rows]
+    demo.judging.save_trajectory_judgment(demo.judging.units("probe")[(traj.id, "probe")].model_dump(), rows, [])
     score_project(demo, judge="probe")
-    view = next(v for v in item_views(demo, traj.id, "probe") if v.item_id == target["item_id"])
+    view = next(v for v in item_views(demo, traj.id, "probe") if v.item_id == target.item_id)
     assert (view.verdict_raw, view.verdict, view.reason) == ("Abstain", "Yes", "official_pass")
     assert view.overwritten and item_flags(view, [])["changed by postprocessing"]
 
@@ -253,7 +254,7 @@ def test_the_summary_shows_every_score_after_the_official_outcome(demo: Store) -
     score = trajectory_score(demo, traj_id, "probe")
     lines = trajectory_summary(row, "probe", score)
     assert len(lines) == 3 and lines[1].endswith("Abstain as judged (raw)")
-    assert lines[2].startswith(f"scored: partial credit {score['partial_credit']:.3f} · evidence coverage ")
-    assert f"Perfect {score['perfect']} · Perfect with endpoint 0" in lines[2]
+    assert lines[2].startswith(f"scored: partial credit {score.partial_credit:.3f} · evidence coverage ")
+    assert f"Perfect {score.perfect} · Perfect with endpoint 0" in lines[2]
     assert lines[2].endswith("(endpoint item included)")
     assert trajectory_score(demo, "no-such-trajectory", "probe") is None

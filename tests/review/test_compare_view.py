@@ -68,9 +68,9 @@ def test_a_runs_page_job_judges_under_its_label(demo: Store, monkeypatch: pytest
     assert job.status == "done", job.lines
     assert any("judged 36" in line for line in job.lines)
     assert demo.judging.default_labels()["probe"] == "from-the-page"
-    assert {r["label"] for r in demo.judging.labels()} == {"from-the-page", DEMO_SIMULATED_LABEL,
-                                                         next(r["label"] for r in demo.judging.labels()
-                                                              if r["label"].startswith("probe:"))}
+    assert {r.label for r in demo.judging.labels()} == {"from-the-page", DEMO_SIMULATED_LABEL,
+                                                         next(r.label for r in demo.judging.labels()
+                                                              if r.label.startswith("probe:"))}
 
 
 def test_triage_reads_the_chosen_run_and_links_to_it(demo: Store) -> None:

@@ -95,7 +95,7 @@ def test_a_changed_item_has_both_sides_evidence(demo: Store) -> None:
     assert (views["without"].verdict, views["with"].verdict) == (row["verdict_without"], row["verdict_with"])
     assert any(v.citations for v in views.values())  # a decided side cites its evidence
     assert side_by_side(without, [], row["item_id"])["with"] is None
-    assert item_choice_label(row) == f"{row['item_id']} · {row['change']} · {row['verdict_without']} → {row['verdict_with']}"
+    assert item_choice_label(row) == f"{row.item_id} · {row['change']} · {row['verdict_without']} → {row['verdict_with']}"
     assert item_choice_label({**row, "verdict_with": float("nan")}).endswith("→ not judged")
 
 
@@ -103,8 +103,8 @@ def test_pair_items_side_by_side(demo: Store) -> None:
     pairs = pairs_table(frames_from_store(demo)["scores"])
     pair = pairs[pairs["transition"] != "PASS→PASS"].iloc[0]
     items = pair_items(demo, pair["trajectory_id_without"], pair["trajectory_id_with"], "probe")
-    real = [r for r in demo.judging.judgments(trajectory_id=pair["trajectory_id_with"], judge="probe") if r["route"] != "endpoint"]
-    assert list(items["item_id"][: len(real)]) == [r["item_id"] for r in real]
+    real = [r for r in demo.judging.judgments(trajectory_id=pair["trajectory_id_with"], judge="probe") if r.route != "endpoint"]
+    assert list(items["item_id"][: len(real)]) == [r.item_id for r in real]
     assert (items["text"].str.len() > 0).all()
     assert (items["changed"] == (items["change"] != "same")).all()
     if "ENDPOINT" in set(items["item_id"]):  # one side failed: the endpoint is listed last

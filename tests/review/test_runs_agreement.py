@@ -198,10 +198,10 @@ def test_dashboard_on_an_empty_project(store: Store) -> None:
 
 def test_audit_agreement_and_downloads(demo: Store) -> None:
     assert audit_agreement(demo).empty
-    rows = [r for r in demo.judging.judgments() if r["route"] == "assertion"][:3]
-    record_item_audit(demo, trajectory_id=rows[0]["trajectory_id"], item_id=rows[0]["item_id"], judge="probe",
+    rows = [r for r in demo.judging.judgments() if r.route == "assertion"][:3]
+    record_item_audit(demo, trajectory_id=rows[0].trajectory_id, item_id=rows[0].item_id, judge="probe",
                       reviewer="a", agree=True)
-    record_item_audit(demo, trajectory_id=rows[1]["trajectory_id"], item_id=rows[1]["item_id"], judge="probe",
+    record_item_audit(demo, trajectory_id=rows[1].trajectory_id, item_id=rows[1].item_id, judge="probe",
                       reviewer="b", agree=False, corrected_verdict="Abstain")
     table = audit_agreement(demo)
     assert table.to_dict("records")[0] | {} == {

@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from gcpc_core.review.scores import SCORE_HELP, score_explanation, trajectory_score
-from gcpc_core.store import Store
+from gcpc_core.store import ScoreRow, Store
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _score(**over: object) -> dict:
-    base = {"outcome": "FAIL", "partial_credit": 0.5, "evidence_coverage": 0.75, "perfect": 1,
+def _score(**over: object) -> ScoreRow:
+    base = {"trajectory_id": "t__1", "judge": "probe", "task": "t", "scored_at": "2026-01-01T00:00:00+00:00",
+            "label": "probe-run", "outcome": "FAIL", "partial_credit": 0.5, "evidence_coverage": 0.75, "perfect": 1,
             "perfect_with_endpoint": 0, "n_items": 8, "n_yes": 1, "n_no": 1, "n_abstain": 7}
-    return {**base, **over}
+    return ScoreRow.model_validate({**base, **over})
 
 
 def test_a_perfect_fail_run_is_explained() -> None:
@@ -51,7 +52,7 @@ def test_every_score_of_the_export_is_defined_and_documented(demo: Store) -> Non
     assert row is not None
     for column in ("partial_credit", "evidence_coverage", "perfect", "perfect_with_endpoint", "n_items", "n_yes",
                    "n_no", "n_abstain"):
-        assert column in row and SCORE_HELP[column]
+        assert column in ScoreRow.model_fields and SCORE_HELP[column]
     doc = (REPO / "docs" / "scores.md").read_text(encoding="utf-8")
     for term in ("`partial_credit`", "`evidence_coverage`", "`perfect`", "`perfect_with_endpoint`", "`n_items`",
                  "**raw** verdicts", "endpoint item"):

@@ -83,10 +83,10 @@ def test_migration_keeps_every_row_under_its_derived_label(migrated: Store) -> N
     for table in ("judge_units", "judgments", "scores", "judge_replies"):
         labels = {(r["judge"], r["label"]) for r in db[table].rows}
         assert labels == {("probe", PROBE_LABEL), ("gcpc", GCPC_LABEL)}, table
-    assert {(r["judge"], r["label"]): r["n_trajectories"] for r in migrated.judging.labels()} == {
+    assert {(r.judge, r.label): r.n_trajectories for r in migrated.judging.labels()} == {
         ("probe", PROBE_LABEL): 2, ("gcpc", GCPC_LABEL): 1}
     assert migrated.judging.default_labels() == {"probe": PROBE_LABEL, "gcpc": GCPC_LABEL}
-    assert [r["verdict_raw"] for r in migrated.judging.judgments(judge="probe", trajectory_id="t__1")] == ["Yes", "No"]
+    assert [r.verdict_raw for r in migrated.judging.judgments(judge="probe", trajectory_id="t__1")] == ["Yes", "No"]
     assert len(migrated.judging.scores()) == 3
 
 
@@ -122,24 +122,24 @@ def test_labelled_runs_coexist_and_reads_default_to_the_most_recent(migrated: St
         unit, items = _unit(traj, "model-b", ("No", "No"), model="model-b", at=LATER)
         migrated.judging.save_trajectory_judgment(unit, items, [], named=True)
     assert migrated.judging.default_labels()["probe"] == "model-b"
-    assert {r["label"] for r in migrated.judging.judgments(judge="probe")} == {"model-b"}
+    assert {r.label for r in migrated.judging.judgments(judge="probe")} == {"model-b"}
     assert len(migrated.judging.judgments(judge="probe", all_labels=True)) == 8
     counts = migrated.project.counts()  # `info`: each judge's chosen run, and every run
     assert (counts["judgments"], counts["judgments_all_runs"], counts["judge_runs"]) == (6, 10, 3)
-    assert {r["label"] for r in migrated.judging.judgments(judge="probe", labels={"probe": PROBE_LABEL})} == {PROBE_LABEL}
+    assert {r.label for r in migrated.judging.judgments(judge="probe", labels={"probe": PROBE_LABEL})} == {PROBE_LABEL}
     # the migrated audit stays with the run it checked, not with the new default
     assert audits_frame(migrated).query("judge == 'probe'").empty
     old = audits_frame(migrated, labels={"probe": PROBE_LABEL})
     assert list(old.query("judge == 'probe'")["label"]) == [PROBE_LABEL]
 
     score_project(migrated)  # every labelled run is scored
-    scored = {(r["trajectory_id"], r["label"]): r["partial_credit"] for r in migrated.judging.scores(judge="probe", all_labels=True)}
+    scored = {(r.trajectory_id, r.label): r.partial_credit for r in migrated.judging.scores(judge="probe", all_labels=True)}
     assert scored[("t__1", "model-b")] == 0.0 and scored[("t__1", PROBE_LABEL)] == 0.5
 
     unit, items = _unit("t__1", "model-b", ("Yes", "Yes"), model="model-b", at=LATER)  # a rerun of the same label
     migrated.judging.save_trajectory_judgment(unit, items, [])
     rows = migrated.judging.judgments(judge="probe", trajectory_id="t__1", all_labels=True)
-    assert sorted((r["label"], r["verdict_raw"]) for r in rows) == sorted(
+    assert sorted((r.label, r.verdict_raw) for r in rows) == sorted(
         [("model-b", "Yes"), ("model-b", "Yes"), (PROBE_LABEL, "Yes"), (PROBE_LABEL, "No")])
 
 
@@ -147,7 +147,7 @@ def test_a_simulated_run_is_never_the_default_over_a_judged_one(migrated: Store)
     unit, items = _unit("t__1", "simulated-b", ("No", "Yes"), model="sim", at=LATER)
     migrated.judging.save_trajectory_judgment(unit, items, [], simulated=True)
     assert migrated.judging.default_labels()["probe"] == PROBE_LABEL
-    assert next(r for r in migrated.judging.labels() if r["label"] == "simulated-b")["simulated"]
+    assert next(r for r in migrated.judging.labels() if r.label == "simulated-b").simulated
 
 
 def test_resolve_labels_names_what_is_wrong(migrated: Store) -> None:
