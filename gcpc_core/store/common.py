@@ -4,9 +4,10 @@ connection a repository borrows from its `Store`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
+from functools import cache
 from typing import Any, ClassVar, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict
@@ -41,15 +42,6 @@ def insert_sql(table: str, columns: tuple[str, ...], verb: str = "INSERT") -> st
     return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
-def values(rows: Iterable[dict], columns: tuple[str, ...]) -> list[tuple]:
-    """Row dicts as value tuples; list/dict values become JSON."""
-    out = []
-    for r in rows:
-        vals = [r.get(c) for c in columns]
-        out.append(tuple(dumps(v) if isinstance(v, (list, dict)) else v for v in vals))
-    return out
-
-
 class Connection(Protocol):
     """What a repository needs of its `Store`: this thread's connection and one write transaction."""
 
@@ -80,6 +72,13 @@ class _Json:
 JSON = _Json()
 
 
+@cache
+def _layout(cls: type[Row]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """A row model's columns and JSON columns, worked out once per model (writes sit on hot paths)."""
+    fields = cls.model_fields
+    return tuple(fields), frozenset(n for n, f in fields.items() if any(m is JSON for m in f.metadata))
+
+
 class Row(BaseModel):
     """One table row, declared once: its fields are the table's columns (in table order), each with a
     docstring; JSON fields are marked `JSON`. Reads build a row from the stored values, writes take
@@ -91,11 +90,11 @@ class Row(BaseModel):
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:
-        return tuple(cls.model_fields)
+        return _layout(cls)[0]
 
     @classmethod
-    def json_columns(cls) -> tuple[str, ...]:
-        return tuple(n for n, f in cls.model_fields.items() if any(m is JSON for m in f.metadata))
+    def json_columns(cls) -> frozenset[str]:
+        return _layout(cls)[1]
 
     @classmethod
     def from_db(cls, row: Mapping[str, Any]) -> Self:
@@ -114,12 +113,11 @@ class Row(BaseModel):
     def values_of(cls, row: Mapping[str, Any]) -> tuple:
         """A row given as a mapping, as values in column order (JSON columns encoded); a key that is no
         column is an error, a column left out is NULL."""
-        unknown = set(row) - set(cls.model_fields)
-        if unknown:
-            raise ValueError(f"{cls.TABLE} has no column(s) {sorted(unknown)}")
-        json_cols = cls.json_columns()
-        return tuple(dumps(row.get(c)) if c in json_cols and row.get(c) is not None else row.get(c)
-                     for c in cls.columns())
+        columns, json_cols = _layout(cls)
+        if not row.keys() <= set(columns):
+            raise ValueError(f"{cls.TABLE} has no column(s) {sorted(set(row) - set(columns))}")
+        values = [row.get(c) for c in columns]
+        return tuple(dumps(v) if v is not None and c in json_cols else v for c, v in zip(columns, values))
 
     def db_values(self) -> tuple:
         """This row's values in column order, JSON columns encoded."""
