@@ -574,6 +574,33 @@ def m1701_judge_labels(db: Database) -> None:
     _append_only_triggers(db)
 
 
+@MIGRATIONS()
+def m1702_perturbation_labels(db: Database) -> None:
+    """Evidence-sensitivity results per labelled judge run: `perturbations` gains a `label`, and its key
+    becomes (id, label), since the id (a hash of trajectory, judge, item, seed, scope, model and prompt)
+    is the same for two runs of one judge with the same model and prompt.
+
+    An existing row gets the label of the run it perturbed: the unit of its trajectory and judge with its
+    model, prompt version and checklist, written before the perturbation (the most recent such: the run
+    that was read then), else any such unit; failing both (the run was judged again since), the label
+    derived from the row's own provenance (`derive_label`). No row is dropped.
+    """
+    db.register_function(derive_label, deterministic=True, replace=True)
+    db["perturbations"].add_column("label", str)
+    p = "perturbations"
+    same_run = (f"u.trajectory_id = {p}.trajectory_id AND u.judge = {p}.judge AND u.model IS {p}.model "
+                f"AND u.prompt_version IS {p}.prompt_version AND u.checklist_sha IS {p}.checklist_sha")
+    latest = "ORDER BY u.created_at DESC, u.label LIMIT 1"
+    db.execute(
+        f"UPDATE {p} SET label = coalesce("
+        f"(SELECT u.label FROM judge_units AS u WHERE {same_run} AND u.created_at <= {p}.created_at {latest}), "
+        f"(SELECT u.label FROM judge_units AS u WHERE {same_run} {latest}), "
+        f"derive_label(judge, model, prompt_version, rules_version))"
+    )
+    db["perturbations"].transform(pk=("id", "label"), not_null={"label"})
+    db["perturbations"].create_index(["judge", "label", "task"])
+
+
 _EVENT_COLUMNS = ("trajectory_id", "seq", "id", "kind", "tool_name", "call_id", "path", "is_error", "source", "text")
 EventRow = tuple[str, int, str, str, str | None, str | None, str | None, int, str, str]
 """One `events` row, in `_EVENT_COLUMNS` order."""
@@ -1589,27 +1616,34 @@ class Store:
         return self.db["trajectories"].count_where("imported_at >= ?", [since])
 
     # ==== Evidence sensitivity (gcpc_core/analysis/sensitivity) ====
-    # One row per perturbed item under one setting; a rerun of the same setting replaces its rows.
+    # One row per perturbed item of one labelled judge run under one setting; a rerun of the same
+    # setting on the same run replaces its rows. Reads see each judge's chosen run, like judgments.
 
     PERTURBATION_COLUMNS = (
-        "id", "run_id", "trajectory_id", "task", "judge", "item_id", "route", "checklist_sha", "model",
+        "id", "label", "run_id", "trajectory_id", "task", "judge", "item_id", "route", "checklist_sha", "model",
         "prompt_version", "rules_version", "seed", "scope", "status", "kind", "recipe", "original_verdict",
         "original_citations", "verdict", "reason", "citations", "rationale", "replies", "created_at",
     )
     _PERTURBATION_JSON = ("recipe", "original_citations", "citations", "replies")
 
     def save_perturbation(self, row: dict) -> None:
-        """Insert or replace one perturbation result (keyed by its `id`), in one transaction."""
+        """Insert or replace one perturbation result (keyed by its `id` and the `label` of the judge run
+        it perturbed), in one transaction."""
+        if not row.get("label"):
+            raise ValueError(f"perturbation {row.get('id')!r} names no judge run label")
         with self.atomic() as db:
             db.conn.execute(self._insert_sql("perturbations", self.PERTURBATION_COLUMNS, "INSERT OR REPLACE"),
                             self._values([row], self.PERTURBATION_COLUMNS)[0])
 
-    def perturbations(self, *, judge: str | None = None, run_id: str | None = None) -> list[dict]:
-        """Perturbation rows (JSON columns decoded), by judge, trajectory and item."""
-        clauses = [(c, v) for c, v in (("judge = ?", judge), ("run_id = ?", run_id)) if v is not None]
-        where = " AND ".join(c for c, _ in clauses) or None
-        rows = self.db["perturbations"].rows_where(where, [v for _, v in clauses],
-                                                   order_by="judge, trajectory_id, item_id, seed, scope")
+    def perturbations(
+        self, *, judge: str | None = None, run_id: str | None = None, labels: Mapping[str, str] | None = None,
+        all_labels: bool = False,
+    ) -> list[dict]:
+        """Perturbation rows (JSON columns decoded) of each judge's chosen run (its default label, or
+        `labels`; every run with `all_labels`), by judge, label, trajectory and item."""
+        where, args = self._where([("judge = ?", judge), ("run_id = ?", run_id)], labels, all_labels)
+        rows = self.db["perturbations"].rows_where(where, args,
+                                                   order_by="judge, label, trajectory_id, item_id, seed, scope")
         return [self._decode(r, *self._PERTURBATION_JSON) for r in rows]
 
 
