@@ -521,7 +521,11 @@ def _calibration(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Bloc
     return blocks + [
         _Text(f"Figures recomputed from raw verdicts, then again with the {len(overrides)} item verdicts that auditors "
               "corrected (consensus verdict) replaced, through the same postprocessing and scoring and the same "
-              "bootstrap draws."),
+              "bootstrap draws (`raw_low`…`audited_high`: task-clustered sampling intervals, AUC only). "
+              f"`error_low`–`error_high`: the audited figure's {st.ci:.0%} judge-error interval — where it could lie "
+              "if each of the `n_unaudited` unaudited verdicts is wrong as often as the audits so far say the "
+              "judge errs in its route × verdict stratum; it narrows as audits arrive and closes when every "
+              "verdict is audited (`python -m gcpc_core triage --next K` proposes the audits that narrow it most)."),
         _Table("audited_figures", figures, "Raw and audited figures side by side", max_rows=40),
         _Table("audit_overrides", overrides, "Inputs: the overrides used", show=False),
     ]
