@@ -1,14 +1,19 @@
-"""Export rows of a project DB in the shapes DESIGN.md fixes, one generator per `--what`."""
+"""Export rows of a project DB in the shapes DESIGN.md fixes, one generator per `--what`.
+
+Judgments, scores and item audits belong to labelled judge runs: by default each judge's default run is
+exported, as every analysis reads it; `labels` chooses other runs and `all_labels` exports every run, the
+`label` column telling them apart (`export_rows`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from .checklist.registry import export_checklists
 from .judge.export import export_judgments, export_scores
 from .store import Store
 
-__all__ = ["EXPORTERS", "export_trials"]
+__all__ = ["EXPORTERS", "PER_RUN", "export_annotations", "export_rows", "export_trials"]
 
 
 def export_trials(store: Store) -> Iterator[dict]:
@@ -34,11 +39,15 @@ def export_trials(store: Store) -> Iterator[dict]:
         }
 
 
-def export_annotations(store: Store) -> Iterator[dict]:
+def export_annotations(
+    store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False
+) -> Iterator[dict]:
     """Every human annotation version (item audits, ratings, preferences), oldest first; `is_current`
-    marks the live version of each (kind, study, target, rater). `study export` adds the design."""
-    current = {r["id"] for r in store.annotations.list()}
-    for row in store.annotations.list(current=False):
+    marks the live version of each (kind, study, target, rater). Item audits are those of each judge's
+    chosen run (`labels`; every run with `all_labels`), like the verdicts they audit; `label` names it.
+    `study export` adds the design."""
+    current = {r["id"] for r in store.annotations.list(labels=labels, all_labels=all_labels)}
+    for row in store.annotations.list(current=False, labels=labels, all_labels=all_labels):
         yield {**row, "is_current": row["id"] in current}
 
 
@@ -50,3 +59,22 @@ EXPORTERS: dict[str, Callable[[Store], Iterator[dict]]] = {
     "annotations": export_annotations,
 }
 """`--what` name → row generator; `export --what` offers exactly these."""
+
+PER_RUN: frozenset[str] = frozenset({"judgments", "scores", "annotations"})
+"""The exports whose rows belong to labelled judge runs (they take `labels` and `all_labels`)."""
+
+
+def export_rows(
+    store: Store, what: str, *, labels: Mapping[str, str] | None = None, all_labels: bool = False
+) -> Iterator[dict]:
+    """The rows of `export --what`: each judge's default run, the runs `labels` chooses, or with
+    `all_labels` every run. Raises ValueError for an unknown `what`, or for a choice of runs on an
+    export that has none (trials, checklists)."""
+    if what not in EXPORTERS:
+        raise ValueError(f"unknown export {what!r} (one of {', '.join(EXPORTERS)})")
+    if what not in PER_RUN:
+        if labels or all_labels:
+            raise ValueError(f"{what} rows belong to no judge run: a label or every run can be chosen only for "
+                             f"{', '.join(sorted(PER_RUN))}")
+        return EXPORTERS[what](store)
+    return EXPORTERS[what](store, labels=labels, all_labels=all_labels)  # type: ignore[call-arg]

@@ -59,6 +59,8 @@ class SensitivityReport:
     judge: str
     seed: int
     scope: str
+    label: str | None = None
+    """The labelled judge run whose Yes items were perturbed (None: the judge has no run yet)."""
     model: str | None = None
     prompt_version: str = ""
     run_id: str | None = None
@@ -74,7 +76,7 @@ class SensitivityReport:
     totals: RunTotals = field(default_factory=RunTotals)
     wall_s: float = 0.0
     table: pd.DataFrame = field(default_factory=pd.DataFrame)
-    """`sensitivity_table` over every stored row of the project, per setting."""
+    """`sensitivity_table` over every stored row of the project, per labelled run and setting."""
 
     @property
     def ok(self) -> bool:
@@ -94,12 +96,13 @@ class SensitivityReport:
         cost = "" if t.calls == 0 else (f", {t.calls} calls ({t.http_calls} HTTP, {t.cache_hits} cached), cost "
                                         + ("unknown" if t.cost_or_none is None else f"${t.cost_or_none:.4f}"))
         stored = ", ".join(f"{k} {v}" for k, v in sorted(self.done.items())) or "none"
-        out.append(f"perturb {self.judge} (seed {self.seed}, scope {self.scope}): {self.candidates} Yes items with "
+        run = f"run {self.label}, " if self.label else ""
+        out.append(f"perturb {self.judge} ({run}seed {self.seed}, scope {self.scope}): {self.candidates} Yes items with "
                    f"citations; stored {sum(self.done.values())} ({stored}), errors {len(self.errors)}{cost}, "
                    f"wall {self.wall_s:.1f}s" + (f", run {self.run_id}" if self.run_id else ""))
         for r in self.table.itertuples(index=False):
             model = f" model {r.model}" if isinstance(r.model, str) else ""
-            out.append(f"{r.judge}{model} (seed {r.seed}, scope {r.scope}): {r.n} perturbed Yes items over {r.tasks} "
+            out.append(f"{r.judge} run {r.label}{model} (seed {r.seed}, scope {r.scope}): {r.n} perturbed Yes items over {r.tasks} "
                        f"tasks → No {r.to_no} ({_pct(r.share_no)} [{_pct(r.share_no_low)}, {_pct(r.share_no_high)}]), "
                        f"No or Abstain {r.to_no_or_abstain} ({_pct(r.share_no_or_abstain)} "
                        f"[{_pct(r.share_no_or_abstain_low)}, {_pct(r.share_no_or_abstain_high)}]), still Yes "
@@ -118,16 +121,17 @@ def _key(row: JudgmentRow, *, seed: int, scope: str, model: str | None, prompt_v
 
 
 def _plan(
-    store: Store, judge: str, *, seed: int, scope: str, model: str | None, prompt_version: str,
+    store: Store, judge: str, *, label: str, seed: int, scope: str, model: str | None, prompt_version: str,
     limit: int | None, force: bool, report: SensitivityReport,
 ) -> list[_Candidate]:
-    """Yes items with citations not yet perturbed under this setting, in a seeded order (so `limit`
-    samples across tasks, and a rerun with a larger limit extends the same sample)."""
-    stored = {r.id: r for r in store.perturbations.list(judge=judge)}
-    units = store.judging.units(judge)
+    """Yes items of run `label` with citations not yet perturbed under this setting, in a seeded order
+    (so `limit` samples across tasks, and a rerun with a larger limit extends the same sample)."""
+    chosen = {judge: label}
+    stored = {r.id: r for r in store.perturbations.list(judge=judge, labels=chosen)}
+    units = store.judging.units(judge, labels=chosen)
     hashes = {t.id: t.content_hash for t in store.trials.trajectories()}
     todo: list[_Candidate] = []
-    for row in store.judging.judgments(judge=judge):
+    for row in store.judging.judgments(judge=judge, labels=chosen):
         if row.route == "endpoint" or row.verdict_raw != "Yes" or not row.citations:
             continue
         report.candidates += 1
@@ -155,8 +159,8 @@ def _plan(
 def _row(c: _Candidate, *, run_id: str | None, seed: int, scope: str, rules: Rules, **fields: Any) -> dict:
     r = c.row
     return {
-        "id": c.key, "run_id": run_id, "trajectory_id": r.trajectory_id, "task": r.task, "judge": r.judge,
-        "item_id": r.item_id, "route": r.route, "checklist_sha": r.checklist_sha, "model": r.model,
+        "id": c.key, "label": r.label, "run_id": run_id, "trajectory_id": r.trajectory_id, "task": r.task,
+        "judge": r.judge, "item_id": r.item_id, "route": r.route, "checklist_sha": r.checklist_sha, "model": r.model,
         "prompt_version": r.prompt_version, "rules_version": rules.version, "seed": seed, "scope": scope,
         "original_verdict": r.verdict_raw, "original_citations": r.citations, "created_at": utcnow(),
         "kind": None, "recipe": [], "verdict": None, "reason": None, "citations": [], "rationale": None,
@@ -168,6 +172,7 @@ def run_perturbations(
     store: Store,
     *,
     judge: str,
+    label: str | None = None,
     model: str | None = None,
     seed: int = 0,
     scope: Scope = "cited",
@@ -180,12 +185,15 @@ def run_perturbations(
     rules: Rules | None = None,
     n_boot: int = 2_000,
 ) -> SensitivityReport:
-    """Perturb and re-judge every Yes item of `judge` not yet done under (seed, scope, model, prompt).
+    """Perturb and re-judge every Yes item of `judge`'s run `label` (default: the judge's default run,
+    as every analysis reads) not yet done under (seed, scope, model, prompt).
 
-    Each result is stored the moment it is known (`Store.save_perturbation`), so an interrupted
+    Results are stored under the run's label, so two runs of one judge with the same model and prompt
+    keep their own. Each result is stored the moment it is known (`Store.save_perturbation`), so an interrupted
     run resumes where it stopped; endpoint failures are reported, not stored. Raises ValueError
     for a judge without item verdicts, and LLMNotConfigured before any work when an LLM judge has
-    no model or endpoint. The report's `table` covers every stored row, per setting.
+    no model or endpoint, and ValueError for a label that is not a run of `judge`. The report's `table`
+    covers every stored row, per labelled run and setting.
     """
     spec = get_judge(judge)
     if not spec.has_items:
@@ -197,9 +205,14 @@ def run_perturbations(
         llm = LLM.from_env(model, store=store, concurrency=concurrency)
     model_name = llm.model if spec.calls_llm and llm is not None else None
     prompt_version = spec.version(per_item=per_item)
-    report = SensitivityReport(judge=judge, seed=seed, scope=scope, model=model_name, prompt_version=prompt_version)
-    todo = _plan(store, judge, seed=seed, scope=scope, model=model_name, prompt_version=prompt_version,
-                 limit=limit, force=force, report=report)
+    runs = {r.label for r in store.judging.labels() if r.judge == judge}
+    if label is not None and label not in runs:
+        raise ValueError(f"no {judge} run labelled {label!r} (its runs: {', '.join(sorted(runs)) or 'none'})")
+    label = label or store.judging.default_labels().get(judge)
+    report = SensitivityReport(judge=judge, seed=seed, scope=scope, label=label, model=model_name,
+                               prompt_version=prompt_version)
+    todo = [] if label is None else _plan(store, judge, label=label, seed=seed, scope=scope, model=model_name,
+                                          prompt_version=prompt_version, limit=limit, force=force, report=report)
     # Per-item prompts (and probes) judge one item alone: re-judge only the perturbed item, which is
     # exactly the original request for it. An all-items prompt is re-sent whole, as it was judged.
     narrow = per_item or not spec.calls_llm
@@ -238,7 +251,7 @@ def run_perturbations(
         report.done["judged"] += 1
         report.verdicts[item.verdict_raw if item.verdict_raw != "Abstain" else f"Abstain:{item.reason}"] += 1
 
-    params = {"judge": judge, "seed": seed, "scope": scope, "limit": limit, "per_item": per_item, "force": force,
+    params = {"judge": judge, "label": label, "seed": seed, "scope": scope, "limit": limit, "per_item": per_item, "force": force,
               "items": len(todo)}
     try:
         if todo and not spec.calls_llm:
@@ -271,6 +284,6 @@ def run_perturbations(
     finally:
         bar.close()
         report.wall_s = time.monotonic() - started
-    frame = perturbation_frame(store)
+    frame = perturbation_frame(store, all_labels=True)
     report.table = sensitivity_table(frame, n_boot=n_boot, seed=seed) if len(frame) else pd.DataFrame()
     return report

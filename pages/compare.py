@@ -60,6 +60,15 @@ st.dataframe(result.delta[["judge_a", "judge_b", "n", "delta_auc", "ci_low", "ci
 st.subheader("Raw item verdicts on the items both judged (rows A, columns B)")
 st.dataframe(result.confusion, width="stretch")
 
+st.subheader("Evidence sensitivity of each run")
+if result.sensitivity.empty:
+    st.text("Neither run has perturbation results: `python -m gcpc_core perturb --db FILE --judge KIND --label LABEL` "
+            "perturbs the cited evidence of a run's Yes verdicts and judges them again.")
+else:
+    st.text("Shares of each run's perturbed Yes verdicts judged No, and No or Abstain, once the cited span was "
+            "replaced by a wrong value (task-clustered intervals).")
+    st.dataframe(result.sensitivity, hide_index=True, width="stretch")
+
 st.subheader(f"Items where the runs differ ({len(result.differing)})")
 differ = differing_table(result)
 st.dataframe(differ, hide_index=True, width="stretch", column_config={

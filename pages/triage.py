@@ -93,3 +93,6 @@ st.subheader("Raw and audited figures")
 st.text(f"{data.n_overrides} item verdicts overridden by the auditors' consensus.")
 if not data.figures.empty:
     st.dataframe(data.figures, hide_index=True, width="stretch")
+    st.caption("raw_low … audited_high: sampling intervals (tasks resampled; AUC only). error_low – error_high: "
+               "the judge-error interval of each audited figure — where it could lie if the unaudited verdicts "
+               "are wrong as often as the audits say the judge errs; it narrows as the proposed audits arrive.")

@@ -50,6 +50,7 @@ def test_compare_the_demo_runs(demo_copy: Path, capsys: pytest.CaptureFixture[st
                         "--limit", "3")
     assert code == 0 and out.startswith(f"A = probe={probe}; B = probe={DEMO_SIMULATED_LABEL}.")
     assert f"{len(differ)} items differ (showing 3)" in out
+    assert "(no perturbation results for either run: `perturb --label LABEL`)" in out and result["sensitivity"] == []
 
 
 def test_judge_label_coexists_resumes_and_compares(demo_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,6 +70,18 @@ def test_judge_label_coexists_resumes_and_compares(demo_copy: Path, capsys: pyte
     result = json.loads(out)
     assert code == 0 and result["agreement"]["n_differ"] == 0 and result["agreement"]["kappa"] == pytest.approx(1.0)
     assert result["delta"]["delta_auc"] == 0.0
+
+    # each run's evidence sensitivity, from its own perturbations (same model and prompt: kept apart by label)
+    for label, limit in (("probe-again", "10"), (before, "6")):
+        assert _run(capsys, "perturb", "--db", db, "--judge", "probe", "--label", label, "--limit", limit,
+                    "--quiet")[0] == 0
+    code, out, _ = _run(capsys, "compare", "--db", db, "--a", "probe-again", "--b", before, "--json", "--n-boot", "200")
+    sens = json.loads(out)["sensitivity"]
+    assert code == 0 and [(r["label"], r["n"]) for r in sens] == [("probe-again", 10), (before, 6)]
+    code, out, _ = _run(capsys, "compare", "--db", db, "--b", "probe-again", "--a", before, "--n-boot", "200")
+    assert code == 0 and "evidence sensitivity of each run" in out
+    rows = out.split("evidence sensitivity of each run")[1].splitlines()[2:4]  # run A first
+    assert before in rows[0] and "probe-again" in rows[1], rows
 
     code, out, _ = _run(capsys, "triage", "--db", db, "--label", before, "--json", "--limit", "0")
     assert code == 0 and json.loads(out)["n_disagreements"] > 0

@@ -14,12 +14,14 @@ from gcpc_core.cli import EXIT_BROKEN_PIPE
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize(("what", "fmt"), [("judgments", "jsonl"), ("judgments", "csv")])
-def test_export_into_a_pipe_closed_early_ends_quietly(demo_master: Path, what: str, fmt: str) -> None:
+@pytest.mark.parametrize(("what", "fmt", "runs"), [("judgments", "jsonl", ()), ("judgments", "csv", ()),
+                                                   ("judgments", "csv", ("--all-runs",))])
+def test_export_into_a_pipe_closed_early_ends_quietly(demo_master: Path, what: str, fmt: str,
+                                                      runs: tuple[str, ...]) -> None:
     """The reader takes one line and closes its end, as `head -1` does; the export (far more than a pipe
     buffer holds) then fails to write and must stop without a traceback."""
     export = subprocess.Popen([sys.executable, "-m", "gcpc_core", "export", "--db", str(demo_master), "--what", what,
-                               "--format", fmt], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                               "--format", fmt, *runs], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert export.stdout is not None and export.stderr is not None
     first = export.stdout.readline()
     export.stdout.close()

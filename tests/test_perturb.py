@@ -25,6 +25,7 @@ from judge.conftest import (
 
 from gcpc_core.analysis import perturbation_frame
 from gcpc_core.cli import main
+from gcpc_core.demo import DEMO_SIMULATED_LABEL
 from gcpc_core.judge import judge_project
 from gcpc_core.llm import LLM
 from gcpc_core.perturb import run_perturbations
@@ -80,6 +81,37 @@ def test_log_scope_leaves_no_cited_span_and_limit_samples_across_tasks(project: 
     for r in project.perturbations.list():
         if r.verdict == "Yes":  # still Yes: it must rest on other evidence than the perturbed span
             assert {c["quote"] for c in r.citations}.isdisjoint(c["quote"] for c in r.original_citations)
+
+
+def test_two_labelled_runs_with_the_same_model_and_prompt_keep_their_own_results(project: Store) -> None:
+    default = project.judging.default_labels()["probe"]
+    first = run_perturbations(project, judge="probe", seed=0, progress=False)
+    judge_project(project, judge="probe", label="second", limit=6, progress=False)  # same model and prompt
+    assert project.judging.default_labels()["probe"] == "second"
+    second_yes = [r for r in project.judging.judgments(judge="probe", labels={"probe": "second"})
+                  if r.route != "endpoint" and r.verdict_raw == "Yes" and r.citations]
+    second = run_perturbations(project, judge="probe", seed=0, progress=False)  # now the default: run `second`
+    assert (first.label, second.label) == (default, "second")
+    assert second.done["judged"] == second.candidates == len(second_yes) < first.candidates
+    rows = project.perturbations.list(judge="probe", all_labels=True)
+    by_label = Counter(r.label for r in rows)
+    assert by_label == {default: first.candidates, "second": len(second_yes)}
+    ids = {label: {r.id for r in rows if r.label == label} for label in by_label}
+    assert ids["second"] < ids[default]  # the same setting keys: kept apart by the label alone
+    # reads follow the chosen run; each run resumes and is forced on its own
+    assert {r.label for r in project.perturbations.list(judge="probe")} == {"second"}
+    assert len(project.perturbations.list(labels={"probe": default})) == first.candidates
+    again = run_perturbations(project, judge="probe", label=default, seed=0, progress=False)
+    assert again.done == Counter() and again.skipped["already perturbed with this setting"] == first.candidates
+    run_perturbations(project, judge="probe", label=default, seed=0, force=True, progress=False)
+    assert Counter(r.label for r in project.perturbations.list(judge="probe", all_labels=True)) == by_label
+    # the analysis: one row per labelled run, the figures of each run from its own rows
+    table = second.table.set_index("label")
+    assert table.loc[default, "n"] == first.candidates and table.loc["second", "n"] == len(second_yes)
+    assert set(perturbation_frame(project)["label"]) == {"second"}
+    assert set(perturbation_frame(project, labels={"probe": default})["label"]) == {default}
+    with pytest.raises(ValueError, match="no probe run labelled 'third'"):
+        run_perturbations(project, judge="probe", label="third", progress=False)
 
 
 def test_holistic_judge_is_refused(project: Store) -> None:
@@ -181,7 +213,24 @@ def test_perturb_cli(project: Store, monkeypatch: pytest.MonkeyPatch, capsys: py
     capsys.readouterr()
     assert main(["perturb", "--db", db, "--judge", "probe", "--limit", "20", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "probe (seed 0, scope cited): 20 perturbed Yes items" in out and "next: python -m gcpc_core report" in out
+    default = project.judging.default_labels()["probe"]
+    assert f"probe run {default} (seed 0, scope cited): 20 perturbed Yes items" in out
+    assert f"next: python -m gcpc_core report --db {db} --out DIR\n" in out
+    # --label: a run of the judge, by its name, perturbed under its own label
+    assert main(["perturb", "--db", db, "--judge", "probe", "--label", "nope", "--quiet"]) == 2
+    assert "no judge run labelled 'nope'" in capsys.readouterr().err
+    assert main(["perturb", "--db", db, "--judge", "gcpc", "--label", default, "--quiet"]) == 2
+    assert "is a run of probe, not of judge 'gcpc'" in capsys.readouterr().err
+    assert main(["perturb", "--db", db, "--judge", "probe", "--label", DEMO_SIMULATED_LABEL, "--quiet"]) == 0
+    out = capsys.readouterr().out  # simulated verdicts: not the probe judge's, so none is re-judged
+    assert "judged with model demo-model-b (SIMULATED) / prompt probe-v1, not None / probe-v1" in out
+    assert main(["judge", "--db", db, "--judge", "probe", "--label", "my run", "--limit", "4", "--quiet"]) == 0
+    assert main(["perturb", "--db", db, "--judge", "probe", "--label", "my run", "--limit", "10", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "perturb probe (run my run, seed 0, scope cited)" in out
+    assert f"next: python -m gcpc_core report --db {db} --out DIR --label 'my run'" in out  # quoted for the shell
+    assert Counter(r.label for r in project.perturbations.list(judge="probe", all_labels=True)) == {
+        default: 20, "my run": 10}
 
 
 def test_perturb_cli_through_the_llm_layer(project: Store, llm_env, capsys: pytest.CaptureFixture[str]) -> None:
@@ -191,5 +240,6 @@ def test_perturb_cli_through_the_llm_layer(project: Store, llm_env, capsys: pyte
     llm_env.on(is_items_request, items_reply("Abstain", cite=False))
     assert main(["perturb", "--db", str(project.path), "--judge", "gcpc", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert f"gcpc model {FAKE_MODEL} (seed 0, scope cited)" in out and "No 0 (0.0%" in out
+    label = project.judging.default_labels()["gcpc"]
+    assert f"gcpc run {label} model {FAKE_MODEL} (seed 0, scope cited)" in out and "No 0 (0.0%" in out
     assert "No or Abstain" in out and "(100.0%" in out

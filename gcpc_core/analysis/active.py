@@ -44,7 +44,7 @@ from ..models import ENDPOINT_ITEM_ID
 from .audits import KEY, auditor_consensus, auditor_verdicts
 from .frames import require_columns
 
-__all__ = ["SCENARIOS", "STRATA", "ErrorEstimate", "compare", "estimate_error", "estimate_history", "population",
+__all__ = ["PRIOR", "SCENARIOS", "STRATA", "ErrorEstimate", "compare", "estimate_error", "estimate_history", "population",
            "propose", "should_stop", "simulate", "stratum_table", "synthetic_population", "verifier_audits"]
 
 STRATA = ("route", "verdict_raw")

@@ -20,7 +20,10 @@ judge) counts, so each distinct resampled table is passed to sklearn once as sam
 `audited_figures`: AUC per judge, mean partial credit per condition and the matched-pair shares,
 from the raw verdicts and again with every item verdict that has an auditor consensus replaced by
 it, through the same postprocessing and scoring (`ablations.score_variants`), side by side with the
-number of overrides used.
+number of overrides used; and beside each audited figure its judge-error interval
+(`figure_error_intervals`): where the figure could lie given what the audits so far say about the
+judge's error rate in each stratum (`active`), which narrows as audits arrive and closes when every
+verdict is audited.
 """
 
 from __future__ import annotations
@@ -30,10 +33,12 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.stats import mannwhitneyu
 from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
 
 from ..models import ENDPOINT_ITEM_ID
 from .ablations import score_variants
+from .active import PRIOR, population, stratum_table
 from .audits import KEY, auditor_consensus, auditor_verdicts
 from .bootstrap import cluster_counts, draw_clusters, percentile_ci
 from .discrimination import auc_table, bootstrap_auc
@@ -41,8 +46,9 @@ from .frames import ordered_judges, require_columns
 from .item_accuracy import assertion_truth
 from .skills import matched_pairs, transition_table
 
-__all__ = ["CALIBRATION_BOOT", "FIGURE_COLUMNS", "REFERENCES", "STATS", "audited_figures", "audited_items", "binary_stats",
-           "calibration_table", "figure_values", "reference_labels", "rescore"]
+__all__ = ["CALIBRATION_BOOT", "ERROR_DRAWS", "FIGURE_COLUMNS", "REFERENCES", "STATS", "audited_figures", "audited_items",
+           "binary_stats", "calibration_table", "draw_unaudited_verdicts", "figure_error_intervals", "figure_values",
+           "reference_labels", "rescore"]
 
 REFERENCES = ("auditor", "verifier")
 CALIBRATION_BOOT = 1000
@@ -171,7 +177,27 @@ def rescore(items: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
 
 
 FIGURE_COLUMNS = ["judge", "figure", "group", "raw", "audited", "delta", "raw_low", "raw_high", "audited_low",
-                  "audited_high", "n", "n_overrides"]
+                  "audited_high", "error_low", "error_high", "error_width", "n", "n_overrides", "n_unaudited"]
+ERROR_DRAWS = 200
+"""Draws of the unaudited verdicts behind each audited figure's judge-error interval."""
+VERDICTS = ("Yes", "No", "Abstain")
+
+
+def _figure_frame(scores: pd.DataFrame, auc: Sequence[tuple], threshold: float) -> pd.DataFrame:
+    """Long ``judge, figure, group, value, low, high, n``: the `auc` rows as given, the mean partial credit
+    per condition and the matched-pair shares per transition, every judge of `scores` in one pass."""
+    rows = [(judge, "auc", "all", value, low, high, n) for judge, value, low, high, n in auc]
+    pc = scores.groupby(["judge", "condition"], sort=True)["partial_credit"].agg(["mean", "count"])
+    rows += [(judge, "mean_partial_credit", condition, r["mean"], np.nan, np.nan, int(r["count"]))
+             for (judge, condition), r in pc.iterrows()]
+    pairs = matched_pairs(scores)
+    if len(pairs):
+        for r in transition_table(pairs, threshold=threshold).itertuples(index=False):
+            if r.n_pairs:
+                rows.append((r.judge, "share_improving", r.transition, r.share_improving, np.nan, np.nan, r.n_scored))
+                rows.append((r.judge, "share_regressing", r.transition, r.share_regressing, np.nan, np.nan,
+                             r.n_scored))
+    return pd.DataFrame(rows, columns=["judge", "figure", "group", "value", "low", "high", "n"])
 
 
 def figure_values(scores: pd.DataFrame, judges: Sequence[str], *, n_boot: int, seed: int, ci: float,
@@ -181,34 +207,115 @@ def figure_values(scores: pd.DataFrame, judges: Sequence[str], *, n_boot: int, s
     AUC vs official PASS (with its task-clustered interval), mean partial credit per condition, and
     the matched-pair shares improving / regressing per transition.
     """
-    rows = []
+    s = scores[scores["judge"].isin(judges)]
+    auc = []
     for judge in judges:
-        s = scores[scores["judge"] == judge]
-        if s["partial_credit"].notna().any():
-            t = auc_table(bootstrap_auc(s, [judge], n_boot=n_boot, seed=seed), ci=ci).iloc[0]
-            rows.append((judge, "auc", "all", t["auc"], t["ci_low"], t["ci_high"], int(t["n"])))
-        for condition, g in s.groupby("condition", sort=True):
-            pc = g["partial_credit"].dropna()
-            rows.append((judge, "mean_partial_credit", condition, pc.mean() if len(pc) else np.nan, np.nan, np.nan,
-                         len(pc)))
-        pairs = matched_pairs(s)
-        if len(pairs):
-            for r in transition_table(pairs, threshold=threshold).itertuples(index=False):
-                if r.n_pairs:
-                    rows.append((judge, "share_improving", r.transition, r.share_improving, np.nan, np.nan, r.n_scored))
-                    rows.append((judge, "share_regressing", r.transition, r.share_regressing, np.nan, np.nan,
-                                 r.n_scored))
-    return pd.DataFrame(rows, columns=["judge", "figure", "group", "value", "low", "high", "n"])
+        sj = s[s["judge"] == judge]
+        if sj["partial_credit"].notna().any():
+            t = auc_table(bootstrap_auc(sj, [judge], n_boot=n_boot, seed=seed), ci=ci).iloc[0]
+            auc.append((judge, t["auc"], t["ci_low"], t["ci_high"], int(t["n"])))
+    return _figure_frame(s, auc, threshold)
+
+
+def draw_unaudited_verdicts(items: pd.DataFrame, audits: pd.DataFrame | None, judge: str, n_draws: int,
+                   rng: np.random.Generator) -> tuple[np.ndarray, pd.DataFrame, int]:
+    """`n_draws` versions of one judge's audited item verdicts: every unaudited verdict is replaced, with
+    the probability its stratum's error rate takes in that draw (from the stratum's Jeffreys posterior,
+    `active.stratum_table`), by one of the two other verdicts (chosen in the proportion the auditors'
+    corrections of that stratum's errors hold, under a Jeffreys prior). Returns (verdicts: draws × rows of
+    `base`, `base`: the judge's rows of `audited_items`, the number of unaudited verdicts)."""
+    mine = items[items["judge"] == judge]
+    base, _ = audited_items(mine, audits)
+    base = base.reset_index(drop=True)
+    pop = population(mine, audits, judge)
+    t = stratum_table(pop)
+    open_ = pop[~pop["audited"]]
+    verdicts = np.tile(base["verdict_raw"].to_numpy(dtype=object), (n_draws, 1))
+    if open_.empty:
+        return verdicts, base, 0
+    h = t.index.get_indexer(open_["stratum"])
+    theta = rng.beta((t["errors"] + PRIOR).to_numpy(), (t["n"] - t["errors"] + PRIOR).to_numpy(),
+                     size=(n_draws, len(t)))
+    wrong = rng.random((n_draws, len(open_))) < theta[:, h]
+    raw = open_["verdict_raw"].to_numpy(dtype=object)
+    alternatives = np.array([[v for v in VERDICTS if v != r] for r in raw], dtype=object)
+    corrections = pd.DataFrame(columns=["stratum", "consensus"])
+    if audits is not None and len(audits):
+        real = mine[mine["item_id"] != ENDPOINT_ITEM_ID]
+        consensus = auditor_consensus(auditor_verdicts(real, audits)).dropna(subset=["consensus"])
+        corrections = pop[pop["error"] == 1.0].merge(consensus[[*KEY, "consensus"]], on=KEY)
+    seen = corrections.groupby(["stratum", "consensus"]).size()
+    first = np.array([seen.get((st, alt[0]), 0) for st, alt in zip(open_["stratum"], alternatives)], dtype=float)
+    second = np.array([seen.get((st, alt[1]), 0) for st, alt in zip(open_["stratum"], alternatives)], dtype=float)
+    share = rng.beta(first + PRIOR, second + PRIOR, size=(n_draws, len(open_)))  # per draw, as θ is
+    replacement = np.where(rng.random((n_draws, len(open_))) < share, alternatives[:, 0], alternatives[:, 1])
+    at = open_[KEY].merge(base[KEY].reset_index(), on=KEY, how="left")["index"].to_numpy()  # open_'s order
+    verdicts[:, at] = np.where(wrong, replacement, raw)
+    return verdicts, base, len(open_)
+
+
+def _draw_auc(scores: pd.DataFrame, names: Sequence[str]) -> list[tuple]:
+    """AUC vs official PASS of each draw (rows of `auc` for `_figure_frame`), all draws in one vectorised
+    Mann-Whitney call (AUC = U / (n_PASS · n_FAIL)); trajectories without a partial credit are left out,
+    as `bootstrap_auc` leaves them out."""
+    grid = scores.pivot(index="judge", columns="trajectory_id", values="partial_credit").reindex(names)
+    passed = (scores.drop_duplicates("trajectory_id").set_index("trajectory_id")["outcome"] == "PASS")
+    passed = passed.reindex(grid.columns).to_numpy()
+    pos, neg = grid.to_numpy(float)[:, passed], grid.to_numpy(float)[:, ~passed]
+    n_pos, n_neg = np.isfinite(pos).sum(axis=1), np.isfinite(neg).sum(axis=1)
+    if not (n_pos.any() and n_neg.any()):
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a draw with a class left empty: NaN
+        u = mannwhitneyu(pos, neg, axis=1, nan_policy="omit").statistic
+        auc = np.where((n_pos > 0) & (n_neg > 0), u / (n_pos * n_neg), np.nan)
+    return [(name, float(a), np.nan, np.nan, int(p + q)) for name, a, p, q in zip(names, auc, n_pos, n_neg)]
+
+
+def figure_error_intervals(
+    items: pd.DataFrame, scores: pd.DataFrame, audits: pd.DataFrame | None, judges: Sequence[str], *,
+    n_draws: int = ERROR_DRAWS, seed: int = 0, ci: float = 0.95, threshold: float = 0.10,
+) -> pd.DataFrame:
+    """How far each audited figure could be from the one a full audit would give: ``judge, figure, group,
+    error_low, error_high, error_width, n_unaudited``.
+
+    The interval is the `ci` percentile range of the figure over `n_draws` versions of the verdicts
+    (`draw_unaudited_verdicts`): audited verdicts fixed at the auditors' consensus, unaudited ones wrong as often
+    as the judge's error rate in their stratum may be. It is wide while little is audited (an unaudited
+    stratum's error rate is anywhere in [0, 1]), narrows as audits arrive, and is a point when every
+    verdict is audited. Rescored through the same postprocessing as the audited figures.
+    """
+    rng = np.random.default_rng(seed)
+    columns = ["judge", "figure", "group", "error_low", "error_high", "error_width", "n_unaudited"]
+    out = []
+    for judge in judges:
+        verdicts, base, n_open = draw_unaudited_verdicts(items, audits, judge, n_draws, rng)
+        names = [f"{judge}#{d}" for d in range(n_draws)]
+        drawn = pd.concat([base] * n_draws, ignore_index=True).assign(
+            judge=np.repeat(names, len(base)), verdict_raw=verdicts.ravel())
+        meta = scores[scores["judge"] == judge]
+        s = rescore(drawn, pd.concat([meta.assign(judge=n) for n in names], ignore_index=True))
+        values = _figure_frame(s, _draw_auc(s, names), threshold)
+        q = values.groupby(["figure", "group"], sort=False)["value"]
+        low, high = q.quantile((1 - ci) / 2), q.quantile((1 + ci) / 2)
+        for (figure, group), lo in low.items():
+            hi = high[(figure, group)]
+            out.append((judge, figure, group, lo, hi, hi - lo, n_open))
+    return pd.DataFrame(out, columns=columns)
 
 
 def audited_figures(
     items: pd.DataFrame, scores: pd.DataFrame, audits: pd.DataFrame | None, *, n_boot: int = 2000, seed: int = 0,
     ci: float = 0.95, threshold: float = 0.10, judges: Sequence[str] | None = None,
+    error_draws: int = ERROR_DRAWS,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Raw and audited figures side by side (`FIGURE_COLUMNS`), and the overrides used.
 
     Both sides are recomputed from raw verdicts the same way, with the same bootstrap draws, so
-    their difference is the auditors' corrections alone.
+    their difference is the auditors' corrections alone. `raw_low`/`audited_low`… are the sampling
+    intervals (tasks resampled; AUC only); `error_low`, `error_high` and `error_width` the judge-error
+    interval of the audited figure (`figure_error_intervals`, `error_draws` draws; 0 leaves it out),
+    which shrinks as audits arrive.
     """
     corrected, overrides = audited_items(items, audits)
     present = set(items["judge"]) & set(scores["judge"])
@@ -217,12 +324,18 @@ def audited_figures(
     aud = figure_values(rescore(corrected, scores), judges, n_boot=n_boot, seed=seed, ci=ci, threshold=threshold)
     keys = ["judge", "figure", "group"]
     m = raw.merge(aud, on=keys, how="outer", suffixes=("_raw", "_audited"))
+    if error_draws:
+        m = m.merge(figure_error_intervals(items, scores, audits, judges, n_draws=error_draws, seed=seed, ci=ci,
+                                           threshold=threshold), on=keys, how="left")
+    else:
+        m = m.assign(error_low=np.nan, error_high=np.nan, error_width=np.nan, n_unaudited=np.nan)
     per_judge = overrides["judge"].value_counts()
     out = pd.DataFrame({
         **{k: m[k] for k in keys}, "raw": m["value_raw"], "audited": m["value_audited"],
         "delta": m["value_audited"] - m["value_raw"], "raw_low": m["low_raw"], "raw_high": m["high_raw"],
-        "audited_low": m["low_audited"], "audited_high": m["high_audited"], "n": m["n_raw"],
-        "n_overrides": m["judge"].map(per_judge).fillna(0).astype(int),
+        "audited_low": m["low_audited"], "audited_high": m["high_audited"], "error_low": m["error_low"],
+        "error_high": m["error_high"], "error_width": m["error_width"], "n": m["n_raw"],
+        "n_overrides": m["judge"].map(per_judge).fillna(0).astype(int), "n_unaudited": m["n_unaudited"],
     })
     order = {j: k for k, j in enumerate(judges)}
     out = out.sort_values(["judge", "figure", "group"], key=lambda c: c.map(order) if c.name == "judge" else c,

@@ -10,7 +10,9 @@ see `Store.judge_labels`). `compare_runs` is pure over the **scores** and **item
 * item-level agreement of the two runs' **raw** verdicts (what each judge said, before the official
   outcome overwrote anything) on the items both judged: the share of equal verdicts and Cohen's κ
   (`sklearn.metrics.cohen_kappa_score` over Yes / No / Abstain), with the cross-table;
-* every item where the verdicts differ.
+* every item where the verdicts differ;
+* each run's evidence sensitivity (`sensitivity.sensitivity_table` over the perturbations of each run,
+  when `perturb --label` ran on it): how often its Yes verdicts fall once the cited evidence is changed.
 
 An item pairs only when both runs judged it from the same checklist (same sha): an item id of two
 checklist versions may name different requirements. Items paired across versions are counted and
@@ -30,6 +32,7 @@ from ..models import ENDPOINT_ITEM_ID
 from ..store import Store
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table
 from .frames import require_columns
+from .sensitivity import sensitivity_table
 
 __all__ = ["DIFFER_COLUMNS", "VERDICT_ORDER", "RunComparison", "compare_project", "compare_runs", "run_key"]
 
@@ -65,6 +68,8 @@ class RunComparison:
     n_only_b: int
     n_checklist_mismatch: int
     notes: list[str] = field(default_factory=list)
+    sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """`sensitivity_table` rows of run A then run B (those with perturbation results; empty when neither)."""
 
     @property
     def agreement(self) -> float:
@@ -92,7 +97,8 @@ class RunComparison:
                           "kappa": _num(self.kappa), "n_differ": len(self.differing), "n_only_a": self.n_only_a,
                           "n_only_b": self.n_only_b, "n_checklist_mismatch": self.n_checklist_mismatch},
             "confusion": {a: {b: int(n) for b, n in row.items()} for a, row in self.confusion.iterrows()},
-            "differing": _records(self.differing), "notes": self.notes, "headline": self.headline(),
+            "differing": _records(self.differing), "sensitivity": _records(self.sensitivity), "notes": self.notes,
+            "headline": self.headline(),
         }
 
 
@@ -124,7 +130,7 @@ def _run(frame: pd.DataFrame, run: tuple[str, str], name: str) -> pd.DataFrame:
 
 def compare_runs(
     scores: pd.DataFrame, items: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], *,
-    n_boot: int = 10_000, seed: int = 0, ci: float = 0.95,
+    n_boot: int = 10_000, seed: int = 0, ci: float = 0.95, perturbations: pd.DataFrame | None = None,
 ) -> RunComparison:
     """Compare run `a` with run `b` (each `(judge, label)`); see the module docstring.
 
@@ -173,9 +179,20 @@ def compare_runs(
                               "item_id": differ["item_id"], "route": differ["route_a"], "outcome": differ["outcome_a"],
                               "verdict_a": differ["verdict_raw_a"], "verdict_b": differ["verdict_raw_b"]},
                              columns=DIFFER_COLUMNS).reset_index(drop=True)
+    sensitivity = pd.DataFrame()
+    if perturbations is not None and len(perturbations):
+        runs = [p for p in (perturbations[(perturbations["judge"] == j) & (perturbations["label"] == lab)]
+                            for j, lab in (a, b)) if len(p)]
+        if runs:
+            sensitivity = sensitivity_table(pd.concat(runs), n_boot=n_boot, seed=seed, ci=ci)
+            order = {run: k for k, run in enumerate((tuple(a), tuple(b)))}
+            sensitivity = sensitivity.sort_values(
+                "judge", key=lambda _: [order[r] for r in zip(sensitivity["judge"], sensitivity["label"])],
+                kind="stable").reset_index(drop=True)
     return RunComparison(a=tuple(a), b=tuple(b), auc=auc, delta=delta, n_items=len(paired),
                          n_agree=int((va == vb).sum()), kappa=kappa, confusion=confusion, differing=differing,
-                         n_only_a=n_only_a, n_only_b=n_only_b, n_checklist_mismatch=int(mismatch.sum()), notes=notes)
+                         n_only_a=n_only_a, n_only_b=n_only_b, n_checklist_mismatch=int(mismatch.sum()), notes=notes,
+                         sensitivity=sensitivity)
 
 
 def compare_project(
@@ -190,4 +207,5 @@ def compare_project(
 
     run_a, run_b = (next(iter(store.judging.resolve_labels([name]).items())) for name in (a, b))
     frames = frames_from_store(store, all_labels=True)
-    return compare_runs(frames["scores"], frames["items"], run_a, run_b, n_boot=n_boot, seed=seed, ci=ci)
+    return compare_runs(frames["scores"], frames["items"], run_a, run_b, n_boot=n_boot, seed=seed, ci=ci,
+                        perturbations=frames["perturbations"])

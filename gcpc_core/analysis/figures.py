@@ -90,11 +90,14 @@ def agreement_figure(agreement: pd.DataFrame) -> go.Figure:
 
 
 def sensitivity_figure(table: pd.DataFrame) -> go.Figure:
-    """Shares of perturbed Yes items judged No and No-or-Abstain, per judge setting, with bootstrap CIs."""
+    """Shares of perturbed Yes items judged No and No-or-Abstain, per judge run and setting, with bootstrap
+    CIs. A bar names its run's label when its judge has results from several runs."""
     several = table.duplicated("judge", keep=False)
-    who = [_label(r.judge if not dup else f"{r.judge} ({r.scope}, seed {r.seed}"
+    runs = table.groupby("judge")["label"].transform("nunique")
+    who = [_label(r.judge if not dup else f"{r.judge} ("
+                  + (f"run {r.label}, " if n_runs > 1 else "") + f"{r.scope}, seed {r.seed}"
                   + (f", {r.model}" if isinstance(r.model, str) else "") + ")")
-           for r, dup in zip(table.itertuples(index=False), several)]
+           for r, dup, n_runs in zip(table.itertuples(index=False), several, runs)]
     fig = go.Figure()
     for column, name in (("share_no", "→ No"), ("share_no_or_abstain", "→ No or Abstain")):
         fig.add_trace(go.Bar(x=who, y=table[column], name=name, error_y={

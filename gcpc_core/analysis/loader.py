@@ -40,7 +40,7 @@ def frames_from_store(
 ) -> dict[str, pd.DataFrame]:
     """`scores`, `items`, `ctrf`, `ratings`, `preferences`, `perturbations`, `audits` frames of a project.
 
-    Scores, items and audits are of one labelled run per judge: its default label (`Store.default_labels`)
+    Scores, items, audits and perturbations are of one labelled run per judge: its default label (`Store.default_labels`)
     unless `labels` chooses another; `all_labels` loads every run (for `compare`; the other analyses
     expect one run per judge). `include_simulated=False` drops human answers from simulated raters
     (the demo study) and simulated audits.
@@ -63,4 +63,4 @@ def frames_from_store(
         preferences = preferences[~preferences["simulated"]].reset_index(drop=True)
         audits = audits[~audits["is_simulated"]].reset_index(drop=True)
     return {"scores": scores, "items": items, "ctrf": ctrf, "ratings": ratings, "preferences": preferences,
-            "perturbations": perturbation_frame(store), "audits": audits}
+            "perturbations": perturbation_frame(store, labels=labels, all_labels=all_labels), "audits": audits}

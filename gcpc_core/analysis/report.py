@@ -369,34 +369,46 @@ def _skills(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
     return blocks
 
 
+def _unperturbed_runs(scores: pd.DataFrame | None, p: pd.DataFrame | None, st: _Settings) -> list[str]:
+    """The reported runs of item judges with no perturbation results (`judge (run LABEL)`), in display order."""
+    if scores is None:
+        return []
+    labelled = "label" in scores  # frames built without labelled runs are matched by judge alone
+    done = set() if p is None else set(zip(p["judge"], p["label"] if labelled else [None] * len(p)))
+    runs = (scores[["judge", "label"]] if labelled else scores[["judge"]].assign(label=None)).drop_duplicates()
+    return [f"{judge} (run {label})" if isinstance(label, str) else judge
+            for judge in item_judges_among(runs["judge"].unique()) if st.judges is None or judge in st.judges
+            for label in runs.loc[runs["judge"] == judge, "label"] if (judge, label) not in done]
+
+
 def _sensitivity(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
     blocks: list[Block] = [_Heading("RQ4 — Evidence sensitivity")]
-    how = ("`python -m gcpc_core perturb --db FILE --judge gcpc` re-judges perturbed logs through the LLM layer "
-           "(`--judge probe` runs offline); the report itself calls no LLM.")
+    how = ("`python -m gcpc_core perturb --db FILE --judge gcpc [--label LABEL]` re-judges perturbed logs of the "
+           "judge's default run (or run LABEL) through the LLM layer (`--judge probe` runs offline); the report "
+           "itself calls no LLM.")
     p = frames.get("perturbations")
     if p is not None and st.judges is not None:
         p = p[p["judge"].isin(st.judges)]
+    absent = _unperturbed_runs(frames.get("scores"), p, st)
     if p is None or p.empty:
-        return blocks + [_Missing(f"no evidence-perturbation results yet: {how}")]
+        runs = f" for judge run(s) {', '.join(absent)}" if absent else ""
+        return blocks + [_Missing(f"no evidence-perturbation results yet{runs}: {how}")]
     table = sensitivity_table(p, n_boot=st.n_boot, seed=st.seed, ci=st.ci)
     blocks += [
         _Text("Each Yes item with grounded citations had its cited span replaced by a plausible wrong value (numbers "
               "shifted, paths altered, strings swapped; recipe per row) and was judged again by the same judge, model "
               "and prompt. Shares of those items now judged No, and No or Abstain, with task-clustered bootstrap "
-              f"{st.ci:.0%} CIs. `span_remaining`: items whose cited span could still be found elsewhere in the "
-              "perturbed evidence (scope `cited` replaces it in the cited event only)."),
-        _Table("sensitivity", table, "Evidence sensitivity per judge setting"),
+              f"{st.ci:.0%} CIs, per labelled judge run. `span_remaining`: items whose cited span could still be "
+              "found elsewhere in the perturbed evidence (scope `cited` replaces it in the cited event only)."),
+        _Table("sensitivity", table, "Evidence sensitivity per judge run and setting"),
         _Table("sensitivity_by_kind", sensitivity_table(p, by=("kind",), n_boot=st.n_boot, seed=st.seed, ci=st.ci),
                "By perturbation kind"),
         _Table("sensitivity_by_task", sensitivity_table(p, by=("task",), n_boot=st.n_boot, seed=st.seed, ci=st.ci),
                "By task"),
         _Table("sensitivity_units", p, "Inputs: every perturbed item with its recipe and new verdict", show=False),
     ]
-    if "scores" in frames:
-        absent = [j for j in item_judges_among(frames["scores"]["judge"].unique())
-                  if j not in set(p["judge"]) and (st.judges is None or j in st.judges)]
-        if absent:
-            blocks.append(_Missing(f"no evidence-perturbation results for judge(s) {', '.join(absent)}: {how}"))
+    if absent:
+        blocks.append(_Missing(f"no evidence-perturbation results for judge run(s) {', '.join(absent)}: {how}"))
     if st.figures and table["n"].gt(0).any():
         blocks.append(_Figure(sensitivity_figure(table), "Share of perturbed Yes items judged No / No or Abstain"))
     return blocks
@@ -509,7 +521,11 @@ def _calibration(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Bloc
     return blocks + [
         _Text(f"Figures recomputed from raw verdicts, then again with the {len(overrides)} item verdicts that auditors "
               "corrected (consensus verdict) replaced, through the same postprocessing and scoring and the same "
-              "bootstrap draws."),
+              "bootstrap draws (`raw_low`…`audited_high`: task-clustered sampling intervals, AUC only). "
+              f"`error_low`–`error_high`: the audited figure's {st.ci:.0%} judge-error interval — where it could lie "
+              "if each of the `n_unaudited` unaudited verdicts is wrong as often as the audits so far say the "
+              "judge errs in its route × verdict stratum; it narrows as audits arrive and closes when every "
+              "verdict is audited (`python -m gcpc_core triage --next K` proposes the audits that narrow it most)."),
         _Table("audited_figures", figures, "Raw and audited figures side by side", max_rows=40),
         _Table("audit_overrides", overrides, "Inputs: the overrides used", show=False),
     ]

@@ -24,7 +24,7 @@ loader. Running the perturbations (LLM calls, one stored row per item) is the `g
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -50,12 +50,13 @@ __all__ = [
 Scope = Literal["cited", "log"]
 SCOPES: tuple[str, ...] = ("cited", "log")
 FRAME_COLUMNS = (
-    "trajectory_id", "task", "judge", "item_id", "route", "model", "prompt_version", "seed", "scope", "status",
+    "trajectory_id", "task", "judge", "label", "item_id", "route", "model", "prompt_version", "seed", "scope", "status",
     "kind", "original_verdict", "verdict", "reason", "span_remaining", "recipe", "run_id",
 )
 """The `perturbations` analysis frame (one row per perturbed item; `recipe` as a JSON string)."""
-SETTING = ("judge", "model", "scope", "seed")
-"""What makes two perturbation rows comparable: pooled only when all of these agree."""
+SETTING = ("judge", "label", "model", "scope", "seed")
+"""What makes two perturbation rows comparable: pooled only when all of these agree (the same labelled
+judge run, model, scope and seed)."""
 
 
 class PerturbationError(ValueError):
@@ -166,11 +167,15 @@ def sensitivity_table(
     return out.reset_index(drop=True)
 
 
-def perturbation_frame(store: Store, *, judges: Iterable[str] | None = None) -> pd.DataFrame:
-    """The `perturbations` analysis frame of a project (empty, with its columns, when none ran)."""
+def perturbation_frame(
+    store: Store, *, judges: Iterable[str] | None = None, labels: Mapping[str, str] | None = None,
+    all_labels: bool = False,
+) -> pd.DataFrame:
+    """The `perturbations` analysis frame of a project (empty, with its columns, when none ran): the
+    results on each judge's chosen run (its default label, or `labels`; every run with `all_labels`)."""
     wanted = set(judges) if judges is not None else None
     rows = []
-    for r in store.perturbations.list():
+    for r in store.perturbations.list(labels=labels, all_labels=all_labels):
         if wanted is not None and r.judge not in wanted:
             continue
         recipe = r.recipe or {}

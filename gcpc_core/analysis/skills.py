@@ -63,23 +63,22 @@ def transition_table(pairs: pd.DataFrame, *, threshold: float = 0.10) -> pd.Data
     Every judge gets all four transitions, with zero counts where none occurred.
     """
     require_columns(pairs, ("judge", "transition", "delta"), "pairs")
-    rows = []
-    for judge in pairs["judge"].unique():
-        p = pairs[pairs["judge"] == judge]
-        for transition in (*TRANSITIONS, "all"):
-            sub = p if transition == "all" else p[p["transition"] == transition]
-            d = sub["delta"].dropna().to_numpy(dtype=float)
-            n = len(d)
-            note = "no pairs" if sub.empty else ("no pair has both scores" if n == 0 else "")
-            rows.append({
-                "judge": judge, "transition": transition, "n_pairs": len(sub), "n_scored": n,
-                "median_delta": float(np.median(d)) if n else np.nan, "mean_delta": float(d.mean()) if n else np.nan,
-                "share_improving": float((d > threshold + EPS).mean()) if n else np.nan,
-                "share_regressing": float((d < -threshold - EPS).mean()) if n else np.nan,
-                "threshold": threshold, "note": note,
-            })
-    return pd.DataFrame(rows, columns=["judge", "transition", "n_pairs", "n_scored", "median_delta", "mean_delta",
-                                       "share_improving", "share_regressing", "threshold", "note"])
+    columns = ["judge", "transition", "n_pairs", "n_scored", "median_delta", "mean_delta", "share_improving",
+               "share_regressing", "threshold", "note"]
+    d = pairs["delta"].astype(float)
+    scored = d.notna()
+    long = pd.DataFrame({"judge": pairs["judge"], "transition": pairs["transition"], "delta": d,
+                         "improving": (d > threshold + EPS).where(scored), "regressing": (d < -threshold - EPS).where(scored)})
+    g = pd.concat([long, long.assign(transition="all")]).groupby(["judge", "transition"], sort=False)
+    stats = pd.DataFrame({"n_pairs": g.size(), "n_scored": g["delta"].count(), "median_delta": g["delta"].median(),
+                          "mean_delta": g["delta"].mean(), "share_improving": g["improving"].mean().astype(float),
+                          "share_regressing": g["regressing"].mean().astype(float)})
+    grid = pd.MultiIndex.from_product([pairs["judge"].unique(), [*TRANSITIONS, "all"]], names=["judge", "transition"])
+    out = stats.reindex(grid).reset_index()
+    out[["n_pairs", "n_scored"]] = out[["n_pairs", "n_scored"]].fillna(0).astype(int)
+    out["threshold"] = threshold
+    out["note"] = np.where(out["n_pairs"] == 0, "no pairs", np.where(out["n_scored"] == 0, "no pair has both scores", ""))
+    return out[columns]
 
 
 def item_changes(

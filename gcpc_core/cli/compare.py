@@ -58,6 +58,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
           .to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     print("\nraw verdicts on the items both judged (rows A, columns B)")
     print(result.confusion.to_string())
+    print("\nevidence sensitivity of each run (perturbed Yes verdicts judged No / No or Abstain)")
+    print(result.sensitivity[["judge", "label", "scope", "seed", "n", "share_no", "share_no_low", "share_no_high",
+                              "share_no_or_abstain", "still_yes"]].to_string(index=False, float_format=lambda v: f"{v:.4f}")
+          if len(result.sensitivity) else "(no perturbation results for either run: `perturb --label LABEL`)")
     shown = result.differing if args.limit == 0 else result.differing.head(args.limit)
     print(f"\n{len(result.differing)} items differ (showing {len(shown)})")
     print(shown.to_string(index=False) if len(shown) else "(none)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from ..analysis.sensitivity import SCOPES
@@ -92,16 +93,24 @@ def _cmd_perturb(args: argparse.Namespace) -> int:
     from ..llm import LLMError
 
     store = open_db("perturb", args.db)
+    label = None
+    if args.label is not None:
+        chosen = chosen_labels("perturb", store, [args.label]) or {}
+        if args.judge not in chosen:
+            fail("perturb", f"{store.path}: label {args.label!r} is a run of {', '.join(chosen)}, not of "
+                 f"judge {args.judge!r} (`python -m gcpc_core labels --db {args.db}` lists the runs)")
+        label = chosen[args.judge]
     _require_llm_judge("perturb", args.judge, args.model)
     with reported("perturb", LLMError, ValueError, finished="items"):
         report = run_perturbations(
-            store, judge=args.judge, model=args.model, seed=args.seed, scope=args.scope, limit=args.limit,
+            store, judge=args.judge, label=label, model=args.model, seed=args.seed, scope=args.scope, limit=args.limit,
             per_item=args.per_item, concurrency=args.concurrency, force=args.force, progress=not args.quiet,
         )
     for line in report.lines():
         print(line)
     if report.done:
-        print(f"next: python -m gcpc_core report --db {args.db} --out DIR")
+        print(f"next: python -m gcpc_core report --db {args.db} --out DIR"
+              + (f" --label {shlex.quote(label)}" if label is not None else ""))
     return 0 if report.ok else 1
 
 
@@ -185,16 +194,21 @@ def add_report(sub: argparse._SubParsersAction) -> None:
 
 def add_perturb(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("perturb", help="evidence sensitivity: perturb cited evidence of Yes items and re-judge",
-                       description="For every Yes item of the judge with grounded citations, replace each cited "
+                       description="For every Yes item of the judge's default run (or --label) with grounded citations, "
+                       "replace each cited "
                        "span by a plausible wrong value (numbers shifted, paths altered, strings swapped; the recipe "
                        "is stored), rebuild the evidence view and judge the item again through the same judge path "
                        "and LLM layer, with the model and prompt of the original verdict (items judged otherwise "
                        "are skipped). Stores one row per item (resumable: done items are skipped) and prints the "
-                       "shares flipping to No and to No-or-Abstain per judge; `report` shows them. probe runs "
+                       "shares flipping to No and to No-or-Abstain per judge run; `report` shows them. probe runs "
                        f"offline. {ENDPOINT_FROM} Exit 0 ok, 1 some items failed (endpoint errors; rerun), "
                        "2 unusable setup.")
     add_db(p)
     p.add_argument("--judge", required=True, choices=ITEM_JUDGES, help="which judge's Yes items")
+    p.add_argument("--label", metavar="LABEL",
+                   help="perturb this labelled run of the judge instead of its default (the most recent run); "
+                   "KIND=LABEL when a label names runs of two judges (`python -m gcpc_core labels --db …` lists "
+                   "them); each run keeps its own results")
     add_model(p, "model name (default: $GCPC_MODEL); must be the model the items were judged with")
     p.add_argument("--limit", type=int, help="perturb at most this many items now (a seeded sample across tasks)")
     add_seed(p, "perturbation seed")

@@ -20,6 +20,7 @@ from ..ingest.trials import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, Trial
 from ..stages import recorded_import
 from ..store import Store
 from .common import add_db, add_deprecated, add_format, add_quiet, add_seed, fail, open_db, reported
+from .compare import add_label_choice, chosen_labels
 
 __all__ = ["add_demo", "add_export", "add_import", "add_info"]
 
@@ -115,7 +116,12 @@ def _write_rows(rows: Iterable[dict], fmt: str, out: TextIO) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    rows = export.EXPORTERS[args.what](open_db("export", args.db))
+    store = open_db("export", args.db)
+    if args.all_runs and args.label:
+        fail("export", "give --label or --all-runs, not both")
+    with reported("export", ValueError):
+        rows = export.export_rows(store, args.what, labels=chosen_labels("export", store, args.label),
+                                  all_labels=args.all_runs)
     if args.out:
         with open(args.out, "w", encoding="utf-8", newline="") as fh:
             n = _write_rows(rows, args.format, fh)
@@ -184,9 +190,15 @@ def add_info(sub: argparse._SubParsersAction) -> None:
 
 def add_export(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export trials, checklists, judgments, scores or annotations",
-                       description="Export one table of a project DB as JSONL or CSV.")
+                       description="Export one table of a project DB as JSONL or CSV. Judgments, scores and "
+                       "item audits are of each judge's default run (the most recent), with a label column; "
+                       "--label chooses other runs, --all-runs exports every labelled run.")
     add_db(p)
     p.add_argument("--what", required=True, choices=tuple(export.EXPORTERS), help="which table")
+    add_label_choice(p)
+    p.add_argument("--all-runs", action="store_true",
+                   help="every labelled judge run, the label column telling them apart (judgments, scores, "
+                   "annotations)")
     add_format(p)
     p.add_argument("--out", type=Path, help="output file (default: standard output)")
     p.set_defaults(func=_cmd_export)

@@ -135,9 +135,12 @@ def _cmd_triage(args: argparse.Namespace) -> int:
         _print("error rate before", pd.DataFrame(sim["estimates_before"]).drop(columns="by_route"))
         _print("error rate after", pd.DataFrame(sim["estimates_after"]).drop(columns="by_route"))
         keys = ["judge", "figure", "group"]
-        table = (pd.DataFrame(sim["figures_before"])[[*keys, "audited"]].rename(columns={"audited": "before"})
-                 .merge(pd.DataFrame(sim["figures_after"])[[*keys, "audited", "n_overrides"]]
-                        .rename(columns={"audited": "after"}), on=keys))
-        table["delta"] = table["after"] - table["before"]
-        _print("figures before and after the simulated audits (before: with the stored audits)", table)
+        shown = {"audited": "", "error_low": "_low", "error_high": "_high", "error_width": "_width"}
+        table = (pd.DataFrame(sim["figures_before"])[[*keys, *shown]]
+                 .rename(columns={c: f"before{s}" for c, s in shown.items()})
+                 .merge(pd.DataFrame(sim["figures_after"])[[*keys, *shown, "n_overrides"]]
+                        .rename(columns={c: f"after{s}" for c, s in shown.items()}), on=keys))
+        table.insert(table.columns.get_loc("after"), "delta", table["after"] - table["before"])
+        _print("figures before and after the simulated audits (before: with the stored audits), each with its "
+               "judge-error interval (low–high, width)", table)
     return 0

@@ -45,7 +45,8 @@ def compare_view(store: Store, a: str, b: str, n_boot: int = 2000, seed: int = 0
     if unknown:
         raise ValueError(f"no judge run {', '.join(unknown)} in this project")
     frames = frames_from_store(store, all_labels=True)
-    return compare_runs(frames["scores"], frames["items"], runs[a], runs[b], n_boot=n_boot, seed=seed)
+    return compare_runs(frames["scores"], frames["items"], runs[a], runs[b], n_boot=n_boot, seed=seed,
+                        perturbations=frames["perturbations"])
 
 
 def differing_table(result: RunComparison) -> pd.DataFrame:

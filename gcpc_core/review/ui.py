@@ -255,7 +255,7 @@ cached_section = cached(*_ANALYSIS_TABLES)(_section)
 cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
 cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
 cached_trajectory_score = cached("scores")(scores.trajectory_score)
-cached_compare = cached("judgments", "scores", "trajectories", "checklists")(compare.compare_view)
+cached_compare = cached("judgments", "scores", "trajectories", "checklists", "perturbations")(compare.compare_view)
 
 
 def run_select(store: Store, key: str) -> dict[str, str] | None:

@@ -44,7 +44,7 @@ class Store:
         self.judging = JudgingRepository(self)
         self.studies = StudyRepository(self)
         self.annotations = AnnotationRepository(self, self.judging, self.studies)
-        self.perturbations = PerturbationRepository(self)
+        self.perturbations = PerturbationRepository(self, self.judging)
         self.project = ProjectRepository(self, self.judging)
 
     @property

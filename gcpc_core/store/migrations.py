@@ -540,3 +540,30 @@ def m1701_judge_labels(db: Database) -> None:
     )
     db.execute("UPDATE annotations SET target = target || '|' || label WHERE kind = 'item_audit' AND label IS NOT NULL")
     _append_only_triggers(db)
+
+
+@MIGRATIONS()
+def m1702_perturbation_labels(db: Database) -> None:
+    """Evidence-sensitivity results per labelled judge run: `perturbations` gains a `label`, and its key
+    becomes (id, label), since the id (a hash of trajectory, judge, item, seed, scope, model and prompt)
+    is the same for two runs of one judge with the same model and prompt.
+
+    An existing row gets the label of the run it perturbed: the unit of its trajectory and judge with its
+    model, prompt version and checklist, written before the perturbation (the most recent such: the run
+    that was read then), else any such unit; failing both (the run was judged again since), the label
+    derived from the row's own provenance (`derive_label`). No row is dropped.
+    """
+    db.register_function(derive_label, deterministic=True, replace=True)
+    db["perturbations"].add_column("label", str)
+    p = "perturbations"
+    same_run = (f"u.trajectory_id = {p}.trajectory_id AND u.judge = {p}.judge AND u.model IS {p}.model "
+                f"AND u.prompt_version IS {p}.prompt_version AND u.checklist_sha IS {p}.checklist_sha")
+    latest = "ORDER BY u.created_at DESC, u.label LIMIT 1"
+    db.execute(
+        f"UPDATE {p} SET label = coalesce("
+        f"(SELECT u.label FROM judge_units AS u WHERE {same_run} AND u.created_at <= {p}.created_at {latest}), "
+        f"(SELECT u.label FROM judge_units AS u WHERE {same_run} {latest}), "
+        f"derive_label(judge, model, prompt_version, rules_version))"
+    )
+    db["perturbations"].transform(pk=("id", "label"), not_null={"label"})
+    db["perturbations"].create_index(["judge", "label", "task"])

@@ -1,11 +1,14 @@
-"""Evidence sensitivity (gcpc_core.perturb): one row per perturbed item under one setting; a rerun
-of the same setting replaces its rows."""
+"""Evidence sensitivity (gcpc_core.perturb): one row per perturbed item of one labelled judge run
+under one setting; a rerun of the same setting on the same run replaces its rows. Reads see each
+judge's chosen run, like judgments."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, ClassVar
 
-from .common import JSON, Repository, Row
+from .common import JSON, Connection, Repository, Row
+from .judging import JudgingRepository
 
 
 class PerturbationRow(Row):
@@ -62,23 +65,35 @@ class PerturbationRow(Row):
     """The judge's replies on the perturbed log."""
     created_at: str
     """When the result was stored."""
+    label: str
+    """The labelled judge run whose Yes was perturbed (with `id`, the key: two runs of one judge with
+    the same model and prompt share the `id`)."""
 
 
 _REPLACE = PerturbationRow.insert_sql("INSERT OR REPLACE")
 
 
 class PerturbationRepository(Repository):
-    """Perturbation results, keyed by their `id`."""
+    """Perturbation results, keyed by their `id` and the label of the judge run they perturbed."""
+
+    def __init__(self, store: Connection, judging: JudgingRepository):
+        super().__init__(store)
+        self._judging = judging
 
     def save(self, row: dict) -> None:
-        """Insert or replace one perturbation result (keyed by its `id`), in one transaction."""
+        """Insert or replace one perturbation result, in one transaction."""
+        if not row.get("label"):
+            raise ValueError(f"perturbation {row.get('id')!r} names no judge run label")
         with self.atomic() as db:
             db.conn.execute(_REPLACE, PerturbationRow.values_of(row))
 
-    def list(self, *, judge: str | None = None, run_id: str | None = None) -> list[PerturbationRow]:
-        """Perturbation rows, by judge, trajectory and item."""
-        clauses = [(c, v) for c, v in (("judge = ?", judge), ("run_id = ?", run_id)) if v is not None]
-        where = " AND ".join(c for c, _ in clauses) or None
-        rows = self.db["perturbations"].rows_where(where, [v for _, v in clauses],
-                                                   order_by="judge, trajectory_id, item_id, seed, scope")
+    def list(
+        self, *, judge: str | None = None, run_id: str | None = None, labels: Mapping[str, str] | None = None,
+        all_labels: bool = False,
+    ) -> list[PerturbationRow]:
+        """Perturbation rows of each judge's chosen run (its default label, or `labels`; every run with
+        `all_labels`), by judge, label, trajectory and item."""
+        where, args = self._judging.where([("judge = ?", judge), ("run_id = ?", run_id)], labels, all_labels)
+        rows = self.db["perturbations"].rows_where(where, args,
+                                                   order_by="judge, label, trajectory_id, item_id, seed, scope")
         return [PerturbationRow.from_db(r) for r in rows]

@@ -18,6 +18,7 @@ from gcpc_core.analysis.calibration import (
     audited_items,
     binary_stats,
     calibration_table,
+    draw_unaudited_verdicts,
     reference_labels,
     rescore,
 )
@@ -165,3 +166,50 @@ def test_report_shows_calibration_and_audited_figures(tmp_path: Path) -> None:
                         figures=False)
     assert "audited_figures" not in bare.tables and "calibration" not in bare.tables
     assert any("no item verdict is labelled yet" in m for m in bare.missing)
+
+
+def _agreeing(items: pd.DataFrame, keep_open: frozenset[tuple[str, str]] = frozenset()) -> pd.DataFrame:
+    return pd.DataFrame([audit(r.trajectory_id, r.item_id, "bob", True) for r in items.itertuples()
+                         if (r.trajectory_id, r.item_id) not in keep_open])
+
+
+def test_judge_error_interval_of_one_open_verdict_by_hand() -> None:
+    """Everything audited and right except a-without-skills C3 (generated, Yes, FAIL side): its stratum has
+    3 audited verdicts and no error, so it is wrong with probability E[Beta(½, 3½)] = 1/8, then No or
+    Abstain alike (no correction seen). The FAIL side's mean partial credit is (2/4 + 2/4)/2 as judged,
+    (1/4 + 2/4)/2 if it is No, (1/3 + 2/4)/2 if Abstain."""
+    items, scores = figure_project()
+    audits = _agreeing(items, frozenset({("a-without-skills", "C3")}))
+    verdicts, base, n_open = draw_unaudited_verdicts(items, audits, "gcpc", 4000, np.random.default_rng(1))
+    assert n_open == 1
+    col = base.index[(base["trajectory_id"] == "a-without-skills") & (base["item_id"] == "C3")][0]
+    drawn = pd.Series(verdicts[:, col]).value_counts(normalize=True)
+    assert drawn["Yes"] == pytest.approx(7 / 8, abs=0.02)
+    assert drawn["No"] == pytest.approx(1 / 16, abs=0.015) and drawn["Abstain"] == pytest.approx(1 / 16, abs=0.015)
+    others = np.delete(verdicts, col, axis=1)
+    assert (others == base["verdict_raw"].drop(index=col).to_numpy()).all()  # audited verdicts never move
+    fig, _ = audited_figures(items, scores, audits, n_boot=20, error_draws=2000)
+    f = fig.set_index(["figure", "group"])
+    row = f.loc[("mean_partial_credit", "without-skills")]
+    assert (row["error_low"], row["error_high"]) == (pytest.approx((1 / 4 + 2 / 4) / 2), pytest.approx(0.5))
+    assert f.loc[("mean_partial_credit", "with-skills"), "error_width"] == 0.0  # nothing open on that side
+    assert (fig["n_unaudited"] == 1).all()
+
+
+def test_judge_error_interval_shrinks_as_audits_arrive_and_vanishes_when_all_are_audited() -> None:
+    items, scores = figure_project()
+    real = items[items["item_id"] != "ENDPOINT"]
+    widths = []
+    for n in (0, 6, 12):
+        audits = _agreeing(real.iloc[:n]) if n else None
+        fig, _ = audited_figures(items, scores, audits, n_boot=20, error_draws=400, seed=3)
+        widths.append(fig.set_index(["figure", "group"]).loc[("mean_partial_credit", "without-skills"), "error_width"])
+        if n == 12:
+            assert (fig["error_width"] == 0).all() and (fig["error_low"] == fig["audited"]).all()
+            assert (fig["n_unaudited"] == 0).all()
+    assert widths[0] > widths[1] > widths[2] == 0.0
+    again, _ = audited_figures(items, scores, None, n_boot=20, error_draws=400, seed=3)
+    first, _ = audited_figures(items, scores, None, n_boot=20, error_draws=400, seed=3)
+    pd.testing.assert_frame_equal(again, first)  # seeded
+    bare, _ = audited_figures(items, scores, None, n_boot=20, error_draws=0)
+    assert bare["error_width"].isna().all()

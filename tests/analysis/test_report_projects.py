@@ -44,6 +44,24 @@ def test_report_on_the_demo_project(demo_copy: Path, tmp_path: Path, capsys: Cap
     assert "RQ4 — Evidence sensitivity" in (tmp_path / "after" / "report.md").read_text()
 
 
+def test_report_reads_the_perturbations_of_the_run_it_reports(demo_copy: Path, tmp_path: Path, capsys: Capture) -> None:
+    db = str(demo_copy)
+    first = Store(demo_copy).judging.default_labels()["probe"]
+    assert main(["perturb", "--db", db, "--judge", "probe", "--limit", "15", "--quiet"]) == 0
+    assert main(["judge", "--db", db, "--judge", "probe", "--label", "second", "--limit", "5", "--quiet"]) == 0
+    assert main(["score", "--db", db]) == 0
+    code, out = _report(demo_copy, tmp_path / "new", capsys, "--no-figures")  # the new default has none yet
+    assert code == 0 and "not computed: no evidence-perturbation results yet for judge run(s) probe (run second)" in out
+    code, out = _report(demo_copy, tmp_path / "old", capsys, "--no-figures", "--label", first)
+    table = pd.read_csv(tmp_path / "old" / "sensitivity.csv")
+    assert code == 0 and table[["label", "n"]].values.tolist() == [[first, 15]]
+    assert main(["perturb", "--db", db, "--judge", "probe", "--label", "second", "--limit", "4", "--quiet"]) == 0
+    code, out = _report(demo_copy, tmp_path / "again", capsys, "--no-figures")
+    table = pd.read_csv(tmp_path / "again" / "sensitivity.csv")
+    assert code == 0 and table[["label", "n"]].values.tolist() == [["second", 4]]
+    assert set(pd.read_csv(tmp_path / "again" / "sensitivity_units.csv")["label"]) == {"second"}
+
+
 def test_report_options_and_bad_input(demo_copy: Path, tmp_path: Path, capsys: Capture) -> None:
     code, out = _report(demo_copy, tmp_path / "r", capsys, "--exclude-simulated", "--no-figures", "--judge", "probe")
     assert code == 0 and "not computed: no human study data yet" in out and "(0 figures)" in out

@@ -64,7 +64,7 @@ def _frame() -> pd.DataFrame:
     skipped = {"trajectory_id": "t2-x", "task": "t2", "item_id": "g", "verdict": None, "status": "not_perturbed",
                "span_remaining": 0, "kind": None}
     frame = pd.concat([frame, pd.DataFrame([skipped])], ignore_index=True)
-    return frame.assign(judge="gcpc", model="m", scope="cited", seed=0)
+    return frame.assign(judge="gcpc", label="run-a", model="m", scope="cited", seed=0)
 
 
 def test_shares_hand_computed_and_ci_against_a_per_draw_loop() -> None:
@@ -96,6 +96,8 @@ def test_groups_and_degenerate_cases() -> None:
     assert row["n"] == 0 and np.isnan(row["share_no"]) and row["not_perturbed"] == 1
     two = pd.concat([frame, frame.assign(judge="probe", model=None)], ignore_index=True)
     assert sensitivity_table(two, n_boot=50)["judge"].tolist() == ["gcpc", "probe"]
+    runs = sensitivity_table(pd.concat([frame, frame.assign(label="run-b", verdict="No")]), n_boot=50)
+    assert runs[["judge", "label", "n", "to_no"]].values.tolist() == [["gcpc", "run-a", 6, 2], ["gcpc", "run-b", 6, 6]]
     assert sensitivity_table(frame.iloc[0:0], n_boot=10).empty
 
 
@@ -109,6 +111,6 @@ def test_report_shows_sensitivity_only_when_data_exists(tmp_path) -> None:
     with_p = build_report({**frames, "perturbations": _frame()}, tmp_path / "b", n_boot=50)
     assert {"sensitivity", "sensitivity_by_kind", "sensitivity_by_task", "sensitivity_units"} <= set(with_p.csv)
     assert not any("no evidence-perturbation results yet" in m for m in with_p.missing)
-    assert any("for judge(s) fixed:" in m for m in with_p.missing)  # scored judges never perturbed
+    assert any("for judge run(s) fixed:" in m for m in with_p.missing)  # scored judges never perturbed
     assert any("perturbed Yes items" in f for f in with_p.figures)
     assert pd.read_csv(with_p.csv["sensitivity"])["share_no"].tolist() == pytest.approx([2 / 6])

@@ -38,6 +38,9 @@ def test_compare_page_shows_both_runs_and_opens_a_differing_item_with_both_verdi
     assert metric(demo, "Same raw verdict") == f"{100 * expected.agreement:.1f}%"
     assert metric(demo, "ΔAUC (A − B)") == f"{expected.delta.iloc[0]['delta_auc']:+.3f}"
     expect(demo.main.get_by_role("heading", name=f"Items where the runs differ ({len(expected.differing)})")).to_be_visible()
+    expect(demo.main.get_by_role("heading", name="Evidence sensitivity of each run")).to_be_visible()
+    if expected.sensitivity.empty:  # the demo's runs are not perturbed unless a test perturbed them
+        expect(demo.text(re.compile(r"^Neither run has perturbation results"))).to_be_visible()
 
     # a differing item whose verdicts both carry citations
     views = {}

@@ -66,3 +66,36 @@ def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_count
     assert est.n_audited == before + (0 if had_audit else 1)
     # one audit can widen an interval as well as narrow it: the page shows the estimate of the stored audits
     assert metric(demo, "Width") == f"{est.width:.3f}"
+
+
+def test_auditing_the_proposals_in_order_narrows_the_error_rate_and_the_figures(demo: App) -> None:
+    """The Done-when loop: the auditor opens the first proposed audit from the triage page, records it, comes
+    back, and the next proposal is offered; the error rate's interval narrows at every step, and so do the
+    audited figures' judge-error intervals (the page's figures table) over the steps."""
+    from gcpc_core.review.auditloop import judge_loop, loop_data
+
+    store = Store(demo.server.db)
+    widths, figure_widths = [], []
+    for step in range(4):
+        demo.open("triage")
+        expect(demo.main.get_by_role("heading", name="Raw and audited figures")).to_be_visible()
+        loop = judge_loop(store, "probe", 10, 0.10)
+        widths.append(float(metric(demo, "Width")))
+        assert widths[-1] == float(f"{loop.estimate.width:.3f}")
+        figure_widths.append(loop_data(store, n_boot=50).figures["error_width"].sum())
+        if step == 3:
+            break
+        nxt = loop.proposals.iloc[0]
+        expect(demo.combobox("Open a proposed audit")).to_have_value(
+            f"next 1 · {nxt['trajectory_id']} · probe · {nxt['item_id']}")
+        demo.rerun(demo.main.get_by_role("link", name="Open in item audit").first.click)
+        expect(demo.title()).to_have_text("Item audit")
+        expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(nxt['item_id'])} · "))
+        demo.click(demo.button("Agree"))
+        expect(demo.text(re.compile(rf"{re.escape(REVIEWER)}: agree$")).first).to_be_visible()
+        audited = {(a["trajectory_id"], a["item_id"]) for a in item_audits(store, trajectory_id=nxt["trajectory_id"],
+                                                                           judge="probe")}
+        assert (nxt["trajectory_id"], nxt["item_id"]) in audited
+    assert widths == sorted(widths, reverse=True) and len(set(widths)) == len(widths), widths
+    assert figure_widths[-1] < figure_widths[0], figure_widths
+    expect(demo.main.get_by_text(re.compile(r"error_low – error_high: the judge-error interval"))).to_be_visible()
