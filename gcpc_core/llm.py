@@ -914,8 +914,13 @@ class LLM:
         """One logical request (the client retries inside): the raw JSON body and retries taken.
 
         The raw body rather than the SDK's parsed object: it is what the cache stores and what
-        a bad reply is reported with.
+        a bad reply is reported with. A reply bound above the configured one gets a timeout
+        scaled alike: a slow server writes the longer reply in proportionally longer time.
         """
+        options: dict[str, Any] = {}
+        configured = self.config.max_completion_tokens
+        if max_completion_tokens and configured and max_completion_tokens > configured:
+            options["timeout"] = self.config.timeout * max_completion_tokens / configured
         while True:
             try:
                 mode = self._next_mode()
@@ -927,7 +932,8 @@ class LLM:
             # the body is already complete and validated, and create's recursive param transform cost
             # ~1.5 ms of CPU per call (bench/judge_bench.py); retries, timeouts and errors are the same.
             try:
-                response = await client.post("/chat/completions", cast_to=httpx2.Response, body=body)
+                response = await client.post("/chat/completions", cast_to=httpx2.Response, body=body,
+                                             options=options)  # type: ignore[arg-type]
             except openai.APIStatusError as exc:
                 if self._fall_back(mode, exc):
                     continue

@@ -170,3 +170,15 @@ def prompt_tokens(project, llm) -> int:
     messages = items_messages(project.get_task(traj.task), checklist, build_evidence_view(project.events(TRAJ)),
                               load_rules())
     return llm.run_sync(lambda: count_prompt_tokens(llm, messages, ItemJudgeReply))[0]
+
+
+def test_repair_with_a_larger_bound_gets_a_timeout_scaled_alike(fake_openai, project, make_llm) -> None:
+    def cut_then_slow(request) -> Reply:
+        if is_repair(request):  # twice the bound, written in more than the configured timeout
+            return Reply(**{**items_reply()(request).__dict__, "delay": 1.5})
+        return Reply(content='{"items": [{"item_id": "I1", "cit', finish_reason="length")
+
+    fake_openai.on(is_items_request, cut_then_slow)
+    report = run_one(project, make_llm, max_completion_tokens=300, timeout=1.0, max_retries=0)
+    assert report.ok and report.judged == [TRAJ], report.errors  # the repair's timeout is 2 s, not 1 s
+    assert {v for v, _ in stored(project)} == {"Yes"}
