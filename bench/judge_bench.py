@@ -13,7 +13,9 @@
    back with each GCPC run: with the client's defaults (the floor set by the client library on this
    machine, before any GCPC work), and set up as GCPC sets it up (aiohttp transport, the finished
    body posted) — GCPC over the latter is its own work. Each run's CPU time per request is printed
-   too, the meaningful figure on a loaded machine, with the load average.
+   too, the meaningful figure on a loaded machine, with the load average, and the fake server's:
+   client and server share the machine's cores, so `cpu_floor_s` (max of the ideal, the client's
+   CPU time and both processes' CPU over the cores) is the best wall time the CPU work allows.
 2. HTTP calls per trajectory: default mode (one call for all items) vs `--per-item`.
 3. An identical rerun: resumed (finished trajectories skipped) and forced (every request answered
    from the response cache) — wall time and HTTP calls, counted by the server.
@@ -84,7 +86,7 @@ def _serve(latency: float, queue: Any) -> None:
     server = FakeOpenAI(latency=latency).start()
     server.default = _judge_reply
     server.route("GET", "/v1/_stats", lambda srv, path, headers, raw: Reply(
-        body=json.dumps({"requests": srv.request_count}).encode()))
+        body=json.dumps({"requests": srv.request_count, "cpu_s": time.process_time()}).encode()))
     queue.put(server.url)
     while True:
         time.sleep(3600)
@@ -97,9 +99,13 @@ class Server:
         self.process.start()
         self.url: str = queue.get(timeout=30)
 
-    def requests(self) -> int:
+    def stats(self) -> dict[str, float]:
+        """Requests answered so far and the server process's CPU seconds."""
         with urllib.request.urlopen(self.url + "/_stats") as fh:  # noqa: S310 - local fake server
-            return int(json.load(fh)["requests"])
+            return json.load(fh)
+
+    def requests(self) -> int:
+        return int(self.stats()["requests"])
 
     def stop(self) -> None:
         self.process.terminate()
@@ -115,14 +121,13 @@ def build_project(workdir: Path, n: int) -> Store:
     store = Store(db)
     originals = store.trials.trajectories()
     events = {t.id: store.trials.events(t.id) for t in originals}
-    copy = 0
-    while len(store.trials.trajectories()) < n:
+    count, copy = len(originals), 0
+    while count < n:
         copy += 1
-        for t in originals:
-            if len(store.trials.trajectories()) >= n:
-                break
+        for t in originals[: n - count]:
             clone = t.model_copy(update={"id": f"{t.id}-c{copy}", "source_path": f"{t.source_path}-c{copy}"})
             store.trials.replace_trajectory(clone, _distinct(events[t.id], copy))
+            count += 1
     return store
 
 
@@ -165,6 +170,11 @@ async def _bare_client(url: str, n: int, concurrency: int, messages: list[dict[s
 
     await asyncio.gather(*(one() for _ in range(n)))
     await client.close()
+
+
+def _cpu_floor(ideal: float, client_cpu: float, server_cpu: float) -> float:
+    """The shortest wall time the CPU work allows: the client is one thread, both share the cores."""
+    return max(ideal, client_cpu, (client_cpu + server_cpu) / (os.cpu_count() or 1))
 
 
 def _timed(work: Any, *args: Any, **kwargs: Any) -> tuple[Any, float, float]:
@@ -303,19 +313,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         asyncio.run(_bare_client(server.url, args.concurrency, args.concurrency, sample))  # warm-up
         asyncio.run(_bare_client(server.url, args.concurrency, args.concurrency, sample, as_gcpc=True))
         runs: dict[str, list[tuple[float, float]]] = {"gcpc": [], "bare": [], "bare_as_gcpc": []}
+        server_cpu: dict[str, list[float]] = {name: [] for name in runs}
         calls = []
         for repeat in range(args.repeats):  # the baselines and GCPC back to back, GCPC on a fresh copy each time
             for name, as_gcpc in (("bare", False), ("bare_as_gcpc", True)):
+                before = server.stats()["cpu_s"]
                 _, wall_s, cpu_s = _timed(asyncio.run, _bare_client(server.url, args.n, args.concurrency, sample,
                                                                      as_gcpc=as_gcpc))
                 runs[name].append((wall_s, cpu_s))
+                server_cpu[name].append(server.stats()["cpu_s"] - before)
             if repeat:
                 store = Store(shutil.copy(unjudged, workdir / f"repeat{repeat}.db"))
-            base = server.requests()
+            before = server.stats()
             report, wall_s, cpu_s = _timed(judge_project, store, judge="gcpc", concurrency=args.concurrency,
                                            llm=make_llm(store, server.url, args.concurrency), progress=False)
             runs["gcpc"].append((wall_s, cpu_s))
-            calls.append(server.requests() - base)
+            after = server.stats()
+            calls.append(int(after["requests"] - before["requests"]))
+            server_cpu["gcpc"].append(after["cpu_s"] - before["cpu_s"])
             assert len(report.judged) == args.n and report.ok, report.lines()[-1]
         wall = {name: statistics.median(w for w, _ in timings) for name, timings in runs.items()}
         cpu = {name: statistics.median(c for _, c in timings) for name, timings in runs.items()}
@@ -332,6 +347,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "bare_client_as_gcpc_ratio_vs_ideal": round(wall["bare_as_gcpc"] / ideal, 3),
             "gcpc_over_bare_client_as_gcpc": round(wall["gcpc"] / wall["bare_as_gcpc"], 3),
             "cpu_s_per_request_ms": {name: round(c / args.n * 1000, 3) for name, c in cpu.items()},
+            "fake_server_cpu_s_per_request_ms": {name: round(statistics.median(c) / args.n * 1000, 3)
+                                                 for name, c in server_cpu.items()},
+            "cpu_cores": os.cpu_count(),
+            "cpu_floor_s": {name: round(_cpu_floor(ideal, cpu[name], statistics.median(server_cpu[name])), 3)
+                            for name in runs},
+            "ideal_note": (
+                f"ideal = n x latency / concurrency, the server's latency alone. The client (one thread) and the "
+                f"fake server share {os.cpu_count()} cores with the machine's other load, so a run cannot beat its "
+                "cpu_floor_s = max(ideal, client CPU, (client + server CPU) / cores); bare_client_as_gcpc is "
+                "the floor of the transport GCPC uses, before any GCPC work"),
             "load_average": list(os.getloadavg()),
         }
 

@@ -99,6 +99,10 @@ StructuredMode = Literal["parse", "json_schema", "json_object"]
 STRUCTURED_MODES: tuple[str, ...] = StructuredMode.__args__  # type: ignore[attr-defined]
 """The structured modes, strongest first: the order `auto` tries them in."""
 ModeSetting = Literal["auto", "parse", "json_schema", "json_object"]
+UNSETTLED_MODE = "auto"
+"""The mode stored for an endpoint and model when negotiation rejected modes but no request was
+accepted yet (the request after the rejections failed otherwise): the rejections are kept and
+shown, and the next layer negotiates again."""
 MODE_SETTINGS: tuple[str, ...] = ModeSetting.__args__  # type: ignore[attr-defined]
 
 ENV_MODEL = "GCPC_MODEL"
@@ -249,7 +253,15 @@ def mode_summary(config: LLMConfig, store: Store | None) -> str:
     row = store.runs.llm_mode(config.endpoint, config.model or "") if store is not None else None
     if row is None:
         return "structured mode auto (negotiated on the first call)"
-    return f"structured mode auto: {row['mode']} (negotiated {row['negotiated_at']})"
+    tried = row["rejected"] or {}
+    order = [mode for mode in STRUCTURED_MODES if mode in tried]  # stored sorted; shown in the order tried
+    rejected = "; ".join(f"{mode}: {tried[mode]}" for mode in order)
+    if row["mode"] not in STRUCTURED_MODES:
+        return (f"structured mode auto: none accepted yet — the endpoint rejected {rejected} and the next request "
+                f"failed otherwise ({row['negotiated_at']}); negotiated again on the next call")
+    names = ", ".join(order)
+    return f"structured mode auto: {row['mode']} (negotiated {row['negotiated_at']}" + (
+        f"; rejected first: {names})" if names else ")")
 
 
 def llm_status(
@@ -767,16 +779,18 @@ class LLM:
         response_model: type[BaseModel],
         temperature: float | None,
         mode: StructuredMode | None = None,
+        max_completion_tokens: int | None = None,
     ) -> dict[str, Any]:
         """The request exactly as sent, so a Batch-API line is the body a live call would send.
-        Without a mode: the current one, or `parse` (the Batch API is OpenAI's, which takes it)."""
+        Without a mode: the current one, or `parse` (the Batch API is OpenAI's, which takes it);
+        without a reply bound: the configured one."""
         return chat_request_body(
             model=self.model,
             messages=messages,
             response_model=response_model,
             mode=mode or self._mode or "parse",
             temperature=temperature,
-            max_completion_tokens=self.config.max_completion_tokens,
+            max_completion_tokens=max_completion_tokens or self.config.max_completion_tokens,
         )
 
     async def complete(
@@ -787,8 +801,11 @@ class LLM:
         prompt_version: str,
         tag: str = "",
         temperature: float | None = None,
+        max_completion_tokens: int | None = None,
     ) -> LLMResult[T]:
         """One structured call: cached reply, or one HTTP request (with the client's retries).
+        `max_completion_tokens` bounds this reply instead of the configured bound (a repair of a
+        reply cut at the bound gets more room, see `judge.budget.repair_room`).
 
         Raises LLMReplyError / LLMRefusal for a bad reply and LLMCallError for a failed call;
         both are recorded before they are raised.
@@ -809,7 +826,8 @@ class LLM:
         future: asyncio.Future[dict[str, Any] | None] = state.loop.create_future()
         state.inflight[key] = future
         try:
-            result, body = await self._call(state, key, messages, response_model, temp, prompt_version, tag)
+            result, body = await self._call(state, key, messages, response_model, temp, prompt_version, tag,
+                                            max_completion_tokens)
             future.set_result(body)
             return result
         finally:
@@ -826,6 +844,7 @@ class LLM:
         temperature: float | None,
         prompt_version: str,
         tag: str,
+        max_completion_tokens: int | None = None,
     ) -> tuple[LLMResult[T], dict[str, Any]]:
         record = {"prompt_version": prompt_version, "tag": tag, "key": key}
         async with state.semaphore:
@@ -833,7 +852,8 @@ class LLM:
             state.max_in_flight = max(state.max_in_flight, state.in_flight_now)
             started = time.monotonic()
             try:
-                body, retries = await self._send(state.client, messages, response_model, temperature)
+                body, retries = await self._send(state.client, messages, response_model, temperature,
+                                                 max_completion_tokens)
             except openai.APIError as exc:
                 error = call_error(exc, endpoint=self.config.endpoint, model=self.model,
                                     mode_set=self.config.structured_mode != "auto")
@@ -889,24 +909,39 @@ class LLM:
         messages: Sequence[Message],
         response_model: type[BaseModel],
         temperature: float | None,
+        max_completion_tokens: int | None = None,
     ) -> tuple[dict[str, Any], int]:
         """One logical request (the client retries inside): the raw JSON body and retries taken.
 
         The raw body rather than the SDK's parsed object: it is what the cache stores and what
-        a bad reply is reported with.
+        a bad reply is reported with. A reply bound above the configured one gets a timeout
+        scaled alike: a slow server writes the longer reply in proportionally longer time.
         """
+        options: dict[str, Any] = {}
+        configured = self.config.max_completion_tokens
+        if max_completion_tokens and configured and max_completion_tokens > configured:
+            options["timeout"] = self.config.timeout * max_completion_tokens / configured
         while True:
-            mode = self._next_mode()
-            body = self._body(messages, response_model, temperature, mode)
+            try:
+                mode = self._next_mode()
+            except LLMCallError:
+                self._keep_rejections()
+                raise
+            body = self._body(messages, response_model, temperature, mode, max_completion_tokens)
             # `post` (the SDK's documented route for raw requests) rather than `chat.completions.create`:
             # the body is already complete and validated, and create's recursive param transform cost
             # ~1.5 ms of CPU per call (bench/judge_bench.py); retries, timeouts and errors are the same.
             try:
-                response = await client.post("/chat/completions", cast_to=httpx2.Response, body=body)
+                response = await client.post("/chat/completions", cast_to=httpx2.Response, body=body,
+                                             options=options)  # type: ignore[arg-type]
             except openai.APIStatusError as exc:
-                if not self._fall_back(mode, exc):
-                    raise
-                continue
+                if self._fall_back(mode, exc):
+                    continue
+                self._keep_rejections()
+                raise
+            except openai.APIError:
+                self._keep_rejections()
+                raise
             self._settle(mode)
             break
         try:
@@ -950,6 +985,14 @@ class LLM:
             self._stored_mode = mode
             if self.store is not None:
                 self.store.runs.set_llm_mode(self.config.endpoint, self.model, mode, rejected=self._rejected)
+
+    def _keep_rejections(self) -> None:
+        """A request failed after negotiation rejected modes, none accepted: store the rejections
+        (under `UNSETTLED_MODE`), so `llm check` and `llm_status` show what the endpoint refused."""
+        if self.store is None or self._mode is not None or not self._rejected:
+            return
+        self._stored_mode = None
+        self.store.runs.set_llm_mode(self.config.endpoint, self.model, UNSETTLED_MODE, rejected=self._rejected)
 
     def _finish(self, result: LLMResult[T], *, prompt_version: str, tag: str) -> LLMResult[T]:
         self.totals.add(usage=result.usage, cost=result.cost_usd, cache_hit=result.cache_hit, error=False)

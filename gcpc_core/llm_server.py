@@ -29,7 +29,7 @@ import httpx2
 import openai
 from pydantic import BaseModel
 
-from .llm import ENV_CONTEXT_WINDOW, LLM, LLMConfig, LLMError, Message, call_error
+from .llm import ENV_CONTEXT_WINDOW, LLM, UNSETTLED_MODE, LLMConfig, LLMError, Message, call_error
 from .store import Store
 
 __all__ = [
@@ -240,10 +240,10 @@ def check_endpoint(config: LLMConfig, *, store: Store | None = None) -> CheckRep
     # mode is negotiated afresh (the server may have changed since it was stored)
     llm = LLM(replace(config, max_completion_tokens=PING_MAX_TOKENS), store=None)
     llm.run_sync(lambda: _check(llm, report))
-    if store is not None and config.structured_mode == "auto" and llm.structured_mode is not None:
+    if store is not None and config.structured_mode == "auto" and (llm.structured_mode or llm.rejected_modes):
         reported = report.context_window if not config.context_window else None
-        store.runs.set_llm_mode(config.endpoint, llm.model, llm.structured_mode, rejected=llm.rejected_modes,
-                           context_window=reported)
+        store.runs.set_llm_mode(config.endpoint, llm.model, llm.structured_mode or UNSETTLED_MODE,
+                           rejected=llm.rejected_modes, context_window=reported)
     return report
 
 
@@ -284,6 +284,8 @@ async def _check(llm: LLM, report: CheckReport) -> None:
                 f"reply was unusable ({error.reason}); a small model may need repairs, bad replies become Abstain")
             report.ok = True
         else:
+            if rejected:
+                add(f"structured mode: none accepted (rejected — {rejected})")
             add(f"verdict: NOT READY — {error}")
         return
     report.round_trip_s = round(time.monotonic() - started, 3)

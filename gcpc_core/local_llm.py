@@ -47,8 +47,12 @@ TINY_LOCAL_MODEL_NOTE = "a TINY local model (Gemma 3 270M), far below a real jud
 """How everything the local model produces is labelled where the endpoint is shown."""
 DEFAULT_CONTEXT = 8192
 """Tokens of context: a day's judging prompts fit, and the KV cache stays small."""
-LOCAL_MAX_COMPLETION_TOKENS = 1024
-"""Reply bound suggested for the local model: a whole checklist's verdicts fit; a runaway reply stops."""
+LOCAL_MAX_COMPLETION_TOKENS = 256
+"""Reply bound suggested for the local model. The model writes ~1 token a second under
+grammar-constrained decoding on a loaded 2-core machine (about 4 when it is quiet) and, left alone,
+runs a rationale on to any bound (a holistic reply ran past 900 s at 1,024), so the bound is what
+keeps a request within the timeout; a reply cut at it is repaired once with twice the bound (and a
+timeout scaled alike)."""
 _PR_SET_PDEATHSIG = 1
 """prctl(2) option: the signal the kernel sends a process when the thread that started it ends."""
 

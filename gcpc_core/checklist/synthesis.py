@@ -21,7 +21,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..judge.budget import REASON_CONTEXT_OVERFLOW, fit_prompt
+from ..judge.budget import REASON_CONTEXT_OVERFLOW, fit_prompt, repair_room
 from ..llm import LLM, LLMCallError, LLMReplyError, RunTotals
 from ..runs import Progress, ProgressBar
 from ..models import Task
@@ -271,9 +271,11 @@ async def _attempt(
     task: Task,
     llm: LLM,
     rules: Rules,
+    max_completion_tokens: int | None = None,
 ) -> _Outcome:
     try:
-        result = await llm.complete(messages, ChecklistDraft, prompt_version=PROMPT_VERSION, tag=task.id)
+        result = await llm.complete(messages, ChecklistDraft, prompt_version=PROMPT_VERSION, tag=task.id,
+                                    max_completion_tokens=max_completion_tokens)
     except LLMReplyError as error:
         failure = GateFailure(item_id="-", gate="G6", message=f"reply is not a valid checklist ({error.reason}): {error}")
         return _Outcome(Attempt(kind=kind, reply_error=error.reason, failures=[failure]), error=error)
@@ -313,7 +315,14 @@ async def synthesize_checklist_async(task: Task, *, llm: LLM, rules: Rules) -> S
     try:
         outcomes.append(await _attempt("initial", messages, task, llm, rules))
         if outcomes[0].attempt.failures:
-            outcomes.append(await _attempt("repair", _repair_messages(messages, outcomes[0]), task, llm, rules))
+            repair = _repair_messages(messages, outcomes[0])
+            error = outcomes[0].error
+            room = await repair_room(llm, repair, ChecklistDraft, error) if error is not None else None
+            if room is not None and room.full:
+                budget += f" ({room.full})"
+            else:
+                outcomes.append(await _attempt("repair", repair, task, llm, rules,
+                                               room.max_completion_tokens if room is not None else None))
     except LLMCallError as error:
         if error.reason != REASON_CONTEXT_OVERFLOW:
             return SynthesisResult(
@@ -345,10 +354,11 @@ async def synthesize_checklist_async(task: Task, *, llm: LLM, rules: Rules) -> S
     if last.error is not None:
         failures += last.attempt.failures
     gates = sorted({f.gate for f in failures})
+    after = " after repair" if len(outcomes) > 1 else ""
     reason = (
-        f"unusable reply after repair ({last.error.reason})"
+        f"unusable reply{after} ({last.error.reason})"
         if last.error is not None
-        else f"{len(failures)} gate failure(s) after repair ({', '.join(gates)})"
+        else f"{len(failures)} gate failure(s){after} ({', '.join(gates)})"
     ) + budget
     return SynthesisResult(
         status="failed",

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from ..evidence import EvidenceEntry, EvidenceView, build_evidence_view
-from ..llm import LLM
+from ..llm import LLM, LLMReplyError
 from ..llm_server import count_prompt_tokens
 from .prompts import Messages
 
@@ -39,11 +39,16 @@ __all__ = [
     "WINDOW_STEPS",
     "Fit",
     "PromptFit",
+    "RepairRoom",
     "fit_evidence",
     "fit_prompt",
+    "repair_room",
 ]
 
 REASON_CONTEXT_OVERFLOW = "context_overflow"
+REASON_TRUNCATED = "truncated"
+REPAIR_TOKENS_FACTOR = 2
+"""A repair of a reply cut at its token bound may write this many times as much (within the window)."""
 DEFAULT_REPLY_RESERVE = 2048
 WINDOW_STEPS = (2000, 800, 300)
 """Characters a long output is cut to, step by step, before whole events are elided."""
@@ -162,3 +167,38 @@ async def fit_evidence(
     elided = len(base.entries) - low
     return Fit(fitted, f"{head} → {count:,}: long outputs cut to {WINDOW_STEPS[-1]:,} chars and {elided:,} of "
                        f"{len(base.entries):,} evidence events elided from the middle")
+
+
+@dataclass
+class RepairRoom:
+    """How a repair after a reply cut at its token bound is sent."""
+
+    max_completion_tokens: int | None = None
+    """The repair's reply bound (None: the layer's own — nothing is known to enlarge)."""
+    full: str | None = None
+    """Set when the context window leaves no room for a longer reply: why (the repair is not sent,
+    since the same bound would cut it again)."""
+
+
+async def repair_room(
+    llm: LLM, messages: Messages, response_model: type[BaseModel], cut: LLMReplyError
+) -> RepairRoom:
+    """The reply bound for the repair of `cut`. A reply cut at the bound (`truncated`) is repaired
+    with `REPAIR_TOKENS_FACTOR` times the bound it had (the configured one, else the tokens the
+    server reported writing), capped by what the window leaves after the repair prompt (`messages`);
+    when that is no more than the cut reply had, there is no room. Other reply errors keep the
+    layer's bound."""
+    if cut.reason != REASON_TRUNCATED:
+        return RepairRoom()
+    had = llm.config.max_completion_tokens or cut.usage.completion_tokens
+    wanted = had * REPAIR_TOKENS_FACTOR if had else None
+    if llm.context_window:
+        prompt, exact = await count_prompt_tokens(llm, messages, response_model)
+        room = llm.context_window - prompt
+        if had and room <= had:
+            how = "counted by the server" if exact else "estimated"
+            return RepairRoom(full=f"no repair sent: the {llm.context_window:,}-token window leaves {max(room, 0):,} "
+                                   f"tokens after the {prompt:,}-token repair prompt ({how}), no more than the "
+                                   f"{had:,} the cut reply had")
+        wanted = room if wanted is None else min(wanted, room)
+    return RepairRoom(wanted)

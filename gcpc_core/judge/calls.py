@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from ..llm import LLM, LLMCallError, LLMReplyError, LLMResult
-from .budget import REASON_CONTEXT_OVERFLOW
+from .budget import REASON_CONTEXT_OVERFLOW, repair_room
 from .prompts import REPAIR_REPLY_PROMPT, Messages, repair_messages
 from .results import ReplyRecord
 
@@ -49,10 +49,14 @@ class RepairResult(Generic[V]):
     records: list[ReplyRecord]
 
 
-async def call(llm: LLM, messages: Messages, response_model: type[BaseModel], *, prompt_version: str, tag: str) -> Outcome:
+async def call(
+    llm: LLM, messages: Messages, response_model: type[BaseModel], *, prompt_version: str, tag: str,
+    max_completion_tokens: int | None = None,
+) -> Outcome:
     """One request through the LLM layer; a reply error is returned, an HTTP failure raised."""
     try:
-        return await llm.complete(messages, response_model, prompt_version=prompt_version, tag=tag)
+        return await llm.complete(messages, response_model, prompt_version=prompt_version, tag=tag,
+                                  max_completion_tokens=max_completion_tokens)
     except LLMReplyError as error:
         return error
 
@@ -70,17 +74,20 @@ async def with_one_repair(
 ) -> RepairResult[V]:
     """The initial request (or `first`, an outcome obtained elsewhere, e.g. from a batch) and at
     most one repair. LLMCallError propagates unless an earlier reply was usable (or it says the
-    prompt does not fit: then the reason is `context_overflow`)."""
+    prompt does not fit: then the reason is `context_overflow`). A reply cut at its token bound is
+    repaired with a larger bound, or not at all when the window has no room for one (`repair_room`)."""
     records: list[ReplyRecord] = []
     best: V | None = None
     reason: str | None = None
     outcome = first
+    limit: int | None = None
     for attempt in ("initial", "repair"):
         if outcome is None:
             if llm is None:
                 break  # no endpoint to repair with (e.g. collecting a batch offline)
             try:
-                outcome = await call(llm, messages, response_model, prompt_version=prompt_version, tag=tag)
+                outcome = await call(llm, messages, response_model, prompt_version=prompt_version, tag=tag,
+                                     max_completion_tokens=limit)
             except LLMCallError as error:
                 if error.reason == REASON_CONTEXT_OVERFLOW:
                     records.append(ReplyRecord(attempt=attempt, item_id=item_id, status=error.reason,
@@ -117,5 +124,11 @@ async def with_one_repair(
             echo, ask = outcome.text, assessed.repair_ask
         if attempt == "initial":
             messages = repair_messages(messages, echo, ask)
+            if isinstance(outcome, LLMReplyError) and llm is not None:
+                room = await repair_room(llm, messages, response_model, outcome)
+                if room.full:
+                    records[-1].problems.append(room.full)
+                    break
+                limit = room.max_completion_tokens
             outcome = None
     return RepairResult(best, None if best is not None else reason, records)

@@ -217,7 +217,9 @@ def _traj_from_row(row: dict) -> Trajectory:
 
 
 def _event_from_row(row: dict) -> Event:
-    return Event(
+    # rows the store wrote from validated events: built without validating again (the judging hot
+    # path reads every trajectory's events)
+    return Event.model_construct(
         id=row["id"],
         seq=row["seq"],
         kind=row["kind"],

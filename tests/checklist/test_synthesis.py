@@ -385,3 +385,11 @@ def test_server_overflow_is_a_stored_failure_not_a_retry(fake_openai: FakeOpenAI
     assert "maximum context length is 2048 tokens" in result.reason
     assert fake_openai.request_count == 1
     assert project.checklists.latest(TASK_ID) is None and project.checklists.list(task=TASK_ID)[0]["status"] == "failed"
+
+
+def test_repair_of_a_cut_reply_gets_a_larger_bound(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
+    fake_openai.on(ON_REPAIR_REPLY, Reply.json(VALID))
+    fake_openai.on(ON_TASK, Reply(content='{"items": [{"id": "C1", ', finish_reason="length"))
+    [result] = synthesize_project(project, llm=make_llm(max_completion_tokens=400), rules=rules, progress=False).results
+    assert result.status == "frozen" and result.attempts[0].reply_error == "truncated"
+    assert [r["max_completion_tokens"] for r in fake_openai.requests] == [400, 800]  # not cut again at 400

@@ -13,8 +13,10 @@ import pytest
 from fake_openai import Reply, fault_refusal, overflow_error
 
 from gcpc_core.judge import judge_project
+from gcpc_core.judge.budget import REPAIR_TOKENS_FACTOR
+from gcpc_core.llm_server import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
 
-from .conftest import is_items_request, item_ids
+from .conftest import is_items_request, is_repair, item_ids, items_reply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 from local_helpers import closed_port_url  # noqa: E402
@@ -105,3 +107,78 @@ def test_server_down_is_a_clear_error(project, make_llm) -> None:
     assert "llm check" in report.errors[TRAJ]
     assert stored(project) == set()
     assert project.runs.llm_calls(run_id=report.run_id)[0]["status"] == "connection"
+
+
+def cut_then_ok(request) -> Reply:
+    """A reply cut at the token bound first; the repair is answered in full."""
+    if is_repair(request):
+        return items_reply()(request)
+    return Reply(content='{"items": [{"item_id": "I1", "cit', finish_reason="length", usage={"completion_tokens": 300})
+
+
+def test_repair_after_a_cut_reply_gets_a_larger_bound(fake_openai, project, make_llm) -> None:
+    fake_openai.on(is_items_request, cut_then_ok)
+    report = run_one(project, make_llm, max_completion_tokens=300)
+    initial, repair = fake_openai.requests
+    assert initial["max_completion_tokens"] == 300
+    assert repair["max_completion_tokens"] == 300 * REPAIR_TOKENS_FACTOR  # not cut again at the same bound
+    assert report.judged == [TRAJ] and {v for v, _ in stored(project)} == {"Yes"}
+    assert [r.status for r in project.judging.replies(trajectory_id=TRAJ, judge="gcpc")] == ["truncated", "ok"]
+
+
+def test_repair_bound_without_a_setting_doubles_what_the_server_wrote(fake_openai, project, make_llm) -> None:
+    fake_openai.on(is_items_request, cut_then_ok)
+    run_one(project, make_llm)
+    initial, repair = fake_openai.requests
+    assert "max_completion_tokens" not in initial and repair["max_completion_tokens"] == 600
+
+
+def test_repair_bound_is_capped_by_the_context_window(fake_openai, project, make_llm) -> None:
+    fake_openai.on(is_items_request, cut_then_ok)
+    llm = make_llm(max_completion_tokens=300)
+    window = prompt_tokens(project, llm) + 800  # room for the 300-token reply, not for twice as much after the echo
+    run_one(project, make_llm, max_completion_tokens=300, context_window=window)
+    initial, repair = fake_openai.requests
+    sent = sum(estimate_tokens(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in repair["messages"])
+    assert 300 < repair["max_completion_tokens"] <= window - sent + 1
+
+
+def test_no_room_for_a_longer_reply_is_truncated_at_once(fake_openai, project, make_llm) -> None:
+    long_cut = '{"items": [{"item_id": "I1", "rationale": "' + "words " * 1500
+    fake_openai.on(is_items_request, Reply(content=long_cut, finish_reason="length"))
+    llm = make_llm(max_completion_tokens=512)
+    window = prompt_tokens(project, llm) + 600  # the first request fits; with the cut reply echoed no repair can
+    report = run_one(project, make_llm, max_completion_tokens=512, context_window=window)
+    assert fake_openai.request_count == 1  # the same bound would cut a repair again: not sent
+    assert report.judged == [TRAJ] and stored(project) == {("Abstain", "truncated")}
+    [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")
+    assert reply.status == "truncated"
+    assert any(p.startswith("no repair sent: the ") and "no more than the 512 the cut reply had" in p
+               for p in reply.problems)
+
+
+def prompt_tokens(project, llm) -> int:
+    """Tokens of the first judge request for TRAJ as the budget counts them (before negotiation: the longest)."""
+    from gcpc_core.checklist import Checklist, load_rules
+    from gcpc_core.evidence import build_evidence_view
+    from gcpc_core.judge.prompts import items_messages
+    from gcpc_core.judge.replies import ItemJudgeReply
+    from gcpc_core.llm_server import count_prompt_tokens
+
+    traj = project.trials.get_trajectory(TRAJ)
+    checklist = Checklist.model_validate(project.checklists.latest(traj.task)["checklist"])
+    messages = items_messages(project.trials.get_task(traj.task), checklist, build_evidence_view(project.trials.events(TRAJ)),
+                              load_rules())
+    return llm.run_sync(lambda: count_prompt_tokens(llm, messages, ItemJudgeReply))[0]
+
+
+def test_repair_with_a_larger_bound_gets_a_timeout_scaled_alike(fake_openai, project, make_llm) -> None:
+    def cut_then_slow(request) -> Reply:
+        if is_repair(request):  # twice the bound, written in more than the configured timeout
+            return Reply(**{**items_reply()(request).__dict__, "delay": 1.5})
+        return Reply(content='{"items": [{"item_id": "I1", "cit', finish_reason="length")
+
+    fake_openai.on(is_items_request, cut_then_slow)
+    report = run_one(project, make_llm, max_completion_tokens=300, timeout=1.0, max_retries=0)
+    assert report.ok and report.judged == [TRAJ], report.errors  # the repair's timeout is 2 s, not 1 s
+    assert {v for v, _ in stored(project)} == {"Yes"}

@@ -22,6 +22,10 @@ def test_judge_bench_small_run(tmp_path: Path) -> None:
     throughput = out["throughput"]
     assert throughput["http_calls_per_repeat"] == [40, 40]  # every repeat judged a fresh, unjudged copy
     assert len(throughput["wall_s_each"]) == 2 and throughput["ideal_s"] == 40 * 0.01 / 8
+    for name in ("gcpc", "bare", "bare_as_gcpc"):  # the server's CPU is measured, the floor never beats the ideal
+        assert throughput["fake_server_cpu_s_per_request_ms"][name] > 0
+        assert throughput["cpu_floor_s"][name] >= throughput["ideal_s"]
+        assert throughput["cpu_floor_s"][name] >= throughput["cpu_s_per_request_ms"][name] * 40 / 1000 - 0.001
     resumed = out["rerun"]["resumed"]
     assert (resumed["http_calls"], resumed["judged"]) == (0, 0)
     forced = out["rerun"]["forced_from_cache"]

@@ -11,7 +11,7 @@ from fake_openai import FAKE_MODEL, FakeOpenAI, Reply
 from local_helpers import closed_port_url
 
 from gcpc_core.cli import main
-from gcpc_core.llm import LLMConfig
+from gcpc_core.llm import UNSETTLED_MODE, LLMConfig
 from gcpc_core.llm_server import check_endpoint
 from gcpc_core.local_llm import LocalServer
 from gcpc_core.review.runs import endpoint_check
@@ -151,3 +151,14 @@ def test_unlisted_model_that_answers_anyway_is_not_ready(fake_openai: FakeOpenAI
     fake_openai.on("pong", PONG)
     report = check_endpoint(config(fake_openai.url))
     assert not report.ok and "NOT READY" in report.verdict and "substituted its default model" in report.verdict
+
+
+def test_round_trip_failing_after_rejections_shows_and_stores_them(fake_openai: FakeOpenAI, store) -> None:
+    fake_openai.accept_formats({"text", "json_object"})
+    fake_openai.on("pong", Reply.error(503, "server overloaded"))
+    report = check_endpoint(config(fake_openai.url), store=store)
+    text = "\n".join(report.lines)
+    assert not report.ok and "NOT READY" in report.verdict
+    assert "structured mode: none accepted (rejected — parse: HTTP 500" in text and "json_schema: HTTP 500" in text
+    row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)
+    assert row["mode"] == UNSETTLED_MODE and set(row["rejected"]) == {"parse", "json_schema"}

@@ -12,7 +12,7 @@ import pytest
 from fake_openai import FAKE_MODEL, LLAMA_CPP_PYTHON_REJECTION, FakeOpenAI, Reply, format_type, overflow_error
 from pydantic import BaseModel
 
-from gcpc_core.llm import LLM, LLMCallError, LLMConfig, LLMRequest, llm_status
+from gcpc_core.llm import LLM, UNSETTLED_MODE, LLMCallError, LLMConfig, LLMRequest, llm_status
 
 
 class Answer(BaseModel):
@@ -112,7 +112,8 @@ def test_no_mode_accepted_is_one_clear_error(fake_openai: FakeOpenAI, make_llm, 
     with pytest.raises(LLMCallError, match="rejected every structured-output mode"):
         ask(llm, "question two")
     assert fake_openai.request_count == 3  # known already: no request
-    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL) is None
+    row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)  # the rejections are stored, no mode settled
+    assert row["mode"] == UNSETTLED_MODE and set(row["rejected"]) == {"parse", "json_schema", "json_object"}
     assert [c["status"] for c in store.runs.llm_calls()] == ["structured_output_unsupported"] * 2
 
 
@@ -174,3 +175,30 @@ def test_reply_bound_is_sent_under_both_names_outside_parse(fake_openai: FakeOpe
     parse_body, _, json_object_body = fake_openai.requests
     assert parse_body["max_completion_tokens"] == 64 and "max_tokens" not in parse_body  # OpenAI: the new name only
     assert json_object_body["max_completion_tokens"] == json_object_body["max_tokens"] == 64  # llama-cpp-python
+
+
+def test_first_request_failing_after_rejections_stores_them(fake_openai: FakeOpenAI, make_llm, store,
+                                                            monkeypatch) -> None:
+    fake_openai.accept_formats({"text", "json_object"})  # parse and json_schema rejected (llama-cpp-python's 500)
+    fake_openai.on("question", Reply.error(503, "server overloaded"))  # json_object accepted, but the call fails
+    with pytest.raises(LLMCallError):
+        ask(make_llm(max_retries=0))
+    assert [format_type(r) for r in fake_openai.requests] == ["json_schema", "json_schema", "json_object"]
+    row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)
+    assert row["mode"] == UNSETTLED_MODE and set(row["rejected"]) == {"parse", "json_schema"}
+    assert LLAMA_CPP_PYTHON_REJECTION in row["rejected"]["parse"]
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.url)
+    monkeypatch.setenv("GCPC_MODEL", FAKE_MODEL)
+    monkeypatch.delenv("GCPC_STRUCTURED_MODE", raising=False)
+    ok, status = llm_status(store=store)
+    assert ok and "none accepted yet" in status and "parse: HTTP 500" in status and "json_schema: HTTP 500" in status
+    fake_openai.reset()
+    fake_openai.accept_formats({"text", "json_object"})
+    fake_openai.on("question", Reply.json(OK))
+    llm = make_llm()
+    assert llm.structured_mode is None  # nothing settled: the next layer negotiates again
+    assert ask(llm).parsed == Answer(**OK)
+    row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)
+    assert row["mode"] == "json_object" and set(row["rejected"]) == {"parse", "json_schema"}
+    ok, status = llm_status(store=store)
+    assert "auto: json_object (negotiated" in status and "rejected first: parse, json_schema" in status
