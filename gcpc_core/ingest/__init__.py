@@ -152,6 +152,12 @@ _WRITE_BATCH_BYTES = 32 * 2**20
 many bytes: few commits, while a concurrent import waits for one batch, never for a whole import."""
 
 
+def _in_flight(workers: int) -> int:
+    """Chunks parsed ahead of the writer: two per worker, plus a write batch's worth, so the workers
+    keep parsing while the writer stores a whole batch instead of idling once their two are done."""
+    return 2 * workers + _WRITE_BATCH_TRIALS // _CHUNK
+
+
 def _load_or_reason(trial_dir: Path, **options) -> Loaded:
     """Worker body: a loaded trial, or the reason it cannot be imported (errors cross processes as text)."""
     try:
@@ -171,9 +177,9 @@ def _load_chunk(trial_dirs: list[Path], options: dict) -> list[Loaded]:
 def _load_all(trial_dirs: list[Path], workers: int, **options) -> Iterator[Loaded]:
     """Parse trials in worker processes (parsing is CPU-bound) while the caller writes, in order.
 
-    About two chunks per worker are in flight: a writer slower than the parsers holds back the
-    parsing, rather than parsed trials piling up in memory (memory stays bounded by a few dozen
-    trials, whatever the corpus holds).
+    At most `_in_flight(workers)` chunks are in flight: a writer slower than the parsers holds back
+    the parsing, rather than parsed trials piling up in memory (memory stays bounded by about two
+    write batches, whatever the corpus holds).
     """
     if workers <= 1 or len(trial_dirs) < 2 * _CHUNK:
         yield from (_load_or_reason(d, **options) for d in trial_dirs)
@@ -182,7 +188,7 @@ def _load_all(trial_dirs: list[Path], workers: int, **options) -> Iterator[Loade
         pending: deque[Future[list[Loaded]]] = deque()
         for i in range(0, len(trial_dirs), _CHUNK):
             pending.append(pool.submit(_load_chunk, trial_dirs[i : i + _CHUNK], options))
-            if len(pending) > 2 * workers:
+            if len(pending) > _in_flight(workers):
                 yield from pending.popleft().result()
         while pending:
             yield from pending.popleft().result()

@@ -77,7 +77,7 @@ def _slow_consumer_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: in
 def test_parse_workers_do_not_run_ahead_of_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     workers, n = 2, 200
     parsed = _slow_consumer_parsed(tmp_path, monkeypatch, n, workers)
-    in_flight = (2 * workers + 2) * ingest._CHUNK  # the window, the chunk taken and the one queued after it
+    in_flight = (ingest._in_flight(workers) + 2) * ingest._CHUNK  # the window, the chunk taken, the one after it
     assert parsed <= in_flight < n, parsed
 
 
