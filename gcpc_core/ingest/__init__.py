@@ -16,7 +16,7 @@ import os
 import sys
 from collections import defaultdict, deque
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,6 +152,55 @@ _WRITE_BATCH_BYTES = 32 * 2**20
 many bytes: few commits, while a concurrent import waits for one batch, never for a whole import."""
 
 
+def _in_flight(workers: int) -> int:
+    """Chunks parsed ahead of the importing process: two per worker. The writes run in their own
+    thread (`_Writer`), so results are taken while a batch is being stored and this suffices to keep
+    the workers busy; memory stays bounded by these chunks plus two write batches."""
+    return 2 * workers
+
+
+class _Writer:
+    """Stores write batches in a thread of its own, one at a time, while the calling thread goes on
+    taking parsed trials (and so feeding the workers): with a synchronous write the workers idled,
+    their few chunks done, for as long as each batch took to store. At most one batch is being
+    stored while the next is gathered; results are recorded in batch order, as a synchronous write
+    would record them."""
+
+    def __init__(self, store: Store, report: ImportReport) -> None:
+        self._store, self._report = store, report
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gcpc-import-writer")
+        self._pending: tuple[list[tuple[str, str]], list[tuple[Trajectory, list[EventRow]]], Future | None] | None = None
+
+    def submit(self, skips: list[tuple[str, str]], writes: list[tuple[Trajectory, list[EventRow]]]) -> None:
+        """Record the batch before this one (waiting for its write), then start writing this one."""
+        self._record()
+        future = self._thread.submit(self._store.trials.replace_trajectories, writes) if writes else None
+        self._pending = (skips, writes, future)
+
+    def close(self) -> None:
+        """Wait for the last batch and record it; the writing thread's DB connection is closed."""
+        try:
+            self._record()
+        finally:
+            self._thread.submit(self._store.close).result()
+            self._thread.shutdown()
+
+    def _record(self) -> None:
+        if self._pending is None:
+            return
+        skips, writes, future = self._pending
+        self._pending = None
+        report = self._report
+        report.skipped += skips
+        for (traj, _), done in zip(writes, future.result() if future is not None else []):
+            if isinstance(done, TrajectoryClash):
+                report.skipped.append((traj.source_path, str(done)))
+            elif done == "updated":
+                report.trials_updated += 1
+            else:
+                report.trials_imported += 1
+
+
 def _load_or_reason(trial_dir: Path, **options) -> Loaded:
     """Worker body: a loaded trial, or the reason it cannot be imported (errors cross processes as text)."""
     try:
@@ -171,9 +220,9 @@ def _load_chunk(trial_dirs: list[Path], options: dict) -> list[Loaded]:
 def _load_all(trial_dirs: list[Path], workers: int, **options) -> Iterator[Loaded]:
     """Parse trials in worker processes (parsing is CPU-bound) while the caller writes, in order.
 
-    About two chunks per worker are in flight: a writer slower than the parsers holds back the
-    parsing, rather than parsed trials piling up in memory (memory stays bounded by a few dozen
-    trials, whatever the corpus holds).
+    At most `_in_flight(workers)` chunks are in flight: a writer slower than the parsers holds back
+    the parsing, rather than parsed trials piling up in memory (memory stays bounded by these chunks
+    and two write batches, whatever the corpus holds).
     """
     if workers <= 1 or len(trial_dirs) < 2 * _CHUNK:
         yield from (_load_or_reason(d, **options) for d in trial_dirs)
@@ -182,7 +231,7 @@ def _load_all(trial_dirs: list[Path], workers: int, **options) -> Iterator[Loade
         pending: deque[Future[list[Loaded]]] = deque()
         for i in range(0, len(trial_dirs), _CHUNK):
             pending.append(pool.submit(_load_chunk, trial_dirs[i : i + _CHUNK], options))
-            if len(pending) > 2 * workers:
+            if len(pending) > _in_flight(workers):
                 yield from pending.popleft().result()
         while pending:
             yield from pending.popleft().result()
@@ -250,25 +299,24 @@ def import_project(
             root=root,
         )
         bar = tqdm(zip(trial_dirs, loaded), total=len(trial_dirs), desc="import", unit="trial", disable=not progress)
-        for batch in _batches(iter(bar)):
-            writes: list[tuple[Trajectory, list[EventRow]]] = []
-            for trial_dir, outcome in batch:
-                if isinstance(outcome, str):
-                    report.skipped.append((str(trial_dir.resolve()), outcome))
-                    continue
-                traj = outcome[0]
-                report.bytes_read += traj.log_bytes
-                if stored.get(traj.source_path) == (traj.id, traj.content_hash):
-                    report.trials_unchanged += 1
-                else:
-                    writes.append(outcome)
-            for (traj, _), done in zip(writes, store.trials.replace_trajectories(writes) if writes else []):
-                if isinstance(done, TrajectoryClash):
-                    report.skipped.append((traj.source_path, str(done)))
-                elif done == "updated":
-                    report.trials_updated += 1
-                else:
-                    report.trials_imported += 1
+        writer = _Writer(store, report)
+        try:
+            for batch in _batches(iter(bar)):
+                skips: list[tuple[str, str]] = []
+                writes: list[tuple[Trajectory, list[EventRow]]] = []
+                for trial_dir, outcome in batch:
+                    if isinstance(outcome, str):
+                        skips.append((str(trial_dir.resolve()), outcome))
+                        continue
+                    traj = outcome[0]
+                    report.bytes_read += traj.log_bytes
+                    if stored.get(traj.source_path) == (traj.id, traj.content_hash):
+                        report.trials_unchanged += 1
+                    else:
+                        writes.append(outcome)
+                writer.submit(skips, writes)
+        finally:
+            writer.close()
         _assign_trial_indexes(store)
     # a folder name that is not UTF-8 reaches Python as lone surrogates: print and store it readably
     report.skipped = [(_printable(p), _printable(r)) for p, r in report.skipped]

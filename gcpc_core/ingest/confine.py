@@ -12,10 +12,10 @@ everything is checked against its real path.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-__all__ = ["first_escape", "outside_links", "refusal"]
+__all__ = ["first_escape", "outside_links", "refusal", "walk"]
 
 
 def _target(path: Path) -> Path | None:
@@ -53,13 +53,42 @@ def refusal(path: Path, root: Path) -> str:
     return f"{path}: leads outside {root} (to {target}): not followed, import reads only under the given folder"
 
 
+def walk(root: Path | str) -> Iterator[tuple[str, list[os.DirEntry], list[os.DirEntry]]]:
+    """`os.walk(root)` in the same order, with the directory entries themselves instead of names.
+
+    An entry knows whether it is a link or a folder from the directory listing, so a walk over
+    thousands of trials does not `lstat` every file again (discovery runs before any parsing
+    starts). Links to folders are listed among the folders and never entered; unreadable folders
+    are passed over; iterative, so a deep tree cannot exhaust the stack.
+    """
+    stack = [os.fspath(root)]
+    while stack:
+        top = stack.pop()
+        try:
+            entries = os.scandir(top)
+        except OSError:
+            continue
+        dirs, files = [], []
+        with entries:
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:  # a link loop, as os.walk does
+                    is_dir = False
+                (dirs if is_dir else files).append(entry)
+        yield top, dirs, files
+        stack += reversed([d.path for d in dirs if not d.is_symlink()])
+
+
 def outside_links(root: Path) -> list[tuple[str, str]]:
     """(path, reason) for every symbolic link to a folder under `root` that leads outside it."""
     root = Path(root).resolve()
     found = []
-    for dirpath, dirnames, filenames in os.walk(root):  # links to folders are listed, never entered
-        for name in dirnames + filenames:
-            path = Path(dirpath, name)
-            if path.is_symlink() and (path.is_dir() or _target(path) is None) and _escapes(path, root):
+    for _, dirs, files in walk(root):  # links to folders are listed, never entered
+        for entry in dirs + files:
+            if not entry.is_symlink():
+                continue
+            path = Path(entry.path)
+            if (path.is_dir() or _target(path) is None) and _escapes(path, root):
                 found.append((str(path), refusal(path, root)))
     return found

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from ..models import Condition, CtrfTest, Event, Outcome, Trajectory
 from .bounded import FileRefused, hash_regular, is_regular, read_regular
-from .confine import first_escape, refusal
+from .confine import first_escape, refusal, walk
 from .files import read_utf8, resolved_folder
 from .logs import LogError, ParsedLog, find_log, log_files, parse_log
 from .logs._io import has_surrogate_escape, lone_surrogate
@@ -65,17 +65,20 @@ def _present(path: Path) -> bool:
 
 def find_trial_dirs(root: Path) -> list[Path]:
     """Every folder under `root` (itself included) holding a trial: a `result.json` or a log folder."""
-    root = Path(root)
-    found: set[Path] = set()
+    found: set[str] = set()
     # one walk (links to folders are listed, never entered; unreadable folders are passed over)
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        if ("result.json" in filenames and is_regular(here / "result.json")) or any(
-                name in dirnames and (here / name).is_dir() for name in _LOG_FOLDERS):
-            found.add(here)
+    for dirpath, dirs, files in walk(Path(root)):  # as a Path, so its name is normalized like the results
+        if any(f.name == "result.json" and is_regular(f.path) for f in files) or any(
+                d.name in _LOG_FOLDERS for d in dirs):
+            found.add(dirpath)
     # a job folder holding trials also has a result.json: keep only the innermost trial folders
-    ancestors = {parent for d in found for parent in d.parents}
-    return sorted(d for d in found if d not in ancestors)
+    ancestors: set[str] = set()
+    for folder in found:
+        parent = os.path.dirname(folder)
+        while parent != folder and parent not in ancestors:
+            ancestors.add(parent)
+            folder, parent = parent, os.path.dirname(parent)
+    return sorted(Path(d) for d in found if d not in ancestors)
 
 
 def _read_json(path: Path) -> Any:
@@ -316,11 +319,18 @@ def check_confined(trial_dir: Path, root: Path) -> None:
     trial_dir = Path(trial_dir)
     paths = [trial_dir, *(trial_dir / n for n in ("result.json", "config.json", "verifier", *_VERIFIER_REPORTS,
                                                    *_LOG_FOLDERS))]
-    for name in _LOG_FOLDERS:
-        folder = trial_dir / name
-        if folder.is_dir() and first_escape([folder], root) is None:
-            paths += sorted(folder.iterdir())
     escaped = first_escape(paths, root)
+    for name in _LOG_FOLDERS if escaped is None else ():
+        # the folder itself was checked above; of its entries only links can lead elsewhere, and
+        # the listing says which entries are links without an lstat each
+        try:
+            with os.scandir(trial_dir / name) as listing:
+                links = sorted(Path(e.path) for e in listing if e.is_symlink())
+        except OSError:  # not a folder, or unreadable: nothing is read through it
+            continue
+        escaped = first_escape([trial_dir, *links], root) if links else None
+        if escaped is not None:
+            break
     if escaped is not None:
         raise TrialError(refusal(escaped, root))
 

@@ -77,8 +77,43 @@ def _slow_consumer_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: in
 def test_parse_workers_do_not_run_ahead_of_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     workers, n = 2, 200
     parsed = _slow_consumer_parsed(tmp_path, monkeypatch, n, workers)
-    in_flight = (2 * workers + 2) * ingest._CHUNK  # the window, the chunk taken and the one queued after it
+    in_flight = (ingest._in_flight(workers) + 2) * ingest._CHUNK  # the window, the chunk taken, the one after it
     assert parsed <= in_flight < n, parsed
+
+
+@pytest.mark.skipif(ingest._POOL_CONTEXT.get_start_method() != "fork", reason="the patch reaches forked workers only")
+def test_trials_are_parsed_and_gathered_while_a_batch_is_being_stored(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writing a batch in the importing thread left the workers idle once their few chunks were parsed."""
+    batch, workers, n = 24, 2, 96
+    monkeypatch.setattr(ingest, "_WRITE_BATCH_TRIALS", batch)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    real_load = ingest.load_trial
+
+    def counted(trial_dir: Path, **options: object):
+        (marks / trial_dir.name).touch()
+        return real_load(trial_dir, **options)
+
+    monkeypatch.setattr(ingest, "load_trial", counted)
+    make_task(tmp_path)
+    store = Store(tmp_path / "p.db")
+    import_project(store, tasks_dir=tmp_path / "tasks", progress=False)
+    for i in range(n):
+        make_trial(tmp_path, f"demo-task__{i:03d}")
+    real_write, during_first = store.trials.replace_trajectories, []
+
+    def slow_write(rows: list) -> list:
+        if not during_first:
+            time.sleep(3)  # parsing a small trial takes milliseconds
+            during_first.append(len(list(marks.iterdir())))
+        return real_write(rows)
+
+    monkeypatch.setattr(store.trials, "replace_trajectories", slow_write)
+    report = import_project(store, trials_dir=tmp_path / "trials", progress=False, workers=workers)
+    assert report.trials_imported == n and report.skipped == []
+    synchronous_bound = batch + (ingest._in_flight(workers) + 2) * ingest._CHUNK  # what a blocked reader allows
+    assert during_first[0] > synchronous_bound, during_first
 
 
 def _import_in_spawned_process(db: str, root: str, queue: multiprocessing.Queue) -> None:

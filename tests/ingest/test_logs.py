@@ -11,6 +11,7 @@ from typing import Any, get_args
 import pytest
 
 from gcpc_core.ingest.logs import LogError, ParsedLog, find_log, parse_log
+from gcpc_core.ingest.logs._io import lone_surrogate
 from gcpc_core.ingest.logs.api import PARSERS
 from gcpc_core.models import Event, LogFormat
 
@@ -648,3 +649,25 @@ def test_corpus_claude_code_details() -> None:
     assert log.metadata["result"]["subtype"] == "success"
     minimax = parse_log(*find_log(CORPUS / "3d-scan-calc__t2HR7VM"))
     assert minimax.skills_used == [] and minimax.metadata["skills_referenced"] == ["mesh-analysis"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", None), ("plain ascii", None), ("caf\u00e9 \u2192 \U0001f600", None),
+    ("bad \udc80 byte", "U+DC80"), ("\u00e9\ud800 then \udfff", "U+D800"), ("\ud83d\ude00", "U+D83D"),
+])
+def test_lone_surrogate_names_the_first_surrogate_whatever_else_the_text_holds(text: str, expected: str | None) -> None:
+    """Its fast paths (ASCII, encodable text) must agree with searching every character."""
+    assert lone_surrogate(text) == expected
+
+
+def test_an_atif_continuation_with_a_lone_surrogate_escape_is_refused(tmp_path: Path) -> None:
+    """Only the first file's text is searched for escapes: a continuation's events are checked whole."""
+    head = {"schema_version": "ATIF-v1.6", "session_id": "s", "agent": {"name": "terminus-2", "version": "2"}}
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "trajectory.json").write_text(json.dumps({
+        **head, "steps": [{"step_id": 1, "source": "user", "message": "task"}],
+        "continued_trajectory_ref": "trajectory.cont-1.json"}))
+    (tmp_path / "agent" / "trajectory.cont-1.json").write_text(json.dumps({
+        **head, "steps": [{"step_id": 1, "source": "agent", "message": "caf\u00e9 \udc80"}]}))
+    with pytest.raises(LogError, match=r"trajectory.cont-1.json.*lone surrogate U\+DC80"):
+        parse_log(*find_log(tmp_path))

@@ -19,7 +19,8 @@ import pytest
 
 from gcpc_core.analysis.loader import frames_from_store
 from gcpc_core.cli import main
-from gcpc_core.ingest import UNEXPECTED, import_project
+from gcpc_core.ingest import UNEXPECTED, find_trial_dirs, import_project
+from gcpc_core.ingest.confine import walk
 from gcpc_core.store import Store
 
 from .test_import import make_task, make_trial
@@ -247,6 +248,29 @@ def test_a_symlink_loop_is_a_reported_skip(tmp_path: Path, store: Store) -> None
     assert reasons["circle"] == f"{tmp_path / 'trials' / 'circle'}: symbolic link loop: not followed"
     assert "demo-task__loop" in reasons and not any(UNEXPECTED in r for r in reasons.values())
     assert report.trials_imported == 1
+
+
+def test_discovery_walk_lists_what_os_walk_lists_in_its_order(tmp_path: Path) -> None:
+    """Discovery's walk classifies entries from the listing; it must see the tree exactly as os.walk does."""
+    root = tmp_path / "trials"
+    for d in ("b/agent/deep/er", "a/agent", "a/verifier", "c"):
+        (root / d).mkdir(parents=True)
+    (root / "a" / "result.json").write_text("{}")
+    (root / "b" / "agent" / "log.txt").write_text("x")
+    (root / "linked").symlink_to(root / "b", target_is_directory=True)  # listed as a folder, never entered
+    (root / "loop").symlink_to("loop")
+    (root / "broken").symlink_to("nowhere")
+    os.mkfifo(root / "c" / "pipe")
+    (root / "c" / "unreadable").mkdir()
+    (root / "c" / "unreadable").chmod(0)
+    try:
+        ours = [(top, [d.name for d in dirs], [f.name for f in files]) for top, dirs, files in walk(root)]
+        assert ours == list(os.walk(root))
+        assert [(top, len(dirs), len(files)) for top, dirs, files in walk(str(root) + "/")] == [
+            (top, len(dirs), len(files)) for top, dirs, files in os.walk(str(root) + "/")]
+    finally:
+        (root / "c" / "unreadable").chmod(0o755)
+    assert find_trial_dirs(root) == [root / "a", root / "b"]  # not linked/: a link to a folder is not entered
 
 
 # ---- unfinished and non-Harbor trials ----
