@@ -98,7 +98,7 @@ def test_one_perturbation(real_llm, real_store) -> None:
     output, what a judge should say) is perturbed and re-judged through the real model."""
     llm = real_llm()
     checklist = real_store.checklists.latest(TASK)
-    items = [ItemJudgment(item_id=i.id, route=i.route, verdict_raw="Abstain", verdict="Abstain",
+    items = [ItemJudgment(item_id=i["id"], route=i["route"], verdict_raw="Abstain", verdict="Abstain",
                           reason="judge_abstain") for i in checklist["checklist"]["items"]]
     items[0] = ItemJudgment(item_id="C1", route="assertion", verdict_raw="Yes", verdict="Yes",
                             citations=[Citation(event_id="E4", quote="hello")], rationale="E4 shows hello")
