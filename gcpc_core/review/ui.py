@@ -295,7 +295,7 @@ QUOTE_SELECT_DIR = Path(__file__).resolve().parent / "components" / "quote_selec
 
 def select_quote(text: str, key: str, on_select: Callable[[], None]) -> None:
     """`text` (untrusted: the component sets it as textContent, invisible characters shown as markers) in a
-    frame where a mouse selection is sent back as `quote_select` boundaries: `on_select` runs with the
+    frame where a mouse or keyboard selection is sent back as `quote_select` boundaries: `on_select` runs with the
     selection in `st.session_state[key]` (map it with `quote_select.selection_quote`)."""
     component = declare_component("quote_select", path=str(QUOTE_SELECT_DIR))  # registers it for this run
     component(segments=component_segments(text), key=key, default=None, on_change=on_select)
