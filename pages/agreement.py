@@ -25,11 +25,13 @@ from gcpc_core.review.ui import (
     require_store,
     run_select,
     visible_frame,
+    wrap_labels,
 )
 
 store = require_store()
 st.title("Agreement")
-cols = st.columns([2, 2, 3])
+wrap_labels("agreement-controls", "agreement-headline")  # whole labels and values: no interval cut off
+cols = st.container(key="agreement-controls").columns([2, 2, 3])
 include_simulated = cols[0].toggle("Include simulated raters", value=True, key="agreement:simulated",
                                    help="The demo study's raters are simulated by GCPC, not people")
 n_boot = cols[1].select_slider("Bootstrap draws", [200, 1000, 2000, 5000], value=1000, key="agreement:n_boot")
@@ -48,8 +50,9 @@ if view.simulated_answers:
 st.subheader("Headline")
 st.caption(f"Intervals: {view.ci:.0%} percentile intervals from {n_boot:,} task-clustered bootstrap draws (seed 0). "
            "Every table behind these numbers is in the sections below.")
+grid = st.container(key="agreement-headline")
 for start in range(0, len(view.lines), 3):
-    for col, line in zip(st.columns(3), view.lines[start : start + 3]):
+    for col, line in zip(grid.columns(3), view.lines[start : start + 3]):
         with col.container(border=True):
             st.metric(md_escape(line.statistic), line.value)
             st.caption(md_escape(line.reading, limit=600))
