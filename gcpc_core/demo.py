@@ -28,7 +28,8 @@ def build_demo_project(db_path: Path, *, seed: int = DEMO_SEED) -> ImportReport:
     """Write the demo corpus beside `db_path` and import it; the DB is marked as demo. Then the demo
     checklists are frozen, every trial is probe-judged, a second SIMULATED run of the probe judge is
     added under another model label (so two runs can be compared), everything is scored, and a
-    simulated study is added."""
+    simulated study is added. Last, the Agreement page's headline for its default settings is computed and
+    kept in the DB (`review.agreement.stored_headline`), so the app's first visit of that page reads it."""
     db_path = Path(db_path)
     corpus = db_path.parent / f"{db_path.stem}_corpus"
     tasks_dir, trials_dir = write_demo_corpus(corpus, seed=seed)
@@ -38,6 +39,9 @@ def build_demo_project(db_path: Path, *, seed: int = DEMO_SEED) -> ImportReport:
     report = import_project(store, tasks_dir=tasks_dir, trials_dir=trials_dir, is_demo=True, progress=False)
     _add_demo_judgments(store, seed=seed)
     _add_demo_study(store, seed=seed)
+    from .review.agreement import stored_headline  # the review layer builds on this module: import late
+
+    stored_headline(store)
     return report
 
 

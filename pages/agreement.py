@@ -6,7 +6,8 @@ headline needs two of the report's sections; the judge-calibration bootstrap alo
 
 Layout and widgets only: every number comes from `gcpc_core.analysis.build_report` (through
 `gcpc_core.review.agreement`), so this page and `report.html` always agree. What cannot be
-computed yet is said plainly, with the reason.
+computed yet is said plainly, with the reason. The headline is kept in the project DB for the data it
+was computed on (`gcpc_core.review.agreement.stored_headline`): a new server shows it without recomputing.
 """
 
 from __future__ import annotations
@@ -14,54 +15,58 @@ from __future__ import annotations
 import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
-from gcpc_core.review.agreement import ALL_SECTIONS, AUDIT_CAPTION, SECTIONS, audit_agreement, headline, table_bytes
+from gcpc_core.review.agreement import ALL_SECTIONS, AUDIT_CAPTION, SECTIONS, audit_agreement, table_bytes
 from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import (
     cached_dashboard,
     cached_frames,
+    cached_headline,
     cached_section,
     require_store,
     run_select,
     visible_frame,
+    wrap_labels,
 )
 
 store = require_store()
 st.title("Agreement")
-cols = st.columns([2, 2, 3])
+wrap_labels("agreement-controls", "agreement-headline")  # whole labels and values: no interval cut off
+cols = st.container(key="agreement-controls").columns([2, 2, 3])
 include_simulated = cols[0].toggle("Include simulated raters", value=True, key="agreement:simulated",
                                    help="The demo study's raters are simulated by GCPC, not people")
 n_boot = cols[1].select_slider("Bootstrap draws", [200, 1000, 2000, 5000], value=1000, key="agreement:n_boot")
 labels = run_select(store, "agreement")  # a judge with several labelled runs: which one
-frames = cached_frames(store, include_simulated=include_simulated, labels=labels)
-simulated = sum(int(frames[n]["simulated"].sum()) for n in ("ratings", "preferences"))
-if simulated:
-    st.warning(f"{simulated} of the human answers below come from SIMULATED raters (the demo study), not people.")
 try:
     with st.spinner("Computing the analysis…"):
-        dash = cached_dashboard(store, n_boot, 0, include_simulated, labels=labels)
+        view = cached_headline(store, n_boot, 0, include_simulated, labels=labels)
 except FrameContractError as exc:  # the project's data break a frame contract: say which, do not crash
     st.error("The analysis cannot run on this project's data: " + md_escape(exc, limit=400))
     st.stop()
+if view.simulated_answers:
+    st.warning(f"{view.simulated_answers} of the human answers below come from SIMULATED raters (the demo study), "
+               "not people.")
 
 # ---- the headline: each statistic, its value and what it means ------------------------------------------
 st.subheader("Headline")
-st.caption(f"Intervals: {dash.ci:.0%} percentile intervals from {n_boot:,} task-clustered bootstrap draws (seed 0). "
+st.caption(f"Intervals: {view.ci:.0%} percentile intervals from {n_boot:,} task-clustered bootstrap draws (seed 0). "
            "Every table behind these numbers is in the sections below.")
-lines = headline(dash)
-for start in range(0, len(lines), 3):
-    for col, line in zip(st.columns(3), lines[start : start + 3]):
+grid = st.container(key="agreement-headline")
+for start in range(0, len(view.lines), 3):
+    for col, line in zip(grid.columns(3), view.lines[start : start + 3]):
         with col.container(border=True):
             st.metric(md_escape(line.statistic), line.value)
             st.caption(md_escape(line.reading, limit=600))
-if dash.missing:
-    with st.expander(f"Not computed yet ({len(dash.missing)})"):
-        for statement in dash.missing:
+if view.missing:
+    with st.expander(f"Not computed yet ({len(view.missing)})"):
+        for statement in view.missing:
             st.text("• " + statement)
 
 # ---- every table and chart, one section at a time (computed only when opened) ---------------------------
 st.subheader("Details")
 with st.expander("Inputs of the analysis", key="agreement:open:inputs", on_change="rerun") as section:
     if section.open:
+        with st.spinner("Computing the inputs…"):
+            dash = cached_dashboard(store, n_boot, 0, include_simulated, labels=labels)
         st.caption(dash.caption("inputs"))
         st.dataframe(visible_frame(dash.tables["inputs"]), hide_index=True, width="stretch")
 for k, name in enumerate(SECTIONS):
@@ -90,7 +95,8 @@ with st.expander("Item auditors vs judges", key="agreement:open:audits", on_chan
 with st.expander("Downloads: every table as CSV or JSONL", key="agreement:open:downloads", on_change="rerun") as section:
     if section.open:
         with st.spinner("Computing every table of the analysis…"):
-            full = cached_dashboard(store, n_boot, 0, include_simulated, sections=ALL_SECTIONS)
+            full = cached_dashboard(store, n_boot, 0, include_simulated, sections=ALL_SECTIONS, labels=labels)
+        frames = cached_frames(store, include_simulated=include_simulated, labels=labels)
         downloads = {**{f"{full.caption(n)} ({n})": (n, t) for n, t in full.tables.items()},
                      **{f"Input frame: {n}": (n, f) for n, f in frames.items()},
                      f"{AUDIT_CAPTION} (item_audits)": ("item_audits", audit_agreement(store))}

@@ -16,6 +16,7 @@ import streamlit as st
 
 from annotations.audits import item_audit_history, item_audits
 from gcpc_core.analysis.frames import ordered_judges
+from gcpc_core.llm import llm_status
 from gcpc_core.review.audit import (
     ITEM_SHOW,
     TRAJECTORY_SHOW,
@@ -32,6 +33,7 @@ from gcpc_core.review.audit import (
     trajectory_label,
     trajectory_summary,
 )
+from gcpc_core.review.overview import next_step_note
 from gcpc_core.review.scores import score_explanation
 from gcpc_core.review.text import excerpt, line_range, md_escape, show_invisible
 from gcpc_core.review.ui import (
@@ -293,6 +295,10 @@ with items_tab:
     views = cached_item_views(store, traj_id, judge, label) if judge else []
     if not views:
         st.info("This trajectory has no item verdicts" + (" from this judge." if judge else ": no judge has run."))
+        note = None if judge else next_step_note(store, row["task"], llm_ready=llm_status()[0])
+        if note:
+            st.text(note)
+            st.page_link("pages/overview.py", label="Overview: the next step of each task", icon=":material/route:")
     else:
         audits = item_audits(store, trajectory_id=traj_id, judge=judge, label=label)
         st.session_state.setdefault("audit:item_show", "all")

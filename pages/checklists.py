@@ -1,5 +1,5 @@
 """Checklists: stored versions per task with gate results; the editor beside its sources (the instruction to
-quote — any span selected with the mouse, or a whole sentence — and the verifier tests to mirror), gated live
+quote — any span selected with the mouse or the keyboard, or a whole sentence — and the verifier tests to mirror), gated live
 and saved as a new frozen version; LLM synthesis when an endpoint is configured. `?task=T&start=draft` opens the editor on T's offline draft.
 
 Layout and widgets only: `gcpc_core.review.checklists` parses, gates and stores; synthesis runs as a
@@ -145,7 +145,7 @@ with edit_tab:
     select_key = f"checklists:select:{task_id}"
 
     def quote_selection() -> None:
-        """A mouse selection in the instruction: the exact span of instruction.md it covers becomes the quote."""
+        """A selection in the instruction (mouse or keyboard): the exact span of instruction.md it covers becomes the quote."""
         try:
             span, start, end = selection_quote(task.instruction, st.session_state.get(select_key),
                                                min_chars=rules.contract.quote.min_chars)
@@ -178,9 +178,10 @@ with edit_tab:
     with src[0]:
         st.subheader("Instruction")
         st.selectbox("Quote into", [*ids, *NEW], key=f"checklists:quote_target:{task_id}",
-                     help="Select any part of the instruction with the mouse, or press Quote beside a sentence, to "
+                     help="Select any part of the instruction (mouse, or Shift+arrows), or press Quote beside a sentence, to "
                           "make it this item's task quote (G1 needs a verbatim span)")
-        st.caption("Select text with the mouse: it becomes the task quote of the item chosen above. "
+        st.caption("Select text with the mouse, or click into it and extend with Shift+arrows (Ctrl+A: all of it): "
+                   "it becomes the task quote of the item chosen above. "
                    "Invisible characters are shown as ⟨U+XXXX⟩ and quoted as they are in instruction.md.")
         with st.container(key=f"checklists-select-{task_id}"):
             select_quote(task.instruction, select_key, quote_selection)

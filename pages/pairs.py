@@ -41,7 +41,9 @@ st.caption("A matched pair: a with-Skills and a without-Skills trajectory of the
            + SCORE_HELP["partial_credit"] + " The transition is <without>→<with> official outcome.")
 scores = cached_frames(store)["scores"]
 if scores.empty:
-    st.info("No scores yet: judge and score the project first (Runs page), then pairs can be compared.")
+    st.info("No scores yet: each task needs a frozen checklist, then judging and scoring, before pairs can be "
+            "compared.")
+    st.page_link("pages/overview.py", label="Overview: the next step of each task", icon=":material/route:")
     st.stop()
 try:
     everything = pairs_table(scores)

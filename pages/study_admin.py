@@ -113,8 +113,7 @@ if study.is_simulated:
 with st.expander("Frozen design"):
     st.text("\n".join(study.design.summary_lines()))
     st.text(f"created {study.created_at}; guidelines sha {study.guidelines.sha[:12]}")
-status_col, _ = st.columns([1, 3])
-if status_col.button("Close study (answers become read-only)" if study.status == "open" else "Reopen study"):
+if st.button("Close study (answers become read-only)" if study.status == "open" else "Reopen study"):
     store.studies.set_status(study_id, "closed" if study.status == "open" else "open")
     st.rerun()
 

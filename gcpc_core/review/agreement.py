@@ -8,19 +8,31 @@ reads the headline numbers out of those tables and words them, groups the tables
 the interactive figures and serialises tables for download. The headline needs two report sections
 (`HEADLINE_SECTIONS`); the others — the judge-calibration bootstrap takes seconds — are computed when
 the page opens them.
+
+The worded headline is also kept in the project DB (`stored_headline`), keyed by the analysis
+parameters, the data version of every table the analysis reads and a fingerprint of the code that
+computes it: a fresh app process shows the headline at once instead of recomputing its bootstrap
+intervals, and any new judgment, score, audit or human answer makes the stored one stale.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import html
+import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
+from pydantic import BaseModel, ValidationError
 
 from ..analysis import bootstrap_auc, is_available, ordered_judges, roc_data
 from ..analysis.agreement import HUMAN
+from ..analysis.loader import frames_from_store
 from ..analysis.figures import (
     agreement_figure,
     delta_histogram_figure,
@@ -32,8 +44,9 @@ from ..analysis.report import SECTION_NAMES, report_tables
 from ..csv_safe import frame_csv
 from ..store import Store
 
-__all__ = ["ALL_SECTIONS", "AUDIT_CAPTION", "HEADLINE_SECTIONS", "REPORT_SECTION", "SECTIONS", "Dashboard", "Headline", "audit_agreement", "auc_ci_figure", "dashboard",
-           "headline", "section_figures", "table_bytes"]
+__all__ = ["ALL_SECTIONS", "ANALYSIS_TABLES", "AUDIT_CAPTION", "HEADLINE_META_PREFIX", "HEADLINE_SECTIONS",
+           "REPORT_SECTION", "SECTIONS", "Dashboard", "Headline", "HeadlineView", "audit_agreement", "auc_ci_figure",
+           "dashboard", "headline", "headline_view", "section_figures", "stored_headline", "table_bytes"]
 
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Outcome discrimination: AUC vs official PASS": ("judges", "discrimination_auc", "discrimination_delta_auc",
@@ -56,6 +69,8 @@ REPORT_SECTION: dict[str, str] = {
 HEADLINE_SECTIONS = ("inputs", "discrimination", "agreement")
 """The report sections behind the headline (and the page's "Inputs" table)."""
 ALL_SECTIONS = ("inputs", *SECTION_NAMES)
+ANALYSIS_TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists", "perturbations")
+"""The store tables the analysis frames are read from (`Store.data_version` of these dates a result)."""
 
 
 @dataclass(frozen=True)
@@ -295,6 +310,86 @@ def headline(dash: Dashboard) -> list[Headline]:
     allow yet says why instead."""
     return [*_auc_lines(dash), *_delta_lines(dash), *_pairwise_lines(dash), *_spearman_lines(dash),
             *_alpha_lines(dash)]
+
+
+# ---------------------------------------------------------------- the headline, kept in the project DB
+
+
+@dataclass(frozen=True)
+class HeadlineView:
+    """What the Agreement page leads with: the headline lines, the statements of what was not computed,
+    the interval level, and how many human answers came from simulated raters."""
+
+    lines: tuple[Headline, ...]
+    missing: tuple[str, ...]
+    ci: float
+    simulated_answers: int
+
+
+class _StoredHeadline(BaseModel):
+    """A `HeadlineView` as kept in the project's `meta` table, with the key it was computed for."""
+
+    key: str
+    lines: list[tuple[str, str, str]]
+    missing: list[str]
+    ci: float
+    simulated_answers: int
+
+
+HEADLINE_META_PREFIX = "analysis_headline:"
+"""`meta` keys of stored headlines: this prefix and a hash of the analysis parameters (one entry per
+parameter set, overwritten when it is stale)."""
+_CODE_ROOTS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "annotations")
+"""The packages whose code computes the headline (analysis, loaders, judge exports, study frames, this module)."""
+
+
+@functools.cache
+def _code_fingerprint() -> str:
+    """A hash of every source file of `_CODE_ROOTS`: a headline stored by other code is never shown."""
+    digest = hashlib.sha256()
+    for root in _CODE_ROOTS:
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def headline_view(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: int = 0) -> HeadlineView:
+    """The headline of `frames` (`analysis.loader.frames_from_store`'s), computed: the report's
+    `HEADLINE_SECTIONS`."""
+    dash = dashboard(frames, sections=HEADLINE_SECTIONS, n_boot=n_boot, seed=seed, figures=False)
+    simulated = sum(int(frames[n]["simulated"].sum()) for n in ("ratings", "preferences"))
+    return HeadlineView(lines=tuple(headline(dash)), missing=dash.missing, ci=dash.ci, simulated_answers=simulated)
+
+
+def stored_headline(store: Store, n_boot: int = 1000, seed: int = 0, include_simulated: bool = True,
+                    labels: Mapping[str, str] | None = None) -> HeadlineView:
+    """The headline of the project's analysis (over each judge's default run unless `labels` chooses
+    another), read from the project DB when it was stored for these parameters, this data version and
+    this code; else computed and stored. A DB that cannot be written (read-only) still gets its headline,
+    computed each time; an entry that does not parse is recomputed and replaced."""
+    params = json.dumps({"n_boot": n_boot, "seed": seed, "include_simulated": include_simulated,
+                         "labels": sorted((labels or {}).items())}, sort_keys=True)
+    slot = HEADLINE_META_PREFIX + hashlib.sha256(params.encode()).hexdigest()[:16]
+    # the version is read before computing: data written meanwhile leave a stale key, recomputed next time
+    key = hashlib.sha256("\n".join((params, store.project.data_version(*ANALYSIS_TABLES), _code_fingerprint())).encode()).hexdigest()
+    raw = store.project.get_meta(slot)
+    if raw is not None:
+        try:
+            kept = _StoredHeadline.model_validate_json(raw)
+        except ValidationError:
+            kept = None
+        if kept is not None and kept.key == key:
+            return HeadlineView(lines=tuple(Headline(*line) for line in kept.lines), missing=tuple(kept.missing),
+                                ci=kept.ci, simulated_answers=kept.simulated_answers)
+    view = headline_view(frames_from_store(store, include_simulated=include_simulated, labels=labels),
+                         n_boot=n_boot, seed=seed)
+    entry = _StoredHeadline(key=key, lines=[(h.statistic, h.value, h.reading) for h in view.lines],
+                            missing=list(view.missing), ci=view.ci, simulated_answers=view.simulated_answers)
+    try:
+        store.project.set_meta(slot, entry.model_dump_json())
+    except sqlite3.OperationalError:  # a read-only project: shown, not kept
+        pass
+    return view
 
 
 AUDIT_CAPTION = "Item auditors vs judges: current audits of each judge's raw item verdicts, per route"

@@ -20,6 +20,7 @@ __all__ = [
     "NEXT_STEPS",
     "TaskStatus",
     "judges_frame",
+    "next_step_note",
     "overview_trajectories",
     "status_frame",
     "studies_frame",
@@ -124,6 +125,17 @@ def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
         step, command, then = _next(status, str(store.path), llm_ready)
         out.append(TaskStatus(**{**asdict(status), "next_step": step, "command": command, "then": then}))
     return sorted(out, key=lambda s: (s.trajectories == 0, s.task))
+
+
+def next_step_note(store: Store, task: str, *, llm_ready: bool = False) -> str | None:
+    """Where the guided path of `task` stands, for a page that has nothing to show until it moves on
+    ("…: no checklist yet; next: draft a checklist"); None when nothing is left to do or the task is unknown."""
+    status = next((s for s in task_status(store, llm_ready=llm_ready) if s.task == task), None)
+    if status is None or status.next_step == "done":
+        return None
+    checklist = f"checklist v{status.checklist_version}" if status.checklist_version else "no checklist yet"
+    return (f"Task {task}: {checklist}; judged {status.counts(status.judged)}; scored {status.counts(status.scored)}. "
+            f"Next: {status.next_step} — the Overview has the button or link that takes it.")
 
 
 def status_frame(statuses: list[TaskStatus]) -> pd.DataFrame:

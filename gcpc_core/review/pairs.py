@@ -60,12 +60,14 @@ def transitions(pairs: pd.DataFrame, *, threshold: float = 0.10) -> pd.DataFrame
 def most_informative_pair(pairs: pd.DataFrame) -> int:
     """Position (0-based) of the pair to open first: the largest |Δ| among pairs whose official outcome
     did not change (PASS→PASS, FAIL→FAIL), where a Skill's effect is invisible to the binary outcome;
-    the largest |Δ| of any pair when no such pair has a Δ; 0 when no pair has one."""
+    when every such pair has Δ 0 (nothing to see), the largest |Δ| of any pair; 0 when no pair has a
+    Δ other than 0."""
     if pairs.empty:
         return 0
     size = pd.to_numeric(pairs["delta"], errors="coerce").abs().reset_index(drop=True)
     same = (pairs["outcome_without"] == pairs["outcome_with"]).reset_index(drop=True)
-    for candidates in (size[same].dropna(), size.dropna()):
+    moved = size > 0  # NaN compares False: a pair without a Δ is never chosen for it
+    for candidates in (size[same & moved], size[moved]):
         if not candidates.empty:
             return int(candidates.idxmax())
     return 0

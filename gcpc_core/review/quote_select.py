@@ -1,5 +1,5 @@
-"""Free mouse selection of a task quote: what the selection component shows, and how a selection in it maps
-back to the exact span of instruction.md it covers.
+"""Free selection of a task quote, by mouse or keyboard: what the selection component shows, and how a
+selection in it maps back to the exact span of instruction.md it covers.
 
 The component (`components/quote_select/index.html`) shows the instruction as `Segment`s, each one `<span>`
 filled with `textContent`: runs of ordinary text shown as they are, and each invisible or direction-changing
@@ -100,7 +100,7 @@ def selection_quote(text: str, value: object, *, min_chars: int) -> tuple[str, i
         end -= 1
     quote = text[start:end]
     if not quote:
-        raise SelectionError("nothing selected: select part of the instruction with the mouse")
+        raise SelectionError("nothing selected: select part of the instruction (mouse, or Shift and the arrow keys)")
     size = len(normalize_whitespace(quote))
     if size < min_chars:
         raise SelectionError(f"the selection has {size} character(s); a task quote needs at least {min_chars}")

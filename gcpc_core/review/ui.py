@@ -49,6 +49,7 @@ __all__ = [
     "cached_events",
     "cached_frames",
     "cached_compare",
+    "cached_headline",
     "cached_item_views",
     "cached_judge_stats",
     "cached_pair_items",
@@ -75,6 +76,7 @@ __all__ = [
     "show_code",
     "show_text",
     "visible_frame",
+    "wrap_labels",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -248,10 +250,11 @@ cached_events = cached("trajectories")(_events)
 cached_trajectory_frame = cached("trajectories")(audit.trajectory_frame)
 cached_judge_stats = cached("judgments", "scores", "annotations")(audit.judge_stats)
 cached_item_views = cached("judgments", "checklists", "trajectories", "tasks")(audit.item_views)
-_ANALYSIS_TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists", "perturbations")
+_ANALYSIS_TABLES = agreement.ANALYSIS_TABLES
 cached_frames = cached(*_ANALYSIS_TABLES)(frames_from_store)
 cached_dashboard = cached(*_ANALYSIS_TABLES)(_dashboard)
 cached_section = cached(*_ANALYSIS_TABLES)(_section)
+cached_headline = cached(*_ANALYSIS_TABLES)(agreement.stored_headline)
 cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
 cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
 cached_trajectory_score = cached("scores")(scores.trajectory_score)
@@ -294,11 +297,30 @@ QUOTE_SELECT_DIR = Path(__file__).resolve().parent / "components" / "quote_selec
 
 def select_quote(text: str, key: str, on_select: Callable[[], None]) -> None:
     """`text` (untrusted: the component sets it as textContent, invisible characters shown as markers) in a
-    frame where a mouse selection is sent back as `quote_select` boundaries: `on_select` runs with the
+    frame where a mouse or keyboard selection is sent back as `quote_select` boundaries: `on_select` runs with the
     selection in `st.session_state[key]` (map it with `quote_select.selection_quote`)."""
     component = declare_component("quote_select", path=str(QUOTE_SELECT_DIR))  # registers it for this run
     component(segments=component_segments(text), key=key, default=None, on_change=on_select)
 
+
+
+_WRAPPED = ('[data-testid="stMetric"] [data-testid="stMarkdownContainer"]',
+            '[data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"]')
+"""What Streamlit cuts at one line with an ellipsis: metric labels and values, widget labels."""
+
+
+def wrap_labels(*keys: str) -> None:
+    """Let metric labels and values, and widget labels, inside the containers keyed `keys` wrap onto
+    further lines instead of being cut with an ellipsis, which hides a statistic's interval or a label's
+    end in a narrow column; metric values there are a size smaller, so that a value with its interval
+    takes two lines at most in a third of the page. A style-only `st.html` takes no space on the page."""
+    for key in keys:
+        if not key.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"container key {key!r}: letters, digits, '-' and '_' only (it becomes a CSS class)")
+    targets = ", ".join(f".st-key-{key} {target}{inner}" for key in keys for target in _WRAPPED for inner in ("", " p"))
+    values = ", ".join(f'.st-key-{key} [data-testid="stMetricValue"]' for key in keys)
+    st.html(f"<style>{targets} {{ white-space: normal; overflow: visible; text-overflow: clip; "
+            f"overflow-wrap: break-word; }} {values} {{ font-size: 1.75rem; }}</style>")
 
 
 def show_text(text: str) -> None:

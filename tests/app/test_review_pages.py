@@ -122,8 +122,16 @@ def test_every_page_renders_before_anything_was_done(imported_only: Path, tmp_pa
 def test_pages_say_what_is_missing_before_judging(imported_only: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GCPC_DB", str(imported_only))
     monkeypatch.delenv("GCPC_ADMIN_TOKEN", raising=False)
-    assert any("No scores yet" in i.value for i in open_page("pairs").info)
-    assert any("no judge has run" in i.value for i in open_page("audit").info)
+    pairs = open_page("pairs")
+    assert any("No scores yet" in i.value for i in pairs.info)
+    audit = open_page("audit")
+    assert any("no judge has run" in i.value for i in audit.info)
+    # the way forward, not a dead end: where the task stands, its next step, and the page that takes it
+    assert any(re.fullmatch(r"Task \S+: no checklist yet; judged none; scored none\. Next: draft a checklist — .*",
+                            t) for t in texts(audit)), texts(audit)
+    for at in (pairs, audit):
+        assert [(link.proto.label, link.proto.page) for link in at.page_link] == [
+            ("Overview: the next step of each task", "")]  # the Overview is the app's default page, at its root
     shown = " ".join(texts(open_page("agreement")))
     assert "no judge scores yet" in shown and "no human study data yet" in shown
 

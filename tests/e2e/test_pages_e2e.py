@@ -79,6 +79,25 @@ def test_pairs_open_on_the_most_informative_pair_with_both_sides_evidence(app: A
     assert not app.watch.errors, app.watch.errors
 
 
+_CUT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')]
+  .filter(e => getComputedStyle(e).textOverflow === 'ellipsis' && e.scrollWidth > e.clientWidth + 1 && e.textContent.trim())
+  .map(e => e.textContent.trim())"""
+"""Texts of the main area cut short with an ellipsis (an element narrower than what it holds)."""
+
+
+@pytest.mark.parametrize("width", [1400, 1000])
+@pytest.mark.parametrize("path", ["agreement", "study_admin"])
+def test_no_label_value_or_button_is_cut_short(app: App, path: str, width: int) -> None:
+    """The Agreement headline's values with their intervals, its labels and toggles, the study's buttons:
+    whole at a wide and at a narrow window."""
+    app.page.set_viewport_size({"width": width, "height": 1000})
+    app.open(path)
+    if path == "agreement":
+        expect(app.main.locator('[data-testid="stMetric"]').first).to_be_visible()
+    app.page.wait_for_timeout(500)  # layout done
+    assert app.page.evaluate(_CUT_JS) == []
+
+
 def test_agreement_leads_with_the_headline_and_opens_details_on_demand(app: App) -> None:
     app.open("agreement")
     expect(app.title()).to_have_text("Agreement")

@@ -1,6 +1,7 @@
-"""Free mouse selection as a task quote, in a real browser: on a task whose instruction holds invisible
-characters, a span dragged over with the mouse in the quote-selection component's frame (markers included)
-becomes a new item's task quote — the exact span of instruction.md — and gate G1 passes for it."""
+"""Free selection as a task quote, in a real browser: on a task whose instruction holds invisible
+characters, a span dragged over with the mouse in the quote-selection component's frame (markers included),
+or selected from the keyboard (Shift+arrows from a click, Ctrl+A inside the text), becomes an item's task
+quote — the exact span of instruction.md, once per selection — and gate G1 passes for it."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def app(quote_server: Server, page, watch: Watch) -> App:  # noqa: ANN001 - play
     return App(page, quote_server, watch)
 
 
-def test_a_mouse_selection_becomes_the_task_quote_and_passes_g1(app: App) -> None:
+def _open_selector(app: App):  # noqa: ANN202 - (frame element, text locator, the rectangles of SHOWN)
     app.open("checklists", task=TASK_ID)
     app.select("Quote into", "a new judge item")
     frame_element = app.main.locator('iframe[title*="quote_select"]')
@@ -76,6 +77,15 @@ def test_a_mouse_selection_becomes_the_task_quote_and_passes_g1(app: App) -> Non
     assert rects is not None
     origin = frame_element.bounding_box()
     assert origin is not None
+    return origin, text, rects
+
+
+def _items(app: App) -> list[dict]:
+    return yaml.safe_load(app.main.get_by_role("textbox", name=EDITOR).input_value())["items"]
+
+
+def test_a_mouse_selection_becomes_the_task_quote_and_passes_g1(app: App) -> None:
+    origin, _, rects = _open_selector(app)
 
     def drag() -> None:
         mouse = app.page.mouse
@@ -87,8 +97,7 @@ def test_a_mouse_selection_becomes_the_task_quote_and_passes_g1(app: App) -> Non
     app.rerun(drag)
     expect(app.text("quoting the instruction. (characters")).to_be_visible()
     editor = app.main.get_by_role("textbox", name=EDITOR)
-    checklist = yaml.safe_load(editor.input_value())
-    added = checklist["items"][-1]
+    added = _items(app)[-1]
     assert added["route"] == "judge" and added["task_quote"] == QUOTE, added
     assert added["task_quote"] in INSTRUCTION  # the exact span, the invisible character itself included
     task = Store(app.server.db).trials.get_task(TASK_ID)
@@ -98,4 +107,44 @@ def test_a_mouse_selection_becomes_the_task_quote_and_passes_g1(app: App) -> Non
     card = app.main.locator('[class*="st-key-checklists-item-"]').filter(has_text=f"{added['id']} · judge")
     expect(card).to_be_visible()
     expect(card.get_by_text("G1 verbatim quote")).to_have_count(0)  # no G1 message beside the new item
+    assert not app.watch.errors, app.watch.errors
+
+
+def test_a_keyboard_selection_becomes_one_task_quote(app: App) -> None:
+    """A click before the span, then Shift+ArrowRight once per character shown (a marker counts as its
+    characters): one new item whose quote is the span of instruction.md — not one per key press."""
+    origin, _, rects = _open_selector(app)
+    before = len(_items(app))
+
+    def select_with_keys() -> None:
+        app.page.mouse.click(origin["x"] + rects["x1"] - 1, origin["y"] + rects["y1"])  # the caret before "/app"
+        keyboard = app.page.keyboard
+        keyboard.down("Shift")
+        for _ in SHOWN:
+            keyboard.press("ArrowRight")
+        keyboard.up("Shift")
+
+    app.rerun(select_with_keys)
+    expect(app.text("quoting the instruction. (characters")).to_be_visible()
+    app.page.wait_for_timeout(1_000)  # longer than the component's settling time: nothing more is sent
+    app.settled()
+    items = _items(app)
+    assert len(items) == before + 1, items[before:]
+    assert items[-1]["route"] == "judge" and items[-1]["task_quote"] == QUOTE, items[-1]
+    assert not app.watch.errors, app.watch.errors
+
+
+def test_ctrl_a_inside_the_instruction_quotes_the_whole_instruction(app: App) -> None:
+    _, text, _ = _open_selector(app)
+    before = len(_items(app))
+
+    def select_all() -> None:
+        text.focus()
+        app.page.keyboard.press("Control+a")
+
+    app.rerun(select_all)
+    expect(app.text("quoting the instruction. (characters 0–")).to_be_visible()
+    items = _items(app)
+    assert len(items) == before + 1, items[before:]
+    assert items[-1]["task_quote"] == INSTRUCTION.strip(), items[-1]  # the whole file, its invisible characters too
     assert not app.watch.errors, app.watch.errors

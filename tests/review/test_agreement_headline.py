@@ -9,8 +9,9 @@ import pytest
 
 from gcpc_core.analysis.figures import delta_histogram_figure, item_change_heatmap, natural_key
 from gcpc_core.analysis.loader import frames_from_store
-from gcpc_core.review.agreement import Dashboard, Headline, dashboard, headline
+from gcpc_core.review.agreement import Dashboard, Headline, HeadlineView, dashboard, headline, headline_view, stored_headline
 from gcpc_core.store import Store
+from gcpc_core.store.project import ProjectRepository
 
 NAN = float("nan")
 
@@ -172,3 +173,89 @@ def test_an_unknown_report_section_is_refused(demo: Store) -> None:
 
     with pytest.raises(ValueError, match="unknown report section.*'rq9'"):
         report_tables(frames_from_store(demo), ("discrimination", "rq9"))
+
+
+# ---------------------------------------------------------------- the headline kept in the project DB
+
+
+def _stored_slots(store: Store) -> dict[str, str]:
+    from gcpc_core.review.agreement import HEADLINE_META_PREFIX
+
+    rows = store.db.execute("SELECT key, value FROM meta WHERE key LIKE ?", [HEADLINE_META_PREFIX + "%"]).fetchall()
+    return dict(rows)
+
+
+def _fresh(store: Store, **kwargs: object) -> HeadlineView:
+    return headline_view(frames_from_store(store), n_boot=200, seed=0, **kwargs)  # type: ignore[arg-type]
+
+
+def _no_compute(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make any computation of the analysis fail: what is returned then was read from the DB."""
+    import gcpc_core.review.agreement as agreement
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the headline was computed, not read")
+
+    monkeypatch.setattr(agreement, "frames_from_store", refuse)
+
+
+def test_the_demo_is_built_with_its_headline_stored(demo: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    computed = headline_view(frames_from_store(demo), n_boot=1000, seed=0)
+    _no_compute(monkeypatch)
+    shown = stored_headline(demo)  # the page's defaults: 1000 draws, seed 0, simulated raters in, default runs
+    assert shown == computed and shown.simulated_answers > 0
+    assert "AUC · probe" in {line.statistic for line in shown.lines}
+
+
+def test_a_stored_headline_is_read_back_by_a_fresh_store(demo: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = stored_headline(demo, 200, 0, False)
+    assert first == headline_view(frames_from_store(demo, include_simulated=False), n_boot=200, seed=0)
+    assert len(_stored_slots(demo)) == 2  # the demo's defaults and these parameters, side by side
+    _no_compute(monkeypatch)
+    assert stored_headline(Store(demo.path), 200, 0, False) == first  # another connection, as a new server has
+
+
+@pytest.mark.parametrize("change", ["judgment", "audit", "rating"])
+def test_a_stored_headline_is_recomputed_when_the_data_change(demo: Store, change: str) -> None:
+    from annotations.audits import record_item_audit
+    from annotations.targets import add_annotation
+    from gcpc_core.judge import score_project
+
+    before = stored_headline(demo, 200, 0)
+    slots = _stored_slots(demo)
+    fail = next(t for t in demo.trials.trajectories() if t.outcome == "FAIL")
+    if change == "judgment":  # every item of a FAIL run judged Yes: its score, and so the AUC, rises
+        rows = [{**r.model_dump(), "verdict_raw": "Yes", "reason_raw": None}
+                for r in demo.judging.judgments(trajectory_id=fail.id, judge="probe") if r.route != "endpoint"]
+        demo.judging.save_trajectory_judgment(demo.judging.units("probe")[(fail.id, "probe")].model_dump(), rows, [])
+        score_project(demo, judge="probe")
+    elif change == "audit":
+        item = demo.judging.judgments(trajectory_id=fail.id, judge="probe")[0].item_id
+        record_item_audit(demo, trajectory_id=fail.id, item_id=item, judge="probe", reviewer="ann", agree=True)
+    else:  # a current progress rating replaced by another: Spearman ρ and α move
+        rating = demo.annotations.list(kind="progress_rating")[0]
+        value = {**rating["value"], "rating": 1 if rating["value"]["rating"] > 1 else 5}
+        add_annotation(demo, kind="progress_rating", rater=rating["rater"], value=value, study_id=rating["study_id"],
+                       task=rating["task"], trajectory_id=rating["trajectory_id"], unit_id=rating["unit_id"],
+                       is_simulated=bool(rating["is_simulated"]))
+    after = stored_headline(demo, 200, 0)
+    assert after == _fresh(demo)  # what the data say now, not what was stored
+    assert _stored_slots(demo).keys() == slots.keys() and _stored_slots(demo) != slots  # the same entry, replaced
+    if change != "audit":  # an audit feeds no headline statistic; it still dates the stored one
+        assert after != before
+
+
+def test_a_corrupt_or_unwritable_stored_headline_is_recomputed(demo: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    stored_headline(demo, 200, 0)
+    for key in _stored_slots(demo):
+        demo.project.set_meta(key, "{not json")
+    assert stored_headline(demo, 200, 0) == _fresh(demo)
+    assert sum(v.startswith('{"key"') for v in _stored_slots(demo).values()) == 1  # that entry replaced, well-formed
+
+    def read_only(self: ProjectRepository, key: str, value: str) -> None:
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(ProjectRepository, "set_meta", read_only)
+    assert stored_headline(demo, 500, 1) == headline_view(frames_from_store(demo), n_boot=500, seed=1)

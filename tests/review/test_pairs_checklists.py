@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 import yaml
@@ -71,6 +73,9 @@ def test_the_most_informative_pair_is_the_largest_delta_the_outcome_hides() -> N
     assert most_informative_pair(pairs) == 2  # |−0.4| beats 0.2; the FAIL→PASS 0.9 is visible in the outcome
     assert most_informative_pair(_pairs([("FAIL", "PASS", 0.3), ("PASS", "FAIL", -0.6), ("PASS", "PASS", None)])) == 1
     assert most_informative_pair(_pairs([("PASS", "PASS", None)])) == 0
+    # the real sample's two pairs: a PASS→PASS with Δ 0 shows nothing, the FAIL→PASS with Δ 0.33 does
+    assert most_informative_pair(_pairs([("PASS", "PASS", 0.0), ("FAIL", "PASS", 0.33)])) == 1
+    assert most_informative_pair(_pairs([("PASS", "PASS", 0.0), ("FAIL", "PASS", 0.0)])) == 0
     assert most_informative_pair(_pairs([])) == 0
     shifted = _pairs([("PASS", "PASS", 0.1), ("FAIL", "FAIL", 0.5)]).set_axis([7, 3])  # a filtered table's index
     assert most_informative_pair(shifted) == 1
@@ -82,6 +87,19 @@ def test_the_demo_opens_on_an_unchanged_outcome_with_a_nonzero_delta(demo: Store
     same = pairs[pairs["outcome_without"] == pairs["outcome_with"]]
     assert best["outcome_without"] == best["outcome_with"]
     assert abs(best["delta"]) == same["delta"].abs().max() > 0
+
+
+@pytest.mark.skillsbench
+def test_the_real_sample_opens_on_a_pair_with_a_changed_item(real_copy: Path) -> None:
+    """The real sample's pairs: a PASS→PASS with Δ 0 and no item changed, and a FAIL→PASS that moved;
+    the page opens on the one that shows something."""
+    store = Store(real_copy)
+    pairs = pairs_table(frames_from_store(store)["scores"], judge="probe")
+    assert len(pairs) >= 2
+    pair = pairs.iloc[most_informative_pair(pairs)]
+    assert pair["delta"] != 0
+    items = pair_items(store, pair["trajectory_id_without"], pair["trajectory_id_with"], "probe")
+    assert items["changed"].any()
 
 
 def test_a_changed_item_has_both_sides_evidence(demo: Store) -> None:
