@@ -217,9 +217,8 @@ def _traj_from_row(row: dict) -> Trajectory:
 
 
 def _event_from_row(row: dict) -> Event:
-    # rows the store wrote from validated events: built without validating again (the judging hot
-    # path reads every trajectory's events)
-    return Event.model_construct(
+    # validated again on the way out: a row edited outside GCPC is refused, not shown as it is
+    return Event(
         id=row["id"],
         seq=row["seq"],
         kind=row["kind"],
