@@ -5,6 +5,7 @@ with LLM layers pointed at it."""
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -62,6 +63,19 @@ def _main_module_restored() -> Iterator[None]:
     main = sys.modules["__main__"]
     yield
     sys.modules["__main__"] = main
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handler_kept(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that leaves its own SIGINT handler behind changes what Ctrl-C does in every later test
+    (asyncio.run turns SIGINT into a cancellation only while Python's default handler is installed):
+    the handler is put back and the test that changed it fails, named."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before)
+        pytest.fail(f"{request.node.nodeid} left SIGINT handled by {after!r} (was {before!r})", pytrace=False)
 
 
 @pytest.fixture

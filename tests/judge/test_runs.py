@@ -82,8 +82,10 @@ def test_resume_after_ctrl_c_repeats_nothing(fake_openai, project, make_llm) -> 
             # CPython 3.11 broke an `ast.parse` running at that moment in a later test.)
             signal.raise_signal(signal.SIGINT)
 
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "Ctrl-C must reach asyncio.run"
     with pytest.raises(KeyboardInterrupt):
         judge_project(project, judge="gcpc", llm=make_llm(concurrency=2), progress=False, on_result=interrupt_after_ten)
+    assert len(seen) == 10, f"the run went on after Ctrl-C: {len(seen)} results"
     stored = len(project.judging.units("gcpc"))
     assert 10 <= stored < N_TRIALS
     assert project.runs.list(kind="judge-gcpc")[-1]["status"] == "interrupted"
