@@ -117,6 +117,10 @@ def add_seed(p: argparse.ArgumentParser, help: str, *, default: int | None = DEF
         p.add_argument("--seed", type=int, default=default, help=f"{help} (default %(default)s)")
 
 
+def add_n_boot(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap draws (default %(default)s)")
+
+
 def add_format(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default=FORMATS[0], choices=FORMATS, help="output format (default %(default)s)")
 

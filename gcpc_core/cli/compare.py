@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ..store import Store
-from .common import add_db, fail, open_db, reported
+from .common import add_db, add_n_boot, add_seed, fail, open_db, reported
 
 __all__ = ["add_compare", "add_label_choice", "add_labels", "add_run_label", "chosen_labels"]
 
@@ -97,8 +97,8 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--a", required=True, metavar="LABEL", help="run A: its label (KIND=LABEL if ambiguous)")
     p.add_argument("--b", required=True, metavar="LABEL", help="run B: its label (KIND=LABEL if ambiguous)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap draws (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+    add_n_boot(p)
+    add_seed(p, "bootstrap seed")
     p.add_argument("--limit", type=int, default=30, help="print at most this many differing items (default %(default)s; 0: all)")
     p.set_defaults(func=_cmd_compare)
 

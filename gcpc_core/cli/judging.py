@@ -16,6 +16,7 @@ from .common import (
     add_deprecated,
     add_force,
     add_model,
+    add_n_boot,
     add_quiet,
     add_seed,
     fail,
@@ -180,7 +181,7 @@ def add_report(sub: argparse._SubParsersAction) -> None:
                        "and printed here. No LLM calls. Exit 0 written, 2 unusable input.")
     add_db(p)
     p.add_argument("--out", type=Path, required=True, help="folder to write the report into (created if missing)")
-    p.add_argument("--n-boot", type=int, default=10_000, help="bootstrap draws (default %(default)s)")
+    add_n_boot(p)
     add_seed(p, "bootstrap seed")
     p.add_argument("--judge", action="append",
                    help="a judge to compare (repeat for several; default: every scored judge)")
