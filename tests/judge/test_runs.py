@@ -82,9 +82,15 @@ def test_resume_after_ctrl_c_repeats_nothing(fake_openai, project, make_llm) -> 
             # CPython 3.11 broke an `ast.parse` running at that moment in a later test.)
             signal.raise_signal(signal.SIGINT)
 
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "Ctrl-C must reach asyncio.run"
-    with pytest.raises(KeyboardInterrupt):
-        judge_project(project, judge="gcpc", llm=make_llm(concurrency=2), progress=False, on_result=interrupt_after_ten)
+    # A shell starts a background job with SIGINT ignored, and Python keeps it so: Ctrl-C is then not
+    # Python's to handle and asyncio.run leaves it alone. The test runs as a terminal's foreground job would.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            judge_project(project, judge="gcpc", llm=make_llm(concurrency=2), progress=False,
+                          on_result=interrupt_after_ten)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert len(seen) == 10, f"the run went on after Ctrl-C: {len(seen)} results"
     stored = len(project.judging.units("gcpc"))
     assert 10 <= stored < N_TRIALS
