@@ -83,23 +83,25 @@ class ChecklistRepository(Repository):
         """
         if status not in self.STATUSES:
             raise ValueError(f"checklist status must be one of {self.STATUSES}, not {status!r}")
-        row = {
-            "sha": sha, "task": task, "source": source, "status": status, "checklist": checklist,
-            "gate_failures": gate_failures or [], "reason": reason, "raw_reply": raw_reply,
-            "attempts": attempts or [], "rules_version": rules_version, "model": model,
-            "prompt_version": prompt_version, "run_id": run_id, "created_at": utcnow(), "created_by": created_by,
-        }
         with self.atomic() as db:
             existing = self.get(sha)
             if existing is not None and not (existing.status == "failed" and status == "frozen"):
                 return existing
             if existing is not None:
-                stored = ChecklistRow.model_validate({**row, "version": existing.version})
-                db["checklists"].update(sha, dict(zip(ChecklistRow.columns(), stored.db_values())))
+                version = existing.version
             else:
                 versions = db["checklists"].rows_where("task = ?", [task], select="max(version) AS v")
-                stored = ChecklistRow.model_validate({**row, "version": (next(iter(versions))["v"] or 0) + 1})
-                db.conn.execute(_INSERT, stored.db_values())
+                version = (next(iter(versions))["v"] or 0) + 1
+            row = ChecklistRow(
+                sha=sha, task=task, version=version, source=source, status=status, checklist=checklist,
+                gate_failures=gate_failures or [], reason=reason, raw_reply=raw_reply, attempts=attempts or [],
+                rules_version=rules_version, model=model, prompt_version=prompt_version, run_id=run_id,
+                created_at=utcnow(), created_by=created_by,
+            )
+            if existing is not None:
+                db["checklists"].update(sha, dict(zip(ChecklistRow.columns(), row.db_values())))
+            else:
+                db.conn.execute(_INSERT, row.db_values())
         return self.get(sha)  # type: ignore[return-value]
 
     def get(self, sha: str) -> ChecklistRow | None:
