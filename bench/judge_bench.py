@@ -205,7 +205,7 @@ def real_prompt_tokens(workdir: Path) -> dict[str, Any] | None:
         if row is None:
             continue
         view = build_evidence_view(store.trials.events(traj.id))
-        messages = items_messages(store.trials.get_task(traj.task), Checklist.model_validate(row["checklist"]), view, rules)
+        messages = items_messages(store.trials.get_task(traj.task), Checklist.model_validate(row.checklist), view, rules)
         prompt_chars = sum(len(m["content"]) for m in messages)
         raw_chars = len((Path(traj.source_path) / traj.log_path).read_text(encoding="utf-8", errors="replace"))
         rows.append((traj.id, prompt_chars // CHARS_PER_TOKEN, raw_chars // CHARS_PER_TOKEN))
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             store.db.conn.backup(snapshot)
 
         sample = items_messages(store.trials.get_task("sales-csv-summary"),
-                                Checklist.model_validate(store.checklists.latest("sales-csv-summary")["checklist"]),
+                                Checklist.model_validate(store.checklists.latest("sales-csv-summary").checklist),
                                 build_evidence_view(store.trials.events(store.trials.trajectories(task="sales-csv-summary")[0].id)),
                                 load_rules())
         asyncio.run(_bare_client(server.url, args.concurrency, args.concurrency, sample))  # warm-up

@@ -253,14 +253,14 @@ def mode_summary(config: LLMConfig, store: Store | None) -> str:
     row = store.runs.llm_mode(config.endpoint, config.model or "") if store is not None else None
     if row is None:
         return "structured mode auto (negotiated on the first call)"
-    tried = row["rejected"] or {}
+    tried = row.rejected or {}
     order = [mode for mode in STRUCTURED_MODES if mode in tried]  # stored sorted; shown in the order tried
     rejected = "; ".join(f"{mode}: {tried[mode]}" for mode in order)
-    if row["mode"] not in STRUCTURED_MODES:
+    if row.mode not in STRUCTURED_MODES:
         return (f"structured mode auto: none accepted yet — the endpoint rejected {rejected} and the next request "
-                f"failed otherwise ({row['negotiated_at']}); negotiated again on the next call")
+                f"failed otherwise ({row.negotiated_at}); negotiated again on the next call")
     names = ", ".join(order)
-    return f"structured mode auto: {row['mode']} (negotiated {row['negotiated_at']}" + (
+    return f"structured mode auto: {row.mode} (negotiated {row.negotiated_at}" + (
         f"; rejected first: {names})" if names else ")")
 
 
@@ -675,11 +675,11 @@ class LLM:
         self._rejected: dict[str, str] = {}
         """Modes the endpoint rejected during negotiation → the server's message."""
         row = store.runs.llm_mode(config.endpoint, self.model) if store is not None else None
-        self.context_window: int | None = config.context_window or (row or {}).get("context_window")
+        self.context_window: int | None = config.context_window or (row.context_window if row else None)
         """Tokens of context for a budget before sending: the setting, else what `llm check` found
         the server reporting; None when neither says (no budget is applied)."""
-        if self._mode is None and row is not None and row["mode"] in STRUCTURED_MODES:
-            self._mode = self._stored_mode = row["mode"]
+        if self._mode is None and row is not None and row.mode in STRUCTURED_MODES:
+            self._mode = self._stored_mode = row.mode
         _ssl_context()  # start building it now (see _ssl_context)
 
     @classmethod

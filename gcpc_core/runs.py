@@ -82,8 +82,8 @@ def reap_dead_runs(store: Store) -> int:
     Returns how many were marked. Rows of other hosts are left alone: their liveness is unknown here,
     and so are rows that name no process.
     """
-    dead = [row["id"] for row in store.runs.running(host=socket.gethostname())
-            if row["pid"] is not None and not pid_alive(row["pid"])]
+    dead = [row.id for row in store.runs.running(host=socket.gethostname())
+            if row.pid is not None and not pid_alive(row.pid)]
     store.runs.interrupt(dead)
     return len(dead)
 

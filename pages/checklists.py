@@ -42,6 +42,7 @@ from gcpc_core.review.quote_select import SelectionError, selection_quote
 from gcpc_core.review.runs import JOBS
 from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import cached_rules, cached_task_table, require_store, reviewer, select_quote, visible_frame
+from gcpc_core.store import ChecklistRow
 
 store = require_store()
 rules = cached_rules()
@@ -71,7 +72,7 @@ def show_gates(failures: list, *, heading: str) -> None:
         st.dataframe(failures_frame(failures), hide_index=True, width="stretch")
 
 
-has_frozen = any(r["status"] == "frozen" for r in rows)
+has_frozen = any(r.status == "frozen" for r in rows)
 stored_tab, edit_tab, synth_tab = st.tabs(["Stored versions", "Edit by hand", "Synthesize"],
                                           default="Edit by hand" if not has_frozen or query[1] == "draft" else None)
 
@@ -80,33 +81,33 @@ with stored_tab:
         st.info("This task has no checklist yet: start from the offline draft under 'Edit by hand', or synthesize one.")
     else:
         st.dataframe(versions_frame(rows), hide_index=True, width="stretch")
-        by_version = {r["version"]: r for r in rows}
+        by_version = {r.version: r for r in rows}
         version = st.selectbox("Version", sorted(by_version, reverse=True), key=f"checklists:version:{task_id}",
-                               format_func=lambda v: f"v{v} · {by_version[v]['status']} · {by_version[v]['source']}")
+                               format_func=lambda v: f"v{v} · {by_version[v].status} · {by_version[v].source}")
         row = by_version[version]
-        st.text(f"sha {row['sha']} · rules {row['rules_version']} · created {row['created_at']} by {row['created_by']}")
-        if row["status"] == "failed":
-            st.text("Failed: " + (row["reason"] or "gates failed"))
-            show_gates(row["gate_failures"] or [], heading="Gate failures when it was produced")
+        st.text(f"sha {row.sha} · rules {row.rules_version} · created {row.created_at} by {row.created_by}")
+        if row.status == "failed":
+            st.text("Failed: " + (row.reason or "gates failed"))
+            show_gates(row.gate_failures or [], heading="Gate failures when it was produced")
         failures = stored_gate_results(row, task, rules)
         show_gates(failures, heading="Gates under the current rules")
-        if row["checklist"]:
+        if row.checklist:
             items = pd.DataFrame([{**i, "verifier_refs": "\n".join(i.get("verifier_refs", [])),
-                                   "probes": len(i.get("probes", []))} for i in row["checklist"]["items"]])
+                                   "probes": len(i.get("probes", []))} for i in row.checklist["items"]])
             st.dataframe(visible_frame(items), hide_index=True, width="stretch")
-            waivers = row["checklist"].get("waivers") or []
+            waivers = row.checklist.get("waivers") or []
             if waivers:
                 st.caption("Waivers")
                 st.dataframe(pd.DataFrame(waivers), hide_index=True, width="stretch")
-            st.download_button("Download YAML", checklist_text(row["checklist"]), file_name=f"{task_id}-v{version}.yaml",
+            st.download_button("Download YAML", checklist_text(row.checklist), file_name=f"{task_id}-v{version}.yaml",
                                mime="application/yaml", key=f"checklists:download:{task_id}:{version}")
 
 with edit_tab:
     who = reviewer()
     source = human_source(who)
-    frozen = [r for r in rows if r["status"] == "frozen" and r["checklist"]]
+    frozen = [r for r in rows if r.status == "frozen" and r.checklist]
     DRAFT, SKELETON = "the offline draft (from the instruction and the verifier, no LLM)", "an empty skeleton"
-    starts: dict[str, dict | str] = {f"v{r['version']} ({r['source']})": r for r in reversed(frozen)}
+    starts: dict[str, ChecklistRow | str] = {f"v{r.version} ({r.source})": r for r in reversed(frozen)}
     starts = {**starts, DRAFT: "draft", SKELETON: "skeleton"} if frozen else {DRAFT: "draft", **starts, SKELETON: "skeleton"}
     start_key, text_key = f"checklists:start:{task_id}", f"checklists:text:{task_id}"
     notice_key, span_key = "checklists:notice", f"checklists:span:{task_id}"
@@ -122,7 +123,7 @@ with edit_tab:
         elif picked == "skeleton" or picked is None:
             st.session_state[text_key] = skeleton(task, source=source)
         else:
-            st.session_state[text_key] = checklist_text(picked["checklist"], source=source)
+            st.session_state[text_key] = checklist_text(picked.checklist, source=source)
 
     def edit(change: Callable[[str], tuple[str, str]]) -> None:
         """Apply one editor tool to the text; say what it did (or why not) above the editor."""
@@ -255,7 +256,7 @@ with edit_tab:
         if row is None:
             st.error("Not saved: a gate failed.")
         else:
-            st.success(f"Stored as version {row['version']} (sha {row['sha'][:12]}).")
+            st.success(f"Stored as version {row.version} (sha {row.sha[:12]}).")
 
 with synth_tab:
     usable, reason = llm_status()

@@ -154,4 +154,4 @@ if ids:
 issues = store.trials.import_issues()
 if issues:
     st.subheader("Skipped at import")
-    st.dataframe(visible_frame(pd.DataFrame(issues)[["run_at", "path", "reason"]]), hide_index=True, width="stretch")
+    st.dataframe(visible_frame(pd.DataFrame([i.model_dump() for i in issues])[["run_at", "path", "reason"]]), hide_index=True, width="stretch")

@@ -113,10 +113,10 @@ def live() -> None:
                 done, total = job_progress(store, job, run)
                 if total:
                     st.progress(min(1.0, (done or 0) / total), text=f"{done} of {total}")
-                live_totals = store.runs.progress(run["id"])
-                st.text(f"run {run['id']} · {live_totals['calls']} LLM calls · "
-                        f"{live_totals['prompt_tokens'] + live_totals['completion_tokens']:,} tokens · "
-                        f"${live_totals['cost_usd']:.4f}")
+                live_totals = store.runs.progress(run.id)
+                st.text(f"run {run.id} · {live_totals.calls} LLM calls · "
+                        f"{live_totals.prompt_tokens + live_totals.completion_tokens:,} tokens · "
+                        f"${live_totals.cost_usd:.4f}")
             if job.error:
                 st.error("Failed: " + md_escape(job.error.splitlines()[0]))
             if job.lines:

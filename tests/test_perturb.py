@@ -55,7 +55,7 @@ def test_probe_judge_on_the_demo_is_a_deterministic_check(project: Store) -> Non
     assert (first["kind"], first["span"], first["cited"]) == ("number", "'port': '8080'", True)
     assert first["replacement"] != first["span"] and port.kind == "number"
     run = project.runs.get(report.run_id)
-    assert run["kind"] == "perturb-probe" and run["status"] == "done"
+    assert run.kind == "perturb-probe" and run.status == "done"
     # the shares printed are those of the stored rows
     table = report.table.iloc[0]
     verdicts = Counter(r.verdict for r in rows)
@@ -158,7 +158,7 @@ def test_llm_judge_that_reads_evidence_flips_and_one_that_does_not_stays(
     row = report.table.iloc[0]
     expected = (1.0, 1.0, 0) if reads else (0.0, 0.0, len(candidates))
     assert (row["share_no"], row["share_no_or_abstain"], row["still_yes"]) == expected
-    assert project.runs.get(report.run_id)["kind"] == "perturb-gcpc"
+    assert project.runs.get(report.run_id).kind == "perturb-gcpc"
     assert {c["tag"] for c in project.runs.llm_calls(run_id=report.run_id)} <= {r.trajectory_id for r in rows}
 
 

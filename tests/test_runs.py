@@ -42,9 +42,9 @@ def test_dead_runs_of_this_host_are_reaped_live_foreign_and_unowned_ones_kept(st
     foreign = store.runs.start(kind="judge", **RUN, pid=gone, host=f"not-{socket.gethostname()}")
     unowned = store.runs.start(kind="judge", **RUN)
     assert reap_dead_runs(store) == 1
-    status = {r["id"]: r["status"] for r in store.runs.list()}
+    status = {r.id: r.status for r in store.runs.list()}
     assert status == {live: "running", dead: "interrupted", foreign: "running", unowned: "running"}
-    assert store.runs.get(dead)["finished_at"]
+    assert store.runs.get(dead).finished_at
     assert reap_dead_runs(store) == 0
 
 
@@ -53,23 +53,23 @@ def test_a_recorded_run_reaps_first_and_ends_done_interrupted_or_failed_with_its
     counted: dict[str, int] = {}
     with recorded_run(store, RunTotals(), "work", model=None, prompt_version="-", params={"a": 1},
                       counts=lambda: dict(counted)) as totals:
-        assert store.runs.get(dead)["status"] == "interrupted"
+        assert store.runs.get(dead).status == "interrupted"
         counted["done"] = 2
     row = store.runs.get(totals.run_id)
-    assert (row["status"], row["counts"], row["params"], row["pid"], row["host"]) == (
+    assert (row.status, row.counts, row.params, row.pid, row.host) == (
         "done", {"done": 2}, {"a": 1}, os.getpid(), socket.gethostname())
-    assert row["wall_s"] >= 0 and row["calls"] == 0
+    assert row.wall_s >= 0 and row.calls == 0
 
     with pytest.raises(KeyboardInterrupt), recorded_run(store, RunTotals(), "work", model=None, prompt_version="-",
                                                          counts=lambda: dict(counted)) as stopped:
         counted["done"] = 3
         raise KeyboardInterrupt
-    assert (store.runs.get(stopped.run_id)["status"], store.runs.get(stopped.run_id)["counts"]) == (
+    assert (store.runs.get(stopped.run_id).status, store.runs.get(stopped.run_id).counts) == (
         "interrupted", {"done": 3})
     with pytest.raises(RuntimeError), recorded_run(store, RunTotals(), "work", model=None,
                                                    prompt_version="-") as broken:
         raise RuntimeError("boom")
-    assert store.runs.get(broken.run_id)["status"] == "failed" and store.runs.get(broken.run_id)["counts"] is None
+    assert store.runs.get(broken.run_id).status == "failed" and store.runs.get(broken.run_id).counts is None
 
 
 def test_progress_goes_to_the_callback_or_the_terminal_bar(capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,15 +102,15 @@ def test_a_project_db_of_the_previous_schema_gains_the_counts_column(tmp_path: P
     store = Store(path)
     assert store.schema_version == len(MIGRATIONS._migrations)
     row = store.runs.get("r1")
-    assert (row["kind"], row["params"], row["counts"]) == ("judge-probe", {"judge": "probe"}, None)
+    assert (row.kind, row.params, row.counts) == ("judge-probe", {"judge": "probe"}, None)
     with recorded_run(store, RunTotals(), "score", model=None, prompt_version="-", counts=lambda: {"n": 1}) as t:
         pass
-    assert store.runs.get(t.run_id)["counts"] == {"n": 1}
+    assert store.runs.get(t.run_id).counts == {"n": 1}
 
 
 def _only_run(store: Store, kind: str) -> dict:
     [run] = store.runs.list(kind=kind)
-    assert run["status"] == "done", run
+    assert run.status == "done", run
     return run
 
 
@@ -122,28 +122,28 @@ def test_every_stage_verb_records_a_run_from_the_command_line(
     assert main(["import", "--tasks", str(tasks), "--trials", str(trials), "--db", str(fresh), "--quiet"]) == 0
     store = Store(fresh)
     run = _only_run(store, "import")
-    assert run["counts"]["trials_imported"] == 36 and run["params"]["trials_dir"] == str(trials)
+    assert run.counts["trials_imported"] == 36 and run.params["trials_dir"] == str(trials)
 
     llm_env.default = Reply(content="not a checklist")  # every draft fails: the run still records what it did
     main(["synthesize", "--db", str(fresh), "--quiet"])
     run = _only_run(store, "synthesize")
-    assert sum(run["counts"][k] for k in ("frozen", "failed", "error")) == len(store.trials.tasks()) > 0
+    assert sum(run.counts[k] for k in ("frozen", "failed", "error")) == len(store.trials.tasks()) > 0
 
     demo = str(demo_copy)
     project = Store(demo_copy)
-    before = {r["id"] for r in project.runs.list()}
+    before = {r.id for r in project.runs.list()}
     assert main(["judge", "--db", demo, "--judge", "probe", "--force", "--quiet"]) == 0
     assert main(["score", "--db", demo]) == 0
     assert main(["perturb", "--db", demo, "--judge", "probe", "--limit", "3", "--quiet"]) == 0
     assert main(["report", "--db", demo, "--out", str(tmp_path / "report"), "--n-boot", "20", "--no-figures"]) == 0
-    new = {r["kind"]: r for r in project.runs.list() if r["id"] not in before}
+    new = {r.kind: r for r in project.runs.list() if r.id not in before}
     assert set(new) == {"judge-probe", "score", "perturb-probe", "report"}
-    assert all(r["status"] == "done" and r["pid"] == os.getpid() for r in new.values())
-    assert new["judge-probe"]["counts"]["judged"] == 36
+    assert all(r.status == "done" and r.pid == os.getpid() for r in new.values())
+    assert new["judge-probe"].counts["judged"] == 36
     probe = "probe=" + project.judging.default_labels()["probe"]
-    assert new["score"]["counts"][probe] == 36 and new["score"]["rules_version"]  # per labelled run
-    assert sum(v for k, v in new["perturb-probe"]["counts"].items() if k in ("judged", "not_perturbed")) == 3
-    assert new["report"]["counts"]["tables"] > 0 and new["report"]["params"]["n_boot"] == 20
+    assert new["score"].counts[probe] == 36 and new["score"].rules_version  # per labelled run
+    assert sum(v for k, v in new["perturb-probe"].counts.items() if k in ("judged", "not_perturbed")) == 3
+    assert new["report"].counts["tables"] > 0 and new["report"].params["n_boot"] == 20
 
 
 def test_the_runs_page_jobs_record_the_same_runs_and_report_progress(
@@ -154,21 +154,21 @@ def test_the_runs_page_jobs_record_the_same_runs_and_report_progress(
     runner = JobRunner()
     job = runner.wait(runner.start(fresh.path, "import", {"tasks_dir": str(tasks), "trials_dir": str(trials)}).id, 120)
     run = job_run(fresh, job)
-    assert job.status == "done" and job.run_id == run["id"] and run["kind"] == "import"
-    assert run["counts"]["trials_imported"] == 36 and run["params"]["trials"] == 36
+    assert job.status == "done" and job.run_id == run.id and run.kind == "import"
+    assert run.counts["trials_imported"] == 36 and run.params["trials"] == 36
 
     llm_env.default = Reply(content="not a checklist")
     job = runner.wait(runner.start(fresh.path, "synthesize", {}).id, 120)
     run = job_run(fresh, job)
-    assert job.status == "done" and run["kind"] == "synthesize" and run["status"] == "done"
-    assert job.done == job.total == len(fresh.trials.tasks()) == run["params"]["tasks"]
+    assert job.status == "done" and run.kind == "synthesize" and run.status == "done"
+    assert job.done == job.total == len(fresh.trials.tasks()) == run.params["tasks"]
 
     job = runner.wait(runner.start(demo_copy, "judge", {"judge": "probe", "force": True}).id, 120)
     project = Store(demo_copy)
     run = job_run(project, job)
-    assert (run["kind"], run["counts"]["judged"], job.done, job.total) == ("judge-probe", 36, 36, 36)
+    assert (run.kind, run.counts["judged"], job.done, job.total) == ("judge-probe", 36, 36, 36)
     assert job_progress(project, job, run) == (36, 36)
     job = runner.wait(runner.start(demo_copy, "score", {}).id, 120)
     run = job_run(project, job)
     probe = "probe=" + project.judging.default_labels()["probe"]
-    assert job.run_id == run["id"] and run["kind"] == "score" and run["counts"][probe] == 36
+    assert job.run_id == run.id and run.kind == "score" and run.counts[probe] == 36

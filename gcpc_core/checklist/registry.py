@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..store import Store
+from ..store import ChecklistRow, Store
 from .freeze import freeze
 from .gates import GateFailure, run_gates
 from .rules import Rules, load_rules
@@ -19,7 +19,7 @@ __all__ = ["export_checklists", "register_checklist"]
 
 def register_checklist(
     store: Store, checklist: Checklist, *, created_by: str, rules: Rules | None = None
-) -> tuple[dict | None, list[GateFailure]]:
+) -> tuple[ChecklistRow | None, list[GateFailure]]:
     """Gate and freeze `checklist` as its task's next version; nothing is stored when a gate fails
     or when its source is an unreviewed draft (`unfrozen_sources` in the rules).
 
@@ -54,12 +54,12 @@ def register_checklist(
 def export_checklists(store: Store) -> Iterator[dict]:
     """Every frozen checklist in the DESIGN.md file schema, plus its identity and provenance."""
     for row in store.checklists.list(status="frozen"):
-        checklist = Checklist.model_validate(row["checklist"])
+        checklist = Checklist.model_validate(row.checklist)
         yield {
-            "sha": row["sha"],
-            "version": row["version"],
-            "rules_version": row["rules_version"],
-            "created_at": row["created_at"],
-            "created_by": row["created_by"],
+            "sha": row.sha,
+            "version": row.version,
+            "rules_version": row.rules_version,
+            "created_at": row.created_at,
+            "created_by": row.created_by,
             **checklist.model_dump(mode="json"),
         }

@@ -25,7 +25,7 @@ from ..judge.budget import REASON_CONTEXT_OVERFLOW, fit_prompt, repair_room
 from ..llm import LLM, LLMCallError, LLMReplyError, RunTotals
 from ..runs import Progress, ProgressBar
 from ..models import Task
-from ..store import Store, utcnow
+from ..store import ChecklistRow, Store, utcnow
 from .freeze import checklist_sha, freeze
 from .gates import GateFailure, failure_lines, run_gates
 from .rules import Rules, load_rules
@@ -380,7 +380,7 @@ def synthesize_checklist(task: Task, *, llm: LLM, rules: Rules) -> SynthesisResu
 # ---- a project ----------------------------------------------------------------------------------
 
 
-def record_synthesis(store: Store, result: SynthesisResult, *, run_id: str | None = None) -> dict | None:
+def record_synthesis(store: Store, result: SynthesisResult, *, run_id: str | None = None) -> ChecklistRow | None:
     """Store a frozen or failed result as the task's next checklist version; returns the row.
 
     `error` results are not stored as checklists (their calls are in `llm_calls`). A failed

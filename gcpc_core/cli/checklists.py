@@ -52,7 +52,7 @@ def _cmd_checklist_add(args: argparse.Namespace) -> int:
                 print(f"{f.item_id} {f.gate} {f.message}")
             continue
         assert row is not None
-        print(f"{path}: frozen {row['task']} v{row['version']} sha {row['sha'][:12]}")
+        print(f"{path}: frozen {row.task} v{row.version} sha {row.sha[:12]}")
     return status
 
 

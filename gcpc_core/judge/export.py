@@ -19,9 +19,9 @@ def _item_index(store: Store) -> dict[str, dict[str, dict]]:
     """checklist sha → item id → {text, verifier_refs}, for stored checklists and the fixed one."""
     index: dict[str, dict[str, dict]] = {}
     for row in store.checklists.list(status=None):
-        if row["checklist"]:
-            items = Checklist.model_validate(row["checklist"]).items
-            index[row["sha"]] = {i.id: {"text": i.text, "verifier_refs": list(i.verifier_refs)} for i in items}
+        if row.checklist:
+            items = Checklist.model_validate(row.checklist).items
+            index[row.sha] = {i.id: {"text": i.text, "verifier_refs": list(i.verifier_refs)} for i in items}
     return index
 
 

@@ -64,7 +64,7 @@ def _checklist_for(store: Store, spec: JudgeSpec, task: str, rules: Rules) -> tu
     row = store.checklists.latest(task)
     if row is None:
         return None, None, f"task {task} has no frozen checklist (synthesize or `checklist add` one)"
-    return Checklist.model_validate(row["checklist"]), row["sha"], None
+    return Checklist.model_validate(row.checklist), row.sha, None
 
 
 def unit_for(store: Store, judge: str, trajectory_id: str, sha: str | None, rules: Rules) -> Unit | str:
@@ -83,7 +83,7 @@ def unit_for(store: Store, judge: str, trajectory_id: str, sha: str | None, rule
         checklist = fixed_checklist(rules, traj.task)
     else:
         row = store.checklists.get(sha or "")
-        checklist = Checklist.model_validate(row["checklist"]) if row and row["checklist"] else None
+        checklist = Checklist.model_validate(row.checklist) if row and row.checklist else None
     if checklist is None or checklist_sha(checklist) != sha:
         return f"checklist {str(sha)[:12]} the request was built from is gone or changed"
     return Unit(traj, task, checklist, sha)

@@ -343,8 +343,8 @@ def checklist_items(store: Store, rows: Iterable[JudgmentRow], judge: str, task_
     items: dict[str, ChecklistItem] = {}
     for sha in {r.checklist_sha for r in rows if r.checklist_sha}:
         row = store.checklists.get(sha)
-        if row and row["checklist"]:
-            items.update({i.id: i for i in Checklist.model_validate(row["checklist"]).items})
+        if row and row.checklist:
+            items.update({i.id: i for i in Checklist.model_validate(row.checklist).items})
     if not items and checklist_kind(judge) == "fixed":
         items = {i.id: i for i in fixed_checklist(load_rules(), task_id).items}
     return items

@@ -27,7 +27,7 @@ from ..checklist.gates import normalize_whitespace
 from ..checklist.registry import register_checklist
 from ..checklist.schema import _StrictLoader  # the checklist-file loader: duplicate keys are errors
 from ..models import Task, VerifierTest
-from ..store import Store
+from ..store import ChecklistRow, Store
 
 __all__ = [
     "EditCheck",
@@ -58,32 +58,32 @@ __all__ = [
 def task_table(store: Store) -> pd.DataFrame:
     """One row per task: verifier tests, trajectories, stored versions, latest frozen version."""
     n_traj = Counter(t.task for t in store.trials.trajectories())
-    by_task: dict[str, list[dict]] = {}
+    by_task: dict[str, list[ChecklistRow]] = {}
     for row in store.checklists.list(status=None):
-        by_task.setdefault(row["task"], []).append(row)
+        by_task.setdefault(row.task, []).append(row)
     rows = []
     for task in store.trials.tasks():
         versions = by_task.get(task.id, [])
-        frozen = [v for v in versions if v["status"] == "frozen"]
+        frozen = [v for v in versions if v.status == "frozen"]
         latest = frozen[-1] if frozen else None
         rows.append({
             "task": task.id, "verifier_tests": len(task.tests), "trajectories": n_traj[task.id],
             "versions": len(versions), "failed_versions": len(versions) - len(frozen),
-            "frozen_version": latest["version"] if latest else None,
-            "items": len(latest["checklist"]["items"]) if latest else None,
-            "source": latest["source"] if latest else None,
+            "frozen_version": latest.version if latest else None,
+            "items": len(latest.checklist["items"]) if latest else None,
+            "source": latest.source if latest else None,
             "status": "frozen" if latest else ("failed only" if versions else "none"),
         })
     return pd.DataFrame(rows, columns=["task", "status", "frozen_version", "items", "source", "versions",
                                        "failed_versions", "verifier_tests", "trajectories"])
 
 
-def versions_frame(rows: Sequence[dict]) -> pd.DataFrame:
+def versions_frame(rows: Sequence[ChecklistRow]) -> pd.DataFrame:
     """Stored versions of one task, newest first, with provenance and the stored gate-failure count."""
-    out = [{"version": r["version"], "status": r["status"], "sha": r["sha"][:12], "source": r["source"],
-            "items": len(r["checklist"]["items"]) if r["checklist"] else None,
-            "gate_failures": len(r["gate_failures"] or []), "rules_version": r["rules_version"],
-            "model": r["model"], "created_at": r["created_at"], "created_by": r["created_by"]} for r in rows]
+    out = [{"version": r.version, "status": r.status, "sha": r.sha[:12], "source": r.source,
+            "items": len(r.checklist["items"]) if r.checklist else None,
+            "gate_failures": len(r.gate_failures or []), "rules_version": r.rules_version,
+            "model": r.model, "created_at": r.created_at, "created_by": r.created_by} for r in rows]
     frame = pd.DataFrame(out, columns=["version", "status", "sha", "source", "items", "gate_failures",
                                        "rules_version", "model", "created_at", "created_by"])
     return frame.sort_values("version", ascending=False).reset_index(drop=True)
@@ -102,12 +102,12 @@ def failures_frame(failures: Sequence[GateFailure | dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["item_id", "gate", "message"])
 
 
-def stored_gate_results(row: dict, task: Task, rules: Rules) -> list[GateFailure]:
+def stored_gate_results(row: ChecklistRow, task: Task, rules: Rules) -> list[GateFailure]:
     """A stored version's gate failures under the current rules (a frozen one passed when frozen;
     rules may have changed since); a failed version without content keeps its stored failures."""
-    if not row["checklist"]:
-        return [GateFailure(**f) for f in row["gate_failures"] or []]
-    return run_gates(Checklist.model_validate(row["checklist"]), task, rules)
+    if not row.checklist:
+        return [GateFailure(**f) for f in row.gate_failures or []]
+    return run_gates(Checklist.model_validate(row.checklist), task, rules)
 
 
 def human_source(reviewer: str) -> str:
@@ -154,7 +154,9 @@ def check_text(text: str, task: Task, rules: Rules) -> EditCheck:
     return EditCheck(checklist, tuple(failures))
 
 
-def save_text(store: Store, text: str, task: Task, rules: Rules, *, reviewer: str) -> tuple[dict | None, EditCheck]:
+def save_text(
+    store: Store, text: str, task: Task, rules: Rules, *, reviewer: str
+) -> tuple[ChecklistRow | None, EditCheck]:
     """Gate the edit and, when every gate passes, freeze it as the task's next version.
 
     Saving is the reviewer's decision: a draft (`draft:` source, never frozen as such) is stored under

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from ..judge.registry import TASK_CHECKLIST_JUDGES, checklist_kind
-from ..store import Store
+from ..store import ChecklistRow, Store
 from .audit import AuditFilters, audit_list
 
 __all__ = [
@@ -89,14 +89,14 @@ def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
     trajectories = store.trials.trajectories()
     task_of = {t.id: t.task for t in trajectories}
     n_traj = Counter(task_of.values())
-    latest: dict[str, dict] = {}
+    latest: dict[str, ChecklistRow] = {}
     failed: Counter[str] = Counter()
     for row in store.checklists.list(status=None):
-        if row["status"] == "frozen":
-            if row["task"] not in latest or row["version"] > latest[row["task"]]["version"]:
-                latest[row["task"]] = row
+        if row.status == "frozen":
+            if row.task not in latest or row.version > latest[row.task].version:
+                latest[row.task] = row
         else:
-            failed[row["task"]] += 1
+            failed[row.task] += 1
     judged: dict[str, Counter[str]] = {}
     stale: dict[str, Counter[str]] = {}
     for (traj_id, judge), unit in store.judging.units().items():
@@ -104,7 +104,7 @@ def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
         if task is None:
             continue
         current = latest.get(task)
-        fresh = checklist_kind(judge) != "task" or (current is not None and unit.checklist_sha == current["sha"])
+        fresh = checklist_kind(judge) != "task" or (current is not None and unit.checklist_sha == current.sha)
         (judged if fresh else stale).setdefault(task, Counter())[judge] += 1
     scored: dict[str, Counter[str]] = {}
     for row in store.judging.scores():
@@ -116,8 +116,8 @@ def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
         row = latest.get(task.id)
         status = TaskStatus(
             task=task.id, verifier_tests=len(task.tests), trajectories=n_traj[task.id],
-            checklist_version=row["version"] if row else None,
-            checklist_items=len(row["checklist"]["items"]) if row else None,
+            checklist_version=row.version if row else None,
+            checklist_items=len(row.checklist["items"]) if row else None,
             failed_versions=failed[task.id], judged=dict(judged.get(task.id, {})),
             stale=dict(stale.get(task.id, {})), scored=dict(scored.get(task.id, {})),
             audited_items=audited[task.id],

@@ -29,7 +29,7 @@ from ..llm import LLMConfig, llm_status
 from ..llm_server import check_endpoint
 from ..runs import ProgressFn, reap_dead_runs
 from ..stages import recorded_import, recorded_score
-from ..store import Store, utcnow
+from ..store import RunRow, Store, utcnow
 
 __all__ = [
     "ARCHIVE_HOLDS",
@@ -160,7 +160,8 @@ class JobRunner:
             job.lines.append(traceback.format_exc(limit=3))
         finally:
             if job.run_id is None:
-                job.run_id = (job_run(store, job) or {}).get("id")
+                run = job_run(store, job)
+                job.run_id = run.id if run is not None else None
             job.finished_at = utcnow()
             store.close()
 
@@ -200,23 +201,23 @@ def endpoint_check(store: Store) -> list[str]:
     return check_endpoint(LLMConfig.from_env(), store=store).lines
 
 
-def run_progress(store: Store, run: dict) -> tuple[int | None, int | None]:
+def run_progress(store: Store, run: RunRow) -> tuple[int | None, int | None]:
     """(done, total) of a run from what it has stored; None where the run kind does not say."""
-    params = run.get("params") or {}
-    kind = run["kind"]
+    params = run.params or {}
+    kind = run.kind
     if kind == "import":
         total = params.get("trials")
-        done = store.trials.count_trajectories_imported_since(run["started_at"]) if run["status"] == "running" else total
+        done = store.trials.count_trajectories_imported_since(run.started_at) if run.status == "running" else total
         return done, total
-    live = store.runs.progress(run["id"])
+    live = store.runs.progress(run.id)
     if kind.startswith("judge"):
-        return live["judged"], params.get("trajectories")
+        return live.judged, params.get("trajectories")
     if kind == "synthesize":
-        return live["checklists"], params.get("tasks")
+        return live.checklists, params.get("tasks")
     return None, None
 
 
-def job_progress(store: Store, job: Job, run: dict) -> tuple[int | None, int | None]:
+def job_progress(store: Store, job: Job, run: RunRow) -> tuple[int | None, int | None]:
     """(done, total) of a job's run: what the DB says, else what the stage reported to the job."""
     done, total = run_progress(store, run)
     if total is None and job.total is not None:
@@ -224,13 +225,13 @@ def job_progress(store: Store, job: Job, run: dict) -> tuple[int | None, int | N
     return done, total
 
 
-def job_run(store: Store, job: Job) -> dict | None:
+def job_run(store: Store, job: Job) -> RunRow | None:
     """The `runs` row a job writes: by id once the job knows it, else the first run of the job's
     kind started since the job (the stages open their row themselves)."""
     if job.run_id:
         return store.runs.get(job.run_id)
     kind = f"judge-{job.params.get('judge')}" if job.kind == "judge" else job.kind
-    return next((r for r in store.runs.list(kind=kind) if r["started_at"] >= job.started_at), None)
+    return next((r for r in store.runs.list(kind=kind) if r.started_at >= job.started_at), None)
 
 
 RUN_COLUMNS = ["id", "kind", "status", "progress", "model", "structured_mode", "started_at", "finished_at", "wall_s", "calls",
@@ -245,11 +246,9 @@ def runs_frame(store: Store) -> pd.DataFrame:
     reap_dead_runs(store)
     rows = []
     for run in reversed(store.runs.list()):
-        row = {c: run.get(c) for c in RUN_COLUMNS if c != "progress"}
-        if run["status"] == "running":
-            live = store.runs.progress(run["id"])
-            row.update({k: live[k] for k in ("calls", "http_calls", "cache_hits", "errors", "prompt_tokens",
-                                             "cached_tokens", "completion_tokens", "cost_usd")})
+        row = {c: getattr(run, c) for c in RUN_COLUMNS if c != "progress"}
+        if run.status == "running":
+            row.update(store.runs.progress(run.id).model_dump(exclude={"judged", "checklists"}))
         done, total = run_progress(store, run)
         row["progress"] = "" if done is None and total is None else f"{done if done is not None else '?'}/{total or '?'}"
         rows.append(row)

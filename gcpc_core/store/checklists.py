@@ -2,13 +2,60 @@
 
 from __future__ import annotations
 
-from .common import Repository, decode, dumps, utcnow
+from typing import Annotated, ClassVar, Literal, get_args
+
+from .common import JSON, Repository, Row, utcnow
+
+ChecklistStatus = Literal["frozen", "failed"]
+
+
+class ChecklistRow(Row):
+    """One stored checklist version of a task: the checklist in the file schema (the `Checklist` model
+    of gcpc_core.checklist validates it), or why synthesis could not produce one that passes."""
+
+    TABLE: ClassVar[str] = "checklists"
+
+    sha: str
+    """sha256 of the checklist's canonical JSON (of the raw reply when there is no checklist)."""
+    task: str
+    """The task it is for."""
+    version: int
+    """1, 2, … per task, in the order stored."""
+    source: str
+    """Who wrote it: `human:<name>` or `llm:<model>`."""
+    status: ChecklistStatus
+    """`frozen` (passed every gate; judged against, never updated) or `failed`."""
+    checklist: Annotated[dict | None, JSON] = None
+    """The checklist in the file schema (task, source, items, waivers); None when none was parsed."""
+    gate_failures: Annotated[list[dict] | None, JSON] = None
+    """The validation gates it failed (`item_id`, `gate`, `message`)."""
+    reason: str | None = None
+    """Why synthesis failed."""
+    raw_reply: str | None = None
+    """The model's last reply, kept when it failed."""
+    attempts: Annotated[list[dict] | None, JSON] = None
+    """Each synthesis attempt with what was wrong with it."""
+    rules_version: str | None = None
+    """Hash of `rules/` it was validated under."""
+    model: str | None = None
+    """The model that synthesized it (None for a human's)."""
+    prompt_version: str | None = None
+    """Version of the synthesis prompt."""
+    run_id: str | None = None
+    """The `runs` row that stored it."""
+    created_at: str
+    """When it was stored."""
+    created_by: str | None = None
+    """Who stored it (a CLI user, an app reviewer, the synthesizer)."""
+
+
+_INSERT = ChecklistRow.insert_sql()
 
 
 class ChecklistRepository(Repository):
     """Checklist versions of each task; a frozen row is never updated (an edit is a new version)."""
 
-    STATUSES = ("frozen", "failed")
+    STATUSES: tuple[str, ...] = get_args(ChecklistStatus)
 
     def add(
         self,
@@ -27,7 +74,7 @@ class ChecklistRepository(Repository):
         prompt_version: str | None = None,
         run_id: str | None = None,
         created_by: str | None = None,
-    ) -> dict:
+    ) -> ChecklistRow:
         """Store a checklist as the task's next version and return its row.
 
         Frozen rows are never updated (an edit is a new sha and so a new row). Storing content whose
@@ -36,54 +83,43 @@ class ChecklistRepository(Repository):
         """
         if status not in self.STATUSES:
             raise ValueError(f"checklist status must be one of {self.STATUSES}, not {status!r}")
-        row = {
-            "sha": sha,
-            "task": task,
-            "source": source,
-            "status": status,
-            "checklist": None if checklist is None else dumps(checklist),
-            "gate_failures": dumps(gate_failures or []),
-            "reason": reason,
-            "raw_reply": raw_reply,
-            "attempts": dumps(attempts or []),
-            "rules_version": rules_version,
-            "model": model,
-            "prompt_version": prompt_version,
-            "run_id": run_id,
-            "created_at": utcnow(),
-            "created_by": created_by,
-        }
         with self.atomic() as db:
-            existing = list(db["checklists"].rows_where("sha = ?", [sha]))
-            if existing and not (existing[0]["status"] == "failed" and status == "frozen"):
-                return self._row(existing[0])
-            if existing:
-                row["version"] = existing[0]["version"]
-                db["checklists"].update(sha, row)
+            existing = self.get(sha)
+            if existing is not None and not (existing.status == "failed" and status == "frozen"):
+                return existing
+            if existing is not None:
+                version = existing.version
             else:
                 versions = db["checklists"].rows_where("task = ?", [task], select="max(version) AS v")
-                row["version"] = (next(iter(versions))["v"] or 0) + 1
-                db["checklists"].insert(row, pk="sha")
+                version = (next(iter(versions))["v"] or 0) + 1
+            row = ChecklistRow(
+                sha=sha, task=task, version=version, source=source, status=status, checklist=checklist,
+                gate_failures=gate_failures or [], reason=reason, raw_reply=raw_reply, attempts=attempts or [],
+                rules_version=rules_version, model=model, prompt_version=prompt_version, run_id=run_id,
+                created_at=utcnow(), created_by=created_by,
+            )
+            if existing is not None:
+                db["checklists"].update(sha, dict(zip(ChecklistRow.columns(), row.db_values())))
+            else:
+                db.conn.execute(_INSERT, row.db_values())
         return self.get(sha)  # type: ignore[return-value]
 
-    def get(self, sha: str) -> dict | None:
+    def get(self, sha: str) -> ChecklistRow | None:
+        """The checklist stored under `sha`, or None."""
         rows = list(self.db["checklists"].rows_where("sha = ?", [sha]))
-        return self._row(rows[0]) if rows else None
+        return ChecklistRow.from_db(rows[0]) if rows else None
 
-    def list(self, *, task: str | None = None, status: str | None = None) -> list[dict]:
-        """Checklist rows (JSON columns decoded), by task then version."""
+    def list(self, *, task: str | None = None, status: str | None = None) -> list[ChecklistRow]:
+        """Checklist rows, by task then version."""
         clauses = [(c, v) for c, v in (("task = ?", task), ("status = ?", status)) if v is not None]
         where = " AND ".join(c for c, _ in clauses) or None
         rows = self.db["checklists"].rows_where(where, [v for _, v in clauses], order_by="task, version")
-        return [self._row(r) for r in rows]
+        return [ChecklistRow.from_db(r) for r in rows]
 
-    def latest(self, task: str, *, status: str | None = "frozen") -> dict | None:
+    def latest(self, task: str, *, status: str | None = "frozen") -> ChecklistRow | None:
         """The highest version for a task (frozen only, by default)."""
         rows = self.list(task=task, status=status)
         return rows[-1] if rows else None
-
-    def _row(self, row: dict) -> dict:
-        return decode(row, "checklist", "gate_failures", "attempts")
 
     def frozen_tasks(self) -> set[str]:
         """Tasks that have at least one frozen checklist."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
-from .common import Repository, decode, dumps, utcnow
+from pydantic import BaseModel, ConfigDict
+
+from .common import JSON, Repository, Row, dumps, utcnow
 
 _LLM_CALL_COLUMNS = (
     "run_id", "created_at", "key", "model", "prompt_version", "tag", "cache_hit", "status", "prompt_tokens",
@@ -17,6 +19,111 @@ _LLM_CALL_COLUMNS = (
 _INSERT_LLM_CALL = (
     f"INSERT INTO llm_calls ({', '.join(_LLM_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_LLM_CALL_COLUMNS))})"
 )
+
+
+RunStatus = Literal["running", "done", "interrupted", "failed"]
+
+
+class RunRow(Row):
+    """One stage run in the ledger: what ran with which versions, how it ended, what it cost."""
+
+    TABLE: ClassVar[str] = "runs"
+
+    id: str
+    """`<kind>-<start time>-<random>`: sorts by kind, then start."""
+    kind: str
+    """What ran: `import`, `synthesize`, `judge-<judge>`, `score`, `perturb-<judge>`, `report`, …"""
+    model: str | None = None
+    """The LLM model (None for runs without one)."""
+    prompt_version: str | None = None
+    """Version of the stage's prompt."""
+    rules_version: str | None = None
+    """Hash of `rules/` the run used."""
+    params: Annotated[dict[str, Any] | None, JSON] = None
+    """The run's parameters (options given, planned totals such as `trajectories`)."""
+    status: RunStatus
+    """`running` until it ends `done`, `interrupted` (Ctrl-C, or its process died) or `failed`."""
+    started_at: str
+    """When the run started."""
+    finished_at: str | None = None
+    """When it ended (None while running)."""
+    wall_s: float | None = None
+    """Wall time in seconds, once ended."""
+    calls: int | None = None
+    """LLM calls made, cache hits included (totalled when the run ends)."""
+    http_calls: int | None = None
+    """LLM calls that reached the endpoint."""
+    cache_hits: int | None = None
+    """LLM calls answered from the response cache."""
+    errors: int | None = None
+    """LLM calls that failed."""
+    prompt_tokens: int | None = None
+    """Prompt tokens of all calls."""
+    cached_tokens: int | None = None
+    """Prompt tokens the endpoint served from its prompt cache."""
+    completion_tokens: int | None = None
+    """Completion tokens of all calls."""
+    cost_usd: float | None = None
+    """Cost in USD; None when no call could be priced, or the stage keeps no LLM totals."""
+    unpriced_calls: int | None = None
+    """Calls whose model has no price, so `cost_usd` leaves them out."""
+    pid: int | None = None
+    """The process that runs it, so a run killed with SIGKILL can be told from a live one."""
+    host: str | None = None
+    """The host of that process."""
+    structured_mode: str | None = None
+    """The structured-output mode its LLM requests used."""
+    counts: Annotated[dict[str, int] | None, JSON] = None
+    """What it counted when it ended (imported, judged, frozen, …); None if it failed before counting."""
+
+
+class LLMModeRow(Row):
+    """The structured-output mode negotiated for one (endpoint, model)."""
+
+    TABLE: ClassVar[str] = "llm_modes"
+
+    endpoint: str
+    """The endpoint's base URL, normalized."""
+    model: str
+    """The model asked for."""
+    mode: str
+    """The mode that worked, or the marker that none has yet."""
+    rejected: Annotated[dict[str, str] | None, JSON] = None
+    """Modes the endpoint refused first → its message."""
+    context_window: int | None = None
+    """Tokens of context the server reported (None when unknown)."""
+    negotiated_at: str
+    """When the mode was stored."""
+
+
+class RunProgress(BaseModel):
+    """What one run has stored so far, summed from its own rows (the `runs` row is totalled at the end)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+
+    judged: int
+    """Judge units (trajectories judged) written under the run."""
+    checklists: int
+    """Checklists stored under the run."""
+    calls: int
+    """LLM calls recorded, cache hits included."""
+    http_calls: int
+    """Calls that reached the endpoint."""
+    cache_hits: int
+    """Calls answered from the response cache."""
+    errors: int
+    """Calls whose status is not `ok`."""
+    prompt_tokens: int
+    """Prompt tokens so far."""
+    cached_tokens: int
+    """Prompt tokens served from the endpoint's prompt cache."""
+    completion_tokens: int
+    """Completion tokens so far."""
+    cost_usd: float
+    """Cost in USD so far (unpriced calls count 0)."""
+
+
+_INSERT_RUN = RunRow.insert_sql()
 
 
 class RunRepository(Repository):
@@ -52,28 +159,17 @@ class RunRepository(Repository):
     ) -> str:
         """Open a `runs` row (status `running`) owned by process `pid` on `host`, and return its id."""
         started = utcnow()
-        run_id = f"{kind}-{started.replace(':', '').replace('-', '')[:15]}-{uuid.uuid4().hex[:8]}"
+        run = RunRow(id=f"{kind}-{started.replace(':', '').replace('-', '')[:15]}-{uuid.uuid4().hex[:8]}",
+                     kind=kind, model=model, prompt_version=prompt_version, rules_version=rules_version,
+                     params=params or {}, status="running", started_at=started, pid=pid, host=host)
         with self.atomic() as db:
-            db["runs"].insert(
-                {
-                    "id": run_id,
-                    "kind": kind,
-                    "model": model,
-                    "prompt_version": prompt_version,
-                    "rules_version": rules_version,
-                    "params": dumps(params or {}),
-                    "status": "running",
-                    "started_at": started,
-                    "pid": pid,
-                    "host": host,
-                },
-                pk="id",
-            )
-        return run_id
+            db.conn.execute(_INSERT_RUN, run.db_values())
+        return run.id
 
-    def running(self, *, host: str) -> list[dict]:
-        """Id and owning process of every `running` row started on `host`."""
-        return list(self.db["runs"].rows_where("status = 'running' AND host = ?", [host], select="id, pid"))
+    def running(self, *, host: str) -> list[RunRow]:
+        """Every `running` row started on `host` (its `pid` says which process owns it)."""
+        rows = self.db["runs"].rows_where("status = 'running' AND host = ?", [host], order_by="started_at, id")
+        return [RunRow.from_db(r) for r in rows]
 
     def interrupt(self, run_ids: Iterable[str]) -> None:
         """Close rows whose process is gone as `interrupted`."""
@@ -82,23 +178,29 @@ class RunRepository(Repository):
                 db["runs"].update(run_id, {"status": "interrupted", "finished_at": utcnow()})
 
     def finish(
-        self, run_id: str, *, status: str, wall_s: float, totals: dict, counts: dict[str, int] | None = None
+        self, run_id: str, *, status: RunStatus, wall_s: float, totals: Mapping[str, Any],
+        counts: dict[str, int] | None = None,
     ) -> None:
-        """Close a run with its status, wall time, totals (calls, tokens, cost) and what it counted."""
-        row = {"status": status, "finished_at": utcnow(), "wall_s": wall_s, **totals}
+        """Close a run with its status, wall time, totals (calls, tokens, cost: `runs` columns) and what
+        it counted. Raises KeyError for an unknown run, ValueError for a total that is no column."""
+        row: dict[str, Any] = {"status": status, "finished_at": utcnow(), "wall_s": wall_s, **totals}
         if counts is not None:
-            row["counts"] = dumps(counts)
+            row["counts"] = counts
+        values = dict(zip(RunRow.columns(), RunRow.values_of(row)))
         with self.atomic() as db:
-            db["runs"].update(run_id, row)
+            if not db["runs"].count_where("id = ?", [run_id]):
+                raise KeyError(f"no run {run_id!r} to finish")
+            db["runs"].update(run_id, {c: values[c] for c in row})
 
-    def get(self, run_id: str) -> dict | None:
+    def get(self, run_id: str) -> RunRow | None:
+        """The run's row, or None for an id never started."""
         rows = list(self.db["runs"].rows_where("id = ?", [run_id]))
-        return decode(rows[0], "params", "counts") if rows else None
+        return RunRow.from_db(rows[0]) if rows else None
 
-    def list(self, *, kind: str | None = None) -> list[dict]:
+    def list(self, *, kind: str | None = None) -> list[RunRow]:
+        """Every run (of `kind`), oldest first."""
         where, args = ("kind = ?", [kind]) if kind else (None, [])
-        return [decode(r, "params", "counts")
-                for r in self.db["runs"].rows_where(where, args, order_by="started_at, id")]
+        return [RunRow.from_db(r) for r in self.db["runs"].rows_where(where, args, order_by="started_at, id")]
 
     def record_llm_call(self, row: dict) -> None:
         """One LLM call: run id, cache hit, tokens, cost, latency, status and error (raw reply on errors)."""
@@ -115,10 +217,10 @@ class RunRepository(Repository):
 
     # ---- negotiated structured-output modes ---------------------------------------
 
-    def llm_mode(self, endpoint: str, model: str) -> dict | None:
+    def llm_mode(self, endpoint: str, model: str) -> LLMModeRow | None:
         """The structured mode negotiated for this endpoint and model (with the modes it rejected), or None."""
         rows = list(self.db["llm_modes"].rows_where("endpoint = ? AND model = ?", [endpoint, model]))
-        return decode(rows[0], "rejected") if rows else None
+        return LLMModeRow.from_db(rows[0]) if rows else None
 
     def set_llm_mode(
         self,
@@ -131,16 +233,19 @@ class RunRepository(Repository):
     ) -> None:
         """Store the mode that worked; `rejected`: modes the endpoint refused first, with its message;
         `context_window`: the server's figure when known (None keeps the one stored)."""
-        row = {"endpoint": endpoint, "model": model, "mode": mode, "rejected": dumps(rejected or {}),
-               "negotiated_at": utcnow()}
-        if context_window is not None:
-            row["context_window"] = context_window
+        row = LLMModeRow(endpoint=endpoint, model=model, mode=mode, rejected=rejected or {},
+                         context_window=context_window, negotiated_at=utcnow())
+        values = dict(zip(LLMModeRow.columns(), row.db_values()))
+        if context_window is None:
+            del values["context_window"]
         with self.atomic() as db:
-            db["llm_modes"].upsert(row, pk=("endpoint", "model"))
+            db["llm_modes"].upsert(values, pk=("endpoint", "model"))
 
-    def llm_modes(self) -> list[dict]:
-        return [decode(r, "rejected") for r in self.db["llm_modes"].rows_where(order_by="endpoint, model")]
-    def progress(self, run_id: str) -> dict[str, Any]:
+    def llm_modes(self) -> list[LLMModeRow]:
+        """Every negotiated mode, by endpoint and model."""
+        return [LLMModeRow.from_db(r) for r in self.db["llm_modes"].rows_where(order_by="endpoint, model")]
+
+    def progress(self, run_id: str) -> RunProgress:
         """What run `run_id` has stored so far: judged trajectories, checklists, and its LLM calls
         with tokens and cost (the `runs` row itself is only totalled when the run ends)."""
         db = self.db
@@ -154,5 +259,5 @@ class RunRepository(Repository):
         ).fetchone()
         keys = ("calls", "http_calls", "cache_hits", "errors", "prompt_tokens", "cached_tokens",
                 "completion_tokens", "cost_usd")
-        return {"judged": units, "checklists": checklists, **dict(zip(keys, calls))}
+        return RunProgress(judged=units, checklists=checklists, **dict(zip(keys, calls)))
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import ClassVar
 
 from sqlite_utils import Database
 
 from ..models import CtrfTest, Event, Task, Trajectory, VerifierTest
-from .common import Repository, dumps, utcnow
+from .common import Repository, Row, dumps, utcnow
 
 
 class TrajectoryClash(ValueError):
@@ -41,6 +42,23 @@ _SELECT_EVENTS = (
 )
 _JSON_TASK = ("verifier_files", "tests", "parse_errors", "metadata")
 _JSON_TRAJ = ("ctrf", "timings", "exception", "tokens")
+
+
+class ImportIssueRow(Row):
+    """A task or trial folder an import skipped, and why (shown on the Overview page)."""
+
+    TABLE: ClassVar[str] = "import_issues"
+
+    id: int
+    """Row id, in the order recorded."""
+    run_at: str
+    """When the import that skipped it ran."""
+    path: str
+    """The skipped folder or file."""
+    kind: str
+    """What happened to it (`skipped`)."""
+    reason: str
+    """Why it was skipped."""
 
 
 class TrialRepository(Repository):
@@ -185,8 +203,9 @@ class TrialRepository(Repository):
                 {"run_at": run_at, "path": p, "kind": k, "reason": r} for p, k, r in issues
             )
 
-    def import_issues(self) -> list[dict]:
-        return list(self.db["import_issues"].rows_where(order_by="id"))
+    def import_issues(self) -> list[ImportIssueRow]:
+        """Everything imports skipped, oldest first."""
+        return [ImportIssueRow.from_db(r) for r in self.db["import_issues"].rows_where(order_by="id")]
 
     def event_counts(self) -> dict[str, int]:
         """trajectory id → number of events, without loading any event."""

@@ -437,7 +437,7 @@ def test_a_hand_edit_reruns_the_gates_and_shows_failures(demo_db: Path) -> None:
     at.button(key=f"checklists:save:{task}").click().run()
     assert not at.exception
     versions = store.checklists.list(task=task, status=None)
-    assert len(versions) == 2 and versions[-1]["source"] == "human:alice"  # new content: the source changed
+    assert len(versions) == 2 and versions[-1].source == "human:alice"  # new content: the source changed
     assert any("Stored as version 2" in s.value for s in at.success)
 
 

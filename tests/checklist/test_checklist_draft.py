@@ -97,7 +97,7 @@ def test_a_draft_is_never_frozen_until_a_person_saves_it(store: Store, toy_task:
     assert store.checklists.list(status=None) == []
     reviewed = draft.checklist.model_copy(update={"source": "human:alice"})
     row, failures = register_checklist(store, reviewed, created_by="alice", rules=rules)
-    assert failures == [] and row is not None and row["status"] == "frozen"
+    assert failures == [] and row is not None and row.status == "frozen"
 
 
 def test_too_many_tests_are_grouped_into_the_budget(toy_task: Task, rules: Rules) -> None:

@@ -87,5 +87,5 @@ def test_saving_a_draft_stores_it_under_the_reviewer(store: Store, toy_task: Tas
     text = draft_text(toy_task, rules)
     assert f"source: draft:{rules.version}" in text and check_text(text, toy_task, rules).ok
     row, check = save_text(store, text, toy_task, rules, reviewer="alice")
-    assert row is not None and row["source"] == "human:alice" and row["created_by"] == "app:alice"
+    assert row is not None and row.source == "human:alice" and row.created_by == "app:alice"
     assert check.checklist is not None and check.checklist.source == "human:alice"

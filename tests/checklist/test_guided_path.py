@@ -108,7 +108,7 @@ def test_status_steps_on_a_toy_project(store: Store, rules: Rules) -> None:
     assert task_status(store)[0].next_step == "audit"
     edited = checklist.model_copy(update={"items": checklist.items[:-1]})
     v2, _ = register_checklist(store, edited, created_by="alice", rules=rules)
-    assert v2 is not None and v2["version"] == 2
+    assert v2 is not None and v2.version == 2
     [status] = task_status(store)
     assert (status.judged, status.stale, status.next_step) == ({}, {"probe": 1}, "judge")
     assert "stale: probe 1/1" in status_frame([status])["judged"][0]

@@ -183,16 +183,16 @@ def test_synthesis_freezes_a_checklist_that_passes_every_gate(
     assert result.sha == checklist_sha(result.checklist)
 
     [row] = project.checklists.list(task=TASK_ID)
-    assert row["status"] == "frozen" and row["sha"] == result.sha and row["version"] == 1
-    assert row["rules_version"] == rules.version and row["model"] == FAKE_MODEL
-    assert row["prompt_version"] == PROMPT_VERSION and row["run_id"] == report.run_id and row["created_at"]
-    stored = Checklist.model_validate(row["checklist"])
-    assert checklist_sha(stored) == row["sha"]
+    assert row.status == "frozen" and row.sha == result.sha and row.version == 1
+    assert row.rules_version == rules.version and row.model == FAKE_MODEL
+    assert row.prompt_version == PROMPT_VERSION and row.run_id == report.run_id and row.created_at
+    stored = Checklist.model_validate(row.checklist)
+    assert checklist_sha(stored) == row.sha
     assert run_gates(stored, task, rules) == []
 
     [run] = project.runs.list(kind="synthesize")
-    assert run["status"] == "done" and run["calls"] == 1 and run["prompt_tokens"] > 0
-    assert run["rules_version"] == rules.version and run["prompt_version"] == PROMPT_VERSION
+    assert run.status == "done" and run.calls == 1 and run.prompt_tokens > 0
+    assert run.rules_version == rules.version and run.prompt_version == PROMPT_VERSION
     assert "frozen 1, failed 0" in report.lines()[-1]
 
     # rerun: the task is frozen, so nothing is asked
@@ -237,8 +237,8 @@ def test_still_failing_after_repair_is_stored_as_failed(
     assert fake_openai.request_count == 2  # initial + exactly one repair
     assert [f.gate for f in result.failures] == ["G1"] and result.failures[0].item_id == "C1"
     [row] = project.checklists.list(task=TASK_ID, status=None)
-    assert row["status"] == "failed" and row["gate_failures"][0]["gate"] == "G1"
-    assert row["checklist"]["items"][0]["task_quote"] == "Save the answer to /root/result.json"
+    assert row.status == "failed" and row.gate_failures[0]["gate"] == "G1"
+    assert row.checklist["items"][0]["task_quote"] == "Save the answer to /root/result.json"
     assert project.checklists.frozen_tasks() == set()
     assert project.checklists.latest(TASK_ID) is None
     # a rerun asks again (no frozen checklist) but both replies come from the cache: no HTTP, no new row
@@ -257,7 +257,7 @@ def test_malformed_reply_is_reported_not_accepted(fake_openai: FakeOpenAI, make_
     assert result.checklist is None and result.raw_reply == '{"items": [{"id": "C1", '
     assert result.failures[0].gate == "G6"
     [row] = project.checklists.list(task=TASK_ID, status=None)
-    assert row["status"] == "failed" and row["checklist"] is None and row["raw_reply"]
+    assert row.status == "failed" and row.checklist is None and row.raw_reply
     assert [c["status"] for c in project.runs.llm_calls()] == ["invalid_json", "invalid_json"]
 
 
@@ -274,7 +274,7 @@ def test_http_error_is_reported_and_not_stored(fake_openai: FakeOpenAI, make_llm
     report = run_project(project, make_llm, rules)
     assert report.results[0].status == "error" and "model_not_found" in report.results[0].reason
     assert project.checklists.list(status=None) == []
-    assert project.runs.list()[0]["errors"] == 1
+    assert project.runs.list()[0].errors == 1
 
 
 def test_unknown_task_and_missing_config(project: Store, rules, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -322,9 +322,9 @@ def test_frozen_rows_are_immutable_and_edits_are_new_versions(
         sha=checklist_sha(edited), task=TASK_ID, status="frozen", source=edited.source,
         checklist=edited.model_dump(mode="json"), rules_version=rules.version, created_by="auditor",
     )
-    assert row["version"] == 2 and row["sha"] != result.sha
-    assert project.checklists.latest(TASK_ID)["sha"] == row["sha"]
-    assert project.checklists.get(result.sha)["checklist"] == result.checklist.model_dump(mode="json")
+    assert row.version == 2 and row.sha != result.sha
+    assert project.checklists.latest(TASK_ID).sha == row.sha
+    assert project.checklists.get(result.sha).checklist == result.checklist.model_dump(mode="json")
 
 
 # ---- context budget -----------------------------------------------------------------------------
@@ -357,7 +357,7 @@ def test_oversized_verifier_is_cut_to_fit_and_says_so(fake_openai: FakeOpenAI, m
     assert "verifier sources cut to 5,000 chars each" in result.reason and f"{window:,}-token window" in result.reason
     sent = request_text(fake_openai.requests[-1])
     assert "more characters cut]" in sent and "padding line" in sent
-    assert store.checklists.latest(TASK_ID)["reason"] == result.reason  # recorded with the checklist
+    assert store.checklists.latest(TASK_ID).reason == result.reason  # recorded with the checklist
 
 
 def test_a_task_that_fits_in_no_form_is_stored_as_context_overflow(fake_openai: FakeOpenAI, make_llm,
@@ -370,7 +370,7 @@ def test_a_task_that_fits_in_no_form_is_stored_as_context_overflow(fake_openai: 
     assert "even with the verifier sources left out" in result.reason
     assert fake_openai.requests == []  # nothing sent that could not fit
     rows = store.checklists.list(task=TASK_ID)
-    assert [r["status"] for r in rows] == ["failed"] and rows[0]["reason"] == result.reason
+    assert [r.status for r in rows] == ["failed"] and rows[0].reason == result.reason
 
 
 def test_server_overflow_is_a_stored_failure_not_a_retry(fake_openai: FakeOpenAI, make_llm, project: Store,
@@ -384,7 +384,7 @@ def test_server_overflow_is_a_stored_failure_not_a_retry(fake_openai: FakeOpenAI
     assert result.status == "failed" and result.reason.startswith("context_overflow:")
     assert "maximum context length is 2048 tokens" in result.reason
     assert fake_openai.request_count == 1
-    assert project.checklists.latest(TASK_ID) is None and project.checklists.list(task=TASK_ID)[0]["status"] == "failed"
+    assert project.checklists.latest(TASK_ID) is None and project.checklists.list(task=TASK_ID)[0].status == "failed"
 
 
 def test_repair_of_a_cut_reply_gets_a_larger_bound(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:

@@ -280,7 +280,7 @@ def _check_case(store: Store, report: Any, bad_dir: Path, good_id: str, good_eve
             figures.violations.append(f"{label}: skipped without a proper reason: {reason[:300]}")
         if bad in rows:
             figures.violations.append(f"{label}: reported trial still stored")
-        if not any(i["path"] == bad and i["reason"] == reason for i in store.trials.import_issues()):
+        if not any(i.path == bad and i.reason == reason for i in store.trials.import_issues()):
             figures.violations.append(f"{label}: skip not kept in import_issues")
         after_path = reason.split(": ", 1)[-1] if reason.startswith(("/", bad)) else reason
         figures.reasons[" ".join(after_path.split()[:3])] += 1

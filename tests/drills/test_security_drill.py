@@ -49,7 +49,7 @@ def test_symlinked_trial_folder_leading_outside_is_reported_not_followed(tmp_pat
     [(path, reason)] = report.skipped
     assert path == str(corpus.trials_dir.resolve() / TRIAL_ID)
     assert "leads outside" in reason and "not followed" in reason
-    assert [i["path"] for i in store.trials.import_issues()] == [path]
+    assert [i.path for i in store.trials.import_issues()] == [path]
 
 
 @pytest.mark.parametrize("link", ["agent/claude-code.txt", "result.json", "agent"])

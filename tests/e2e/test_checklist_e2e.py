@@ -106,13 +106,13 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     fresh.click(fresh.button("Save as a new version"))
     expect(fresh.text(re.compile(r"^Stored as version 1 \(sha [0-9a-f]{12}\)\.$"))).to_be_visible()
     [stored] = store.checklists.list(task=TASK, status=None)
-    assert stored["status"] == "frozen" and stored["source"] == f"human:{REVIEWER}"
-    assert stored["checklist"]["items"][-1]["task_quote"] == sentence
+    assert stored.status == "frozen" and stored.source == f"human:{REVIEWER}"
+    assert stored.checklist["items"][-1]["task_quote"] == sentence
 
     # next steps on the Overview: judge with probe (offline), score, audit
     fresh.open("")
     row = task_row(fresh, TASK)
-    expect(row.get_by_text(f"v1 · {len(stored['checklist']['items'])} items")).to_be_visible()
+    expect(row.get_by_text(f"v1 · {len(stored.checklist['items'])} items")).to_be_visible()
     fresh.click(row.get_by_role("button", name="Judge with probe (offline)"))
     until(fresh, lambda: task_row(fresh, TASK).get_by_role("button", name="Score").count() > 0,
           what="the probe judge to finish")
@@ -134,11 +134,11 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     expect(row.get_by_text("done", exact=True)).to_be_visible()
     assert not fresh.watch.errors and not fresh.watch.dialogs
     # every job the pages started is in the run ledger, as the command line records it
-    runs = {r["kind"]: r for r in store.runs.list()}
-    assert {kind: runs[kind]["status"] for kind in ("import", "judge-probe", "score")} == {
+    runs = {r.kind: r for r in store.runs.list()}
+    assert {kind: runs[kind].status for kind in ("import", "judge-probe", "score")} == {
         "import": "done", "judge-probe": "done", "score": "done"}
-    assert runs["import"]["counts"]["trials_imported"] > 0 and runs["judge-probe"]["counts"]["judged"] == 4
-    assert runs["score"]["counts"]["probe=" + store.judging.default_labels()["probe"]] > 0  # per labelled run
+    assert runs["import"].counts["trials_imported"] > 0 and runs["judge-probe"].counts["judged"] == 4
+    assert runs["score"].counts["probe=" + store.judging.default_labels()["probe"]] > 0  # per labelled run
 
 
 @pytest.mark.timeout(480)  # a dozen reruns of a heavy page on a shared, loaded machine

@@ -111,7 +111,7 @@ def test_bad_log_is_reported_with_path_and_skipped(case: str, corpus: Path, stor
     assert path == str(bad.resolve())
     assert needle.lower() in reason.lower(), reason
     assert store.trials.get_trajectory(f"demo-task__{case}") is None
-    assert store.trials.import_issues()[0]["reason"] == reason
+    assert store.trials.import_issues()[0].reason == reason
 
 
 def test_no_result_json_and_no_verifier_report_is_skipped(corpus: Path, store: Store) -> None:

@@ -166,7 +166,7 @@ def prompt_tokens(project, llm) -> int:
     from gcpc_core.llm_server import count_prompt_tokens
 
     traj = project.trials.get_trajectory(TRAJ)
-    checklist = Checklist.model_validate(project.checklists.latest(traj.task)["checklist"])
+    checklist = Checklist.model_validate(project.checklists.latest(traj.task).checklist)
     messages = items_messages(project.trials.get_task(traj.task), checklist, build_evidence_view(project.trials.events(TRAJ)),
                               load_rules())
     return llm.run_sync(lambda: count_prompt_tokens(llm, messages, ItemJudgeReply))[0]

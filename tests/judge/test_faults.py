@@ -53,7 +53,7 @@ def test_persistent_500_leaves_the_trajectory_for_a_rerun(fake_openai, project, 
     report = run_one(project, make_llm, max_retries=1)
     assert not report.judged and "http_500" in report.errors[TRAJ] and not report.ok
     assert verdicts(project) == {}  # nothing half-stored
-    assert project.runs.get(report.run_id)["errors"] == 1
+    assert project.runs.get(report.run_id).errors == 1
     fake_openai.reset()
     fake_openai.on(is_items_request, items_reply("Yes"))
     assert run_one(project, make_llm).judged == [TRAJ]

@@ -45,7 +45,7 @@ def test_prompts_are_built_for_every_real_trial(real: Store) -> None:
         assert view.entries, f"{traj.id}: empty evidence view"
         row = real.checklists.latest(traj.task)
         assert row is not None, f"no fixture checklist for {traj.task}"
-        checklist = Checklist.model_validate(row["checklist"])
+        checklist = Checklist.model_validate(row.checklist)
         system, user = items_messages(task, checklist, view, rules)
         assert user["content"].count("</evidence>") == 1
         assert f"each exactly once: {', '.join(i.id for i in checklist.items)}." in user["content"]
@@ -58,7 +58,7 @@ def test_grounding_on_real_events(real: Store) -> None:
     for traj in real.trials.trajectories():
         events = real.trials.events(traj.id)
         view = build_evidence_view(events)
-        checklist = Checklist.model_validate(real.checklists.latest(traj.task)["checklist"])
+        checklist = Checklist.model_validate(real.checklists.latest(traj.task).checklist)
         evidence = [e.event for e in view.entries if e.duplicate_of is None and len(e.event.text.strip()) >= 20]
         narration = [e for e in events if e.kind in ("agent_message", "agent_thinking") and len(e.text.strip()) >= 20]
         a, b = checklist.items[0], checklist.items[1]

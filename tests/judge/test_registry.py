@@ -110,8 +110,8 @@ def test_a_toy_judge_runs_through_judge_score_and_report(toy_judge: JudgeSpec, d
     assert sorted(report.judged) == sorted(t.id for t in trajectories) and report.ok
     assert report.prompt_version == TOY_VERSION and report.model is None
     assert report.verdicts["Yes"] > 0 and report.verdicts["No"] > 0
-    [run] = [r for r in store.runs.list() if r["id"] == report.run_id]
-    assert run["kind"] == f"judge-{TOY}"
+    [run] = [r for r in store.runs.list() if r.id == report.run_id]
+    assert run.kind == f"judge-{TOY}"
     again = judge_project(store, judge=TOY, progress=False)
     assert not again.judged and set(again.skipped.values()) == {"already judged"}
 

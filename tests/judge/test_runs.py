@@ -48,12 +48,12 @@ def test_full_run_records_provenance_and_cost(fake_openai, project, make_llm) ->
     assert len(report.judged) == N_TRIALS and report.ok and fake_openai.request_count == N_TRIALS
     assert integrity(project) == Counter({"Yes": 8 * N_TRIALS})
     run = project.runs.get(report.run_id)
-    assert run["kind"] == "judge-gcpc" and run["status"] == "done" and run["model"] == FAKE_MODEL
-    assert run["prompt_version"] == ITEMS_PROMPT_VERSION and run["rules_version"] == load_rules().version
-    assert set(run["params"]["checklists"]) == {"ini-config-repair", "sales-csv-summary", "ssh-failed-login-report"}
-    assert run["prompt_tokens"] > 0 and run["completion_tokens"] > 0 and run["cost_usd"] > 0 and run["wall_s"] > 0
-    assert run["http_calls"] == N_TRIALS and run["cache_hits"] == 0
-    sha = {r["task"]: r["sha"] for r in project.checklists.list()}
+    assert run.kind == "judge-gcpc" and run.status == "done" and run.model == FAKE_MODEL
+    assert run.prompt_version == ITEMS_PROMPT_VERSION and run.rules_version == load_rules().version
+    assert set(run.params["checklists"]) == {"ini-config-repair", "sales-csv-summary", "ssh-failed-login-report"}
+    assert run.prompt_tokens > 0 and run.completion_tokens > 0 and run.cost_usd > 0 and run.wall_s > 0
+    assert run.http_calls == N_TRIALS and run.cache_hits == 0
+    sha = {r.task: r.sha for r in project.checklists.list()}
     assert all(r.checklist_sha == sha[r.task] and r.run_id == report.run_id for r in project.judging.judgments(judge="gcpc"))
 
 
@@ -94,7 +94,7 @@ def test_resume_after_ctrl_c_repeats_nothing(fake_openai, project, make_llm) -> 
     assert len(seen) == 10, f"the run went on after Ctrl-C: {len(seen)} results"
     stored = len(project.judging.units("gcpc"))
     assert 10 <= stored < N_TRIALS
-    assert project.runs.list(kind="judge-gcpc")[-1]["status"] == "interrupted"
+    assert project.runs.list(kind="judge-gcpc")[-1].status == "interrupted"
     calls_before = fake_openai.request_count
     cached = project.db["llm_cache"].count  # answered before the interrupt (a call cut off in flight is not)
     report = judge_project(project, judge="gcpc", llm=make_llm(), progress=False)

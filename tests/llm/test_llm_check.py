@@ -34,7 +34,7 @@ def test_llama_cpp_python_like_server_is_ready(fake_openai: FakeOpenAI, store) -
     assert "context window: 4096 tokens" in text and "/extras/tokenize/count" in text
     assert "rejected first — parse: HTTP 500" in text
     assert report.verdict.startswith("verdict: READY")
-    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL)["mode"] == "json_object"
+    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL).mode == "json_object"
     assert fake_openai.requests[-1]["max_completion_tokens"] > 0  # a bounded round trip
 
 
@@ -85,7 +85,7 @@ def test_cli_check(llm_env: FakeOpenAI, store, capsys: pytest.CaptureFixture[str
     assert main(["llm", "check", "--db", str(store.path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and out["structured_mode"] == "json_object"
-    assert store.runs.llm_mode(llm_env.url, FAKE_MODEL)["mode"] == "json_object"
+    assert store.runs.llm_mode(llm_env.url, FAKE_MODEL).mode == "json_object"
     assert main(["llm", "check", "--db", str(store.path.with_name("missing.db"))]) == 2
 
 
@@ -120,7 +120,7 @@ def test_reported_context_window_is_stored_for_the_budget(fake_openai: FakeOpenA
     report = check_endpoint(config(fake_openai.url), store=store)
     assert report.context_window == 4096
     assert "context window: 4096 tokens (from GET /models `max_model_len`)" in report.lines
-    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL)["context_window"] == 4096
+    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL).context_window == 4096
     assert make_llm().context_window == 4096  # a judge run over this project DB budgets with it
     assert make_llm(context_window=2048).context_window == 2048  # the setting wins
 
@@ -161,4 +161,4 @@ def test_round_trip_failing_after_rejections_shows_and_stores_them(fake_openai: 
     assert not report.ok and "NOT READY" in report.verdict
     assert "structured mode: none accepted (rejected — parse: HTTP 500" in text and "json_schema: HTTP 500" in text
     row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)
-    assert row["mode"] == UNSETTLED_MODE and set(row["rejected"]) == {"parse", "json_schema"}
+    assert row.mode == UNSETTLED_MODE and set(row.rejected) == {"parse", "json_schema"}

@@ -234,13 +234,13 @@ def test_tokens_and_cost_per_call_and_run(fake_openai: FakeOpenAI, make_llm, sto
     assert result.cost_usd == pytest.approx(USAGE_COST)
     assert totals.calls == 3 and totals.cache_hits == 1 and totals.http_calls == 2 and totals.errors == 1
     [run] = store.runs.list()
-    assert run["status"] == "done" and run["kind"] == "test" and run["params"] == {"k": 1}
-    assert run["rules_version"] == "r1" and run["prompt_version"] == "v1" and run["model"] == FAKE_MODEL
-    assert run["prompt_tokens"] == totals.usage.prompt_tokens > 1000  # the bad reply's tokens count too
-    assert run["cached_tokens"] == 400 and run["calls"] == 3 and run["cache_hits"] == 1
-    assert run["cost_usd"] == pytest.approx(totals.cost_usd) and run["cost_usd"] > USAGE_COST
-    assert run["wall_s"] >= 0
-    calls = store.runs.llm_calls(run_id=run["id"])
+    assert run.status == "done" and run.kind == "test" and run.params == {"k": 1}
+    assert run.rules_version == "r1" and run.prompt_version == "v1" and run.model == FAKE_MODEL
+    assert run.prompt_tokens == totals.usage.prompt_tokens > 1000  # the bad reply's tokens count too
+    assert run.cached_tokens == 400 and run.calls == 3 and run.cache_hits == 1
+    assert run.cost_usd == pytest.approx(totals.cost_usd) and run.cost_usd > USAGE_COST
+    assert run.wall_s >= 0
+    calls = store.runs.llm_calls(run_id=run.id)
     assert [c["status"] for c in calls] == ["ok", "ok", "invalid_json"]
     assert calls[0]["prompt_tokens"] == 1000 and calls[0]["cost_usd"] == pytest.approx(USAGE_COST)
 
@@ -252,7 +252,7 @@ def test_unknown_model_costs_none(fake_openai: FakeOpenAI, make_llm, store) -> N
         result = ask(llm)
     assert result.cost_usd is None
     assert totals.unpriced_calls == 1 and totals.cost_or_none is None
-    assert store.runs.list()[0]["cost_usd"] is None
+    assert store.runs.list()[0].cost_usd is None
 
 
 def test_run_marked_failed_or_interrupted(make_llm, store) -> None:
@@ -261,7 +261,7 @@ def test_run_marked_failed_or_interrupted(make_llm, store) -> None:
         raise RuntimeError("boom")
     with pytest.raises(KeyboardInterrupt), llm.run("b", prompt_version="v1"):
         raise KeyboardInterrupt
-    assert [r["status"] for r in store.runs.list()] == ["failed", "interrupted"]
+    assert [r.status for r in store.runs.list()] == ["failed", "interrupted"]
 
 
 def test_price_table() -> None:

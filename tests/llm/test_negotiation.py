@@ -42,10 +42,10 @@ def test_llama_cpp_python_like_server_negotiates_json_object(fake_openai: FakeOp
     assert sent["response_format"]["schema"] == Answer.model_json_schema()  # the server's extension field
     assert '"verdict"' in sent["messages"][0]["content"]  # and the schema in the prompt
     row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)
-    assert row["mode"] == "json_object"
-    assert set(row["rejected"]) == {"parse", "json_schema"}
-    assert LLAMA_CPP_PYTHON_REJECTION in row["rejected"]["parse"] and "HTTP 500" in row["rejected"]["parse"]
-    assert store.runs.list()[0]["structured_mode"] == "json_object"
+    assert row.mode == "json_object"
+    assert set(row.rejected) == {"parse", "json_schema"}
+    assert LLAMA_CPP_PYTHON_REJECTION in row.rejected["parse"] and "HTTP 500" in row.rejected["parse"]
+    assert store.runs.list()[0].structured_mode == "json_object"
     assert llm.structured_mode == "json_object"
 
 
@@ -75,7 +75,7 @@ def test_vllm_like_400_falls_back_to_json_schema(fake_openai: FakeOpenAI, make_l
     fake_openai.on("question", Reply.json(OK))
     assert ask(make_llm()).parsed == Answer(**OK)
     assert fake_openai.request_count == 2
-    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL)["mode"] == "json_schema"
+    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL).mode == "json_schema"
 
 
 def test_explicit_mode_wins_over_stored_and_is_not_negotiated(fake_openai: FakeOpenAI, make_llm, store) -> None:
@@ -88,7 +88,7 @@ def test_explicit_mode_wins_over_stored_and_is_not_negotiated(fake_openai: FakeO
     assert fake_openai.request_count == 1
     assert "response_format json_schema unknown" in str(caught.value)
     assert "unset GCPC_STRUCTURED_MODE" in str(caught.value)
-    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL)["mode"] == "json_object"  # untouched
+    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL).mode == "json_object"  # untouched
 
 
 def test_explicit_mode_from_env(fake_openai: FakeOpenAI) -> None:
@@ -113,7 +113,7 @@ def test_no_mode_accepted_is_one_clear_error(fake_openai: FakeOpenAI, make_llm, 
         ask(llm, "question two")
     assert fake_openai.request_count == 3  # known already: no request
     row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)  # the rejections are stored, no mode settled
-    assert row["mode"] == UNSETTLED_MODE and set(row["rejected"]) == {"parse", "json_schema", "json_object"}
+    assert row.mode == UNSETTLED_MODE and set(row.rejected) == {"parse", "json_schema", "json_object"}
     assert [c["status"] for c in store.runs.llm_calls()] == ["structured_output_unsupported"] * 2
 
 
@@ -139,7 +139,7 @@ def test_stored_mode_rejected_later_negotiates_again(fake_openai: FakeOpenAI, ma
     fake_openai.on("question", Reply.json(OK))
     assert ask(make_llm()).parsed == Answer(**OK)
     assert [format_type(r) for r in fake_openai.requests] == ["json_schema", "json_schema", "json_object"]
-    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL)["mode"] == "json_object"
+    assert store.runs.llm_mode(fake_openai.url, FAKE_MODEL).mode == "json_object"
 
 
 def test_concurrent_first_calls_negotiate_once_each(make_llm, store) -> None:
@@ -154,7 +154,7 @@ def test_concurrent_first_calls_negotiate_once_each(make_llm, store) -> None:
         # at most the first wave (4 in flight) probed the rejected modes; everything later went straight in
         assert server.request_count <= 8 + 2 * 4
         assert sum(format_type(r) == "json_object" for r in server.requests) == 8
-        assert store.runs.llm_mode(server.url, FAKE_MODEL)["mode"] == "json_object"
+        assert store.runs.llm_mode(server.url, FAKE_MODEL).mode == "json_object"
 
 
 def test_batch_line_uses_parse_or_the_negotiated_mode(fake_openai: FakeOpenAI, make_llm) -> None:
@@ -185,8 +185,8 @@ def test_first_request_failing_after_rejections_stores_them(fake_openai: FakeOpe
         ask(make_llm(max_retries=0))
     assert [format_type(r) for r in fake_openai.requests] == ["json_schema", "json_schema", "json_object"]
     row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)
-    assert row["mode"] == UNSETTLED_MODE and set(row["rejected"]) == {"parse", "json_schema"}
-    assert LLAMA_CPP_PYTHON_REJECTION in row["rejected"]["parse"]
+    assert row.mode == UNSETTLED_MODE and set(row.rejected) == {"parse", "json_schema"}
+    assert LLAMA_CPP_PYTHON_REJECTION in row.rejected["parse"]
     monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.url)
     monkeypatch.setenv("GCPC_MODEL", FAKE_MODEL)
     monkeypatch.delenv("GCPC_STRUCTURED_MODE", raising=False)
@@ -199,6 +199,6 @@ def test_first_request_failing_after_rejections_stores_them(fake_openai: FakeOpe
     assert llm.structured_mode is None  # nothing settled: the next layer negotiates again
     assert ask(llm).parsed == Answer(**OK)
     row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)
-    assert row["mode"] == "json_object" and set(row["rejected"]) == {"parse", "json_schema"}
+    assert row.mode == "json_object" and set(row.rejected) == {"parse", "json_schema"}
     ok, status = llm_status(store=store)
     assert "auto: json_object (negotiated" in status and "rejected first: parse, json_schema" in status

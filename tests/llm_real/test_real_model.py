@@ -39,11 +39,11 @@ REASONS = {"ungrounded", "not_judged", "unknown_item_id", "judge_abstain", "inva
 
 def assert_run_used_the_server(store, run_id: str, endpoint: str) -> None:
     run = store.runs.get(run_id)
-    assert run["structured_mode"] == "json_object"  # llama-cpp-python takes only json_object (+ schema)
+    assert run.structured_mode == "json_object"  # llama-cpp-python takes only json_object (+ schema)
     calls = [c for c in store.runs.llm_calls(run_id=run_id) if not c["cache_hit"]]
     assert calls and all(c["prompt_tokens"] > 0 for c in calls)  # usage reported by the server
-    assert run["prompt_tokens"] == sum(c["prompt_tokens"] for c in calls)
-    assert store.runs.llm_mode(endpoint, LOCAL_MODEL_ALIAS)["mode"] == "json_object"  # stored for later runs
+    assert run.prompt_tokens == sum(c["prompt_tokens"] for c in calls)
+    assert store.runs.llm_mode(endpoint, LOCAL_MODEL_ALIAS).mode == "json_object"  # stored for later runs
 
 
 def test_llm_check_reports_the_negotiated_mode(local_server, real_store) -> None:
@@ -61,10 +61,10 @@ def test_synthesize_one_small_task(real_llm, real_store) -> None:
     report = synthesize_project(real_store, task=TASK, force=True, llm=llm, progress=False)
     [result] = report.results
     assert result.status in ("frozen", "failed"), result  # an endpoint error would be a failure of the tier
-    stored = [r for r in real_store.checklists.list(status=None) if r["source"].startswith("llm:")]
-    assert len(stored) == 1 and stored[0]["status"] == result.status
+    stored = [r for r in real_store.checklists.list(status=None) if r.source.startswith("llm:")]
+    assert len(stored) == 1 and stored[0].status == result.status
     if result.status == "failed":
-        assert stored[0]["reason"] or stored[0]["gate_failures"]  # says why, never silently accepted
+        assert stored[0].reason or stored[0].gate_failures  # says why, never silently accepted
     assert_run_used_the_server(real_store, report.run_id, llm.config.endpoint)
 
 
@@ -99,11 +99,11 @@ def test_one_perturbation(real_llm, real_store) -> None:
     llm = real_llm()
     checklist = real_store.checklists.latest(TASK)
     items = [ItemJudgment(item_id=i["id"], route=i["route"], verdict_raw="Abstain", verdict="Abstain",
-                          reason="judge_abstain") for i in checklist["checklist"]["items"]]
+                          reason="judge_abstain") for i in checklist.checklist["items"]]
     items[0] = ItemJudgment(item_id="C1", route="assertion", verdict_raw="Yes", verdict="Yes",
                             citations=[Citation(event_id="E4", quote="hello")], rationale="E4 shows hello")
     store_judgment(real_store, TrajectoryJudgment(
-        trajectory_id=TRIAL, task=TASK, judge="gcpc", checklist_sha=checklist["sha"], model=llm.model,
+        trajectory_id=TRIAL, task=TASK, judge="gcpc", checklist_sha=checklist.sha, model=llm.model,
         prompt_version=get_judge("gcpc").version(), rules_version=load_rules().version,
         content_hash=real_store.trials.get_trajectory(TRIAL).content_hash, items=items), run_id=None)
     report = run_perturbations(real_store, judge="gcpc", llm=llm, progress=False, n_boot=50)

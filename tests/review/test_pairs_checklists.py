@@ -161,9 +161,9 @@ def test_hand_edit_is_gated_and_saved_as_a_new_version(demo: Store) -> None:
     task = demo.trials.get_task("sales-csv-summary")
     row = demo.checklists.latest(task.id)
     assert stored_gate_results(row, task, rules) == []
-    text = checklist_text(row["checklist"], source=human_source("alice b"))
+    text = checklist_text(row.checklist, source=human_source("alice b"))
     data = yaml.safe_load(text)
-    assert data["source"] == "human:alice_b" and data["items"] == row["checklist"]["items"]
+    assert data["source"] == "human:alice_b" and data["items"] == row.checklist["items"]
     assert check_text(text, task, rules).ok
 
     broken = yaml.safe_load(text)
@@ -181,8 +181,8 @@ def test_hand_edit_is_gated_and_saved_as_a_new_version(demo: Store) -> None:
     edited = yaml.safe_load(text)
     edited["items"] = list(reversed(edited["items"]))  # new content, still passes every gate
     stored, check = save_text(demo, yaml.safe_dump(edited, sort_keys=False), task, rules, reviewer="alice")
-    assert check.ok and stored is not None and stored["version"] == 2 and stored["created_by"] == "app:alice"
-    assert stored["source"] == "human:alice_b" and demo.checklists.latest(task.id)["sha"] == stored["sha"]
+    assert check.ok and stored is not None and stored.version == 2 and stored.created_by == "app:alice"
+    assert stored.source == "human:alice_b" and demo.checklists.latest(task.id).sha == stored.sha
 
 
 def test_skeleton_names_every_verifier_test(demo: Store) -> None:

@@ -61,14 +61,14 @@ def test_score_and_probe_judge_jobs_record_runs(demo: Store, no_llm: None) -> No
     job = runner.wait(runner.start(demo.path, "judge", {"judge": "probe", "force": True}).id, timeout=60)
     assert job.status == "done", job.lines
     run = job_run(demo, job)
-    assert run is not None and run["kind"] == "judge-probe" and run["status"] == "done"
+    assert run is not None and run.kind == "judge-probe" and run.status == "done"
     assert run_progress(demo, run) == (36, 36)
     score = runner.wait(runner.start(demo.path, "score", {}).id, timeout=60)
     assert score.status == "done" and any("scored 36" in line for line in score.lines)
-    assert job_run(demo, score)["kind"] == "score"
+    assert job_run(demo, score).kind == "score"
     frame = runs_frame(demo)
     assert frame["started_at"].is_monotonic_decreasing  # newest first
-    assert frame.set_index("id").loc[run["id"], "progress"] == "36/36"
+    assert frame.set_index("id").loc[run.id, "progress"] == "36/36"
     assert frame.set_index("id").loc[score.run_id, "status"] == "done"
     assert [j.id for j in runner.jobs(demo.path)] == [score.id, job.id] and not runner.running(demo.path)
 
@@ -80,7 +80,7 @@ def test_import_job_reports_progress_and_failures(tmp_path: Path, no_llm: None) 
     job = runner.wait(runner.start(store.path, "import", {"tasks_dir": str(tasks), "trials_dir": str(trials)}).id, 120)
     assert job.status == "done" and any(line.startswith("trials: 36 imported") for line in job.lines)
     run = job_run(store, job)
-    assert run["kind"] == "import" and run["params"]["trials"] == 36 and run_progress(store, run) == (36, 36)
+    assert run.kind == "import" and run.params["trials"] == 36 and run_progress(store, run) == (36, 36)
     missing = runner.wait(runner.start(store.path, "import", {"trials_dir": str(tmp_path / "nowhere")}).id, 60)
     assert missing.status == "failed" and "not a folder" in missing.error
 
@@ -133,8 +133,8 @@ def test_a_running_run_shows_live_progress_and_cost(demo: Store) -> None:
             "prompt_version": "p", "created_at": "2026-01-01T00:00:00+00:00", "run_id": run_id}
     demo.judging.save_trajectory_judgment(unit, [], [])
     live = demo.runs.progress(run_id)
-    assert (live["judged"], live["calls"], live["http_calls"], live["cache_hits"]) == (1, 2, 1, 1)
-    assert live["prompt_tokens"] == 200 and live["cost_usd"] == pytest.approx(0.5)
+    assert (live.judged, live.calls, live.http_calls, live.cache_hits) == (1, 2, 1, 1)
+    assert live.prompt_tokens == 200 and live.cost_usd == pytest.approx(0.5)
     row = runs_frame(demo).set_index("id").loc[run_id]
     assert row["status"] == "running" and row["progress"] == "1/10" and row["cost_usd"] == pytest.approx(0.5)
 

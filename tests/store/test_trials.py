@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from gcpc_core.store import Store
+from gcpc_core.store import ImportIssueRow, Store
 
 
 def test_an_event_row_edited_outside_gcpc_is_refused_when_read(demo_copy: Path) -> None:
@@ -19,3 +19,23 @@ def test_an_event_row_edited_outside_gcpc_is_refused_when_read(demo_copy: Path) 
     with pytest.raises(ValidationError, match="kind"):
         store.trials.events(traj.id)
     store.close()
+
+
+def test_import_issues_read_back_as_typed_rows_in_the_order_recorded(store: Store) -> None:
+    assert store.trials.import_issues() == []
+    store.trials.record_import_issues([("/trials/b", "skipped", "no result.json"), ("/tasks/a", "skipped", "no tests")])
+    store.trials.record_import_issues([("/trials/c", "skipped", "log: invalid UTF-8 at byte 12")])
+    issues = store.trials.import_issues()
+    assert all(isinstance(i, ImportIssueRow) for i in issues)
+    assert [(i.path, i.kind, i.reason) for i in issues] == [
+        ("/trials/b", "skipped", "no result.json"), ("/tasks/a", "skipped", "no tests"),
+        ("/trials/c", "skipped", "log: invalid UTF-8 at byte 12")]
+    assert issues[0].run_at == issues[1].run_at and [i.id for i in issues] == sorted(i.id for i in issues)
+
+
+def test_an_import_issue_row_without_its_reason_is_refused_when_read(store: Store) -> None:
+    store.trials.record_import_issues([("/trials/b", "skipped", "no result.json")])
+    with store.atomic() as db:
+        db["import_issues"].update(store.trials.import_issues()[0].id, {"reason": None})
+    with pytest.raises(ValidationError, match="reason"):
+        store.trials.import_issues()
