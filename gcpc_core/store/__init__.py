@@ -1,14 +1,17 @@
 """The project DB, and the only package that speaks SQL: `Store` holds the connection and the
 migrations; each stage's tables are read and written through its repository on the store."""
 
+from .annotations import AnnotationRow
 from .common import derive_label, utcnow
 from .db import Store
 from .judging import JudgeBatchRow, JudgeReplyRow, JudgeRun, JudgeUnitRow, JudgmentRow, ScoreRow
 from .migrations import MIGRATIONS
 from .perturbations import PerturbationRow
+from .studies import Rater, StudyAssignmentRow, StudyPairRow, StudyRow, StudyUnitRow
 from .trials import EventRow, TrajectoryClash, event_rows
 
 __all__ = [
     "MIGRATIONS", "EventRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
     "Store", "TrajectoryClash", "derive_label", "event_rows", "utcnow",
+    "AnnotationRow", "Rater", "StudyAssignmentRow", "StudyPairRow", "StudyRow", "StudyUnitRow",
 ]

@@ -106,8 +106,8 @@ def test_rating_saves_once_resumes_and_keeps_history(demo_db: Path) -> None:
     next(b for b in at.button if b.label == "Save and next").click().run()
     assert not at.exception and at.subheader[0].value.startswith("2 of ")
     rows = store.annotations.list(study_id=DEMO_STUDY_ID, rater="demo-you", current=False)
-    assert len(rows) == 1 and rows[0]["value"] == {"rating": 3} and rows[0]["note"] == "checked the output file"
-    assert not rows[0]["is_simulated"] and rows[0]["source"] == "app"
+    assert len(rows) == 1 and rows[0].value == {"rating": 3} and rows[0].note == "checked the output file"
+    assert not rows[0].is_simulated and rows[0].source == "app"
 
     resumed = app(token=token)  # a refresh or a new visit resumes at the first open item
     assert resumed.subheader[0].value.startswith("2 of ")
@@ -118,7 +118,7 @@ def test_rating_saves_once_resumes_and_keeps_history(demo_db: Path) -> None:
     next(b for b in resumed.button if b.label == "Save and next").click().run()
     next(b for b in resumed.button if b.label == "Previous").click().run()
     history = store.annotations.list(study_id=DEMO_STUDY_ID, rater="demo-you", current=False)
-    assert [h["value"]["rating"] for h in history] == [3, 5] and history[1]["supersedes"] == history[0]["id"]
+    assert [h.value["rating"] for h in history] == [3, 5] and history[1].supersedes == history[0].id
     assert any("history (2 versions)" in e.label for e in resumed.expander)
 
 
@@ -136,7 +136,7 @@ def test_pairwise_choice_with_confidence(demo_db: Path) -> None:
     next(b for b in at.button if b.label == "Save and next").click().run()
     assert not at.exception
     rows = store.annotations.list(study_id=DEMO_STUDY_ID, rater="demo-you", kind="preference")
-    assert [(r["value"]["choice"], r["confidence"]) for r in rows] == [("A", 2)]
+    assert [(r.value["choice"], r.confidence) for r in rows] == [("A", 2)]
 
 
 def test_admin_page_on_the_demo_study(demo_db: Path) -> None:
