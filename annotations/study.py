@@ -26,6 +26,7 @@ from .targets import add_annotation, annotation_target
 
 __all__ = [
     "CHOICES",
+    "Answer",
     "CreatedStudy",
     "QueueItem",
     "RaterSession",
@@ -211,6 +212,16 @@ class QueueItem:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """One version of a rater's answer as the rater sees it: no row ids, tokens or other raters' data."""
+
+    value: dict
+    note: str | None
+    confidence: int | None
+    created_at: str
+
+
+@dataclass(frozen=True)
 class SubmitResult:
     row: AnnotationRow
     created: bool
@@ -293,16 +304,16 @@ class RaterSession:
             return {"trajectory_id": self._study.units[target].trajectory_id, "unit_id": target}
         return {"pair_id": target}
 
-    def history(self, kind: str, target: str) -> list[dict]:
-        """This rater's versions of their answer, oldest first; only the rater-visible fields."""
+    def history(self, kind: str, target: str) -> list[Answer]:
+        """This rater's versions of their answer, oldest first."""
         self._require(kind, target)
         keys = self._target_keys(kind, target)
         rows = self._store.annotations.history(
             kind=kind, study_id=self._study.id, rater=self.rater,
             target=annotation_target(kind, keys))
-        return [r.model_dump(include={"value", "note", "confidence", "created_at"}) for r in rows]
+        return [Answer(value=r.value, note=r.note, confidence=r.confidence, created_at=r.created_at) for r in rows]
 
-    def answer(self, kind: str, target: str) -> dict | None:
+    def answer(self, kind: str, target: str) -> Answer | None:
         """This rater's current answer, or None."""
         rows = self.history(kind, target)
         return rows[-1] if rows else None

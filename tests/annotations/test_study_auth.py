@@ -38,6 +38,24 @@ def test_only_token_hashes_are_stored(store: Store, study) -> None:
     assert found is not None and found.rater == "ann" and "token_hash" not in found.model_dump()
 
 
+def test_no_token_hash_reaches_an_export_or_a_status(store: Store, study, capsys: pytest.CaptureFixture[str]) -> None:
+    from annotations import export_csv, export_jsonl, rater_progress, status_lines
+    from gcpc_core.cli import main
+    from gcpc_core.export import export_rows
+    from gcpc_core.review.overview import studies_frame
+
+    hashes = [hash_token(t) for t in study.tokens.values()]
+    assert all(store.studies.rater_by_token_hash(h) is not None for h in hashes)  # the hashes stored
+    ann = open_rater_session(store, study.tokens["ann"])
+    ann.submit_rating(next(i.target for i in ann.queue() if i.kind == "progress_rating"), 3)
+    assert main(["study", "status", "--db", str(store.path), "--json"]) == 0
+    shown = [export_csv(store, study.study_id), export_jsonl(store, study.study_id), capsys.readouterr().out,
+             repr(list(export_rows(store, "annotations"))), repr(rater_progress(store, study.study_id)),
+             "\n".join(status_lines(store, study.study_id)), studies_frame(store).to_csv()]
+    assert all(h not in text for h in hashes for text in shown)
+    assert any("ann" in text for text in shown)  # the raters are there, their hashes are not
+
+
 def test_wrong_or_missing_token_opens_nothing(store: Store, study) -> None:
     for token in (None, "", "   ", "not-a-token", study.tokens["ann"][:-1], hash_token(study.tokens["ann"])):
         assert open_rater_session(store, token) is None

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 import tomllib
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -159,6 +161,11 @@ def test_admin_page_on_the_demo_study(demo_db: Path) -> None:
     links = [c.value for c in at.code if "/rate?token=" in c.value]
     assert len(links) == 2
     assert len(Store(demo_db).studies.list()) == 2
+    with closing(sqlite3.connect(demo_db)) as conn:  # the raters' token hashes, read past the store
+        hashes = [h for (h,) in conn.execute("SELECT token_hash FROM study_raters WHERE token_hash IS NOT NULL")]
+    shown = [str(e.value) for e in [*at.text, *at.code, *at.markdown, *at.caption, *at.success]]
+    shown += [d.value.to_csv() for d in at.dataframe]
+    assert len(hashes) >= 2 and not any(h in text for h in hashes for text in shown)  # shown: links, never hashes
 
 
 def test_admin_token_guards_every_non_rater_page(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
