@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gcpc_core.analysis.agreement import alpha_table, usable_preferences, usable_ratings
-from gcpc_core.store import Store
+from gcpc_core.store import AnnotationRow, Store
 
 from .frames import preferences_frame, ratings_frame
 from .study import CHOICES, load_study, mint_token
@@ -36,19 +36,19 @@ __all__ = [
 KIND_LABEL = {"progress_rating": "rating", "preference": "pair"}
 
 
-def _code(row: dict) -> str:
-    return row["unit_id"] if row["kind"] == "progress_rating" else row["pair_id"]
+def _code(row: AnnotationRow) -> str:
+    return row.unit_id if row.kind == "progress_rating" else row.pair_id
 
 
-def _answer(row: dict) -> int | str:
-    return row["value"].get("rating") if row["kind"] == "progress_rating" else row["value"].get("choice")
+def _answer(row: AnnotationRow) -> int | str:
+    return row.value.get("rating") if row.kind == "progress_rating" else row.value.get("choice")
 
 
 def answers_by_target(store: Store, study_id: str, kind: str) -> dict[str, dict[str, int | str]]:
     """target code → {rater: current answer} for one kind of question."""
     out: dict[str, dict[str, int | str]] = defaultdict(dict)
     for row in store.annotations.list(study_id=study_id, kind=kind):
-        out[_code(row)][row["rater"]] = _answer(row)
+        out[_code(row)][row.rater] = _answer(row)
     return dict(out)
 
 
@@ -57,16 +57,16 @@ def rater_progress(store: Store, study_id: str) -> list[dict]:
     raters = store.studies.raters(study_id)
     assigned: dict[tuple[str, str], set[str]] = defaultdict(set)
     for a in store.studies.assignments(study_id):
-        assigned[(a["rater"], a["kind"])].add(a["target"])
+        assigned[(a.rater, a.kind)].add(a.target)
     answered: dict[tuple[str, str], set[str]] = defaultdict(set)
     last: dict[str, str] = {}
     for row in store.annotations.list(study_id=study_id):
-        answered[(row["rater"], row["kind"])].add(_code(row))
-        last[row["rater"]] = max(last.get(row["rater"], ""), row["created_at"])
+        answered[(row.rater, row.kind)].add(_code(row))
+        last[row.rater] = max(last.get(row.rater, ""), row.created_at)
     rows = []
     for r in raters:
-        name = r["rater"]
-        entry: dict = {"rater": name, "simulated": r["is_simulated"], "has_link": r["has_token"]}
+        name = r.rater
+        entry: dict = {"rater": name, "simulated": r.is_simulated, "has_link": r.has_token}
         done = total = 0
         for kind, label in KIND_LABEL.items():
             todo = assigned[(name, kind)]
@@ -84,17 +84,17 @@ def unit_progress(store: Store, study_id: str) -> list[dict]:
     study = load_study(store, study_id)
     holders: dict[tuple[str, str], list[str]] = defaultdict(list)
     for a in store.studies.assignments(study_id):
-        holders[(a["kind"], a["target"])].append(a["rater"])
+        holders[(a.kind, a.target)].append(a.rater)
     answers = {kind: answers_by_target(store, study_id, kind) for kind in KIND_LABEL}
     rows = []
     for kind, targets in (("progress_rating", study.units), ("preference", study.pairs)):
         for code in sorted(targets):
-            trajectories = ([study.units[code]["trajectory_id"]] if kind == "progress_rating"
+            trajectories = ([study.units[code].trajectory_id] if kind == "progress_rating"
                             else list(study.pair_sides(code)))
             got = answers[kind].get(code, {})
             assigned = sorted(holders[(kind, code)])
             rows.append({
-                "kind": kind, "target": code, "task": targets[code]["task"], "trajectories": " vs ".join(trajectories),
+                "kind": kind, "target": code, "task": targets[code].task, "trajectories": " vs ".join(trajectories),
                 "assigned": ", ".join(assigned), "answers": len(got),
                 "complete": bool(assigned) and all(r in got for r in assigned),
             })
@@ -156,14 +156,14 @@ def disagreements(store: Store, study_id: str, *, min_spread: int = 2) -> list[d
     for code, got in answers_by_target(store, study_id, "progress_rating").items():
         values = [x for x in got.values() if isinstance(x, int) and not isinstance(x, bool)]  # malformed: not spread
         if len(values) >= 2 and max(values) - min(values) >= min_spread:
-            rows.append({"kind": "progress_rating", "target": code, "task": study.units[code]["task"],
-                         "trajectories": study.units[code]["trajectory_id"], "spread": float(max(values) - min(values)),
+            rows.append({"kind": "progress_rating", "target": code, "task": study.units[code].task,
+                         "trajectories": study.units[code].trajectory_id, "spread": float(max(values) - min(values)),
                          "answers": ", ".join(f"{r}: {x}" for r, x in sorted(got.items()))})
     for code, got in answers_by_target(store, study_id, "preference").items():
         choices = list(got.values())
         if "A" in choices and "B" in choices:
             majority = max(choices.count(c) for c in CHOICES) / len(choices)
-            rows.append({"kind": "preference", "target": code, "task": study.pairs[code]["task"],
+            rows.append({"kind": "preference", "target": code, "task": study.pairs[code].task,
                          "trajectories": " vs ".join(study.pair_sides(code)), "spread": round(1 - majority, 3),
                          "answers": ", ".join(f"{r}: {x}" for r, x in sorted(got.items()))})
     return sorted(rows, key=lambda r: (r["kind"] != "progress_rating", -r["spread"], r["target"]))
@@ -185,13 +185,13 @@ def reassign(
     """
     if from_rater == to_rater:
         raise ValueError("cannot reassign a rater's items to the same rater")
-    known = {r["rater"] for r in store.studies.raters(study_id)}
+    known = {r.rater for r in store.studies.raters(study_id)}
     for r in (from_rater, to_rater):
         if r not in known:
             raise KeyError(f"no rater {r!r} in study {study_id!r}")
-    held = {(a["kind"], a["target"]) for a in store.studies.assignments(study_id, rater=from_rater)}
-    theirs = {(a["kind"], a["target"]) for a in store.studies.assignments(study_id, rater=to_rater)}
-    answered = {(r["kind"], _code(r)) for r in store.annotations.list(study_id=study_id, rater=from_rater)}
+    held = {(a.kind, a.target) for a in store.studies.assignments(study_id, rater=from_rater)}
+    theirs = {(a.kind, a.target) for a in store.studies.assignments(study_id, rater=to_rater)}
+    answered = {(r.kind, _code(r)) for r in store.annotations.list(study_id=study_id, rater=from_rater)}
     wanted = sorted(held - answered) if targets is None else list(targets)
     report = ReassignReport()
     for kind, target in wanted:
@@ -216,7 +216,7 @@ def move_assignment(store: Store, study_id: str, *, kind: str, target: str, from
         if not store.studies.deactivate_assignment(study_id, rater=from_rater, kind=kind, target=target):
             raise KeyError(f"{from_rater!r} holds no active {kind} assignment {target!r}")
         held = store.studies.assignment(study_id, rater=to_rater, kind=kind, target=target)
-        if held is not None and held["active"]:
+        if held is not None and held.active:
             raise ValueError(f"{to_rater!r} already holds {kind} {target!r}")
         last = store.studies.last_position(study_id, rater=to_rater, kind=kind)
         store.studies.place_assignment(study_id, rater=to_rater, kind=kind, target=target,

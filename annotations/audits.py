@@ -9,7 +9,7 @@ is of the judge's default run. These helpers only validate and shape; the app ow
 from __future__ import annotations
 
 from gcpc_core.models import Verdict
-from gcpc_core.store import Store
+from gcpc_core.store import AnnotationRow, Store
 
 from .limits import free_text
 from .targets import add_annotation, annotation_target
@@ -32,7 +32,7 @@ def record_item_audit(
     store: Store, *, trajectory_id: str, item_id: str, judge: str, reviewer: str, agree: bool,
     corrected_verdict: str | None = None, note: str | None = None, task: str | None = None,
     client_token: str | None = None, label: str | None = None,
-) -> tuple[dict, bool]:
+) -> tuple[AnnotationRow, bool]:
     """Append an audit; returns (stored row, whether a new row was written — False for a repeat)."""
     label = label or _default_label(store, judge)
     if task is None:
@@ -55,21 +55,21 @@ def _default_label(store: Store, judge: str) -> str | None:
 
 def item_audits(
     store: Store, *, trajectory_id: str | None = None, judge: str | None = None, label: str | None = None
-) -> list[dict]:
+) -> list[AnnotationRow]:
     """Current audits (latest per reviewer and item), optionally for one trajectory and/or judge; of the
     judge's run `label` (default: each judge's default run)."""
     labels = {judge: label} if judge and label else None
     rows = store.annotations.list(kind="item_audit", trajectory_id=trajectory_id, labels=labels)
-    return [r for r in rows if judge is None or r["judge"] == judge]
+    return [r for r in rows if judge is None or r.judge == judge]
 
 
 def item_audit_history(
     store: Store, *, trajectory_id: str, item_id: str, judge: str, label: str | None = None
-) -> list[dict]:
+) -> list[AnnotationRow]:
     """Every audit version of one item verdict (of run `label`, default the judge's default run) by every
     reviewer, oldest first."""
     label = label or _default_label(store, judge)
     target = annotation_target("item_audit", {"trajectory_id": trajectory_id, "item_id": item_id,
                                                     "judge": judge, "label": label})
     rows = store.annotations.list(kind="item_audit", target=target, current=False, all_labels=True)
-    return sorted(rows, key=lambda r: r["id"])
+    return sorted(rows, key=lambda r: r.id)

@@ -45,31 +45,33 @@ RESPONSE_COLUMNS = (
     "supersedes", "is_current", "client_token", "source", "is_simulated",
 )
 STUDY_KINDS = ("progress_rating", "preference")
+EXPORTED_ASSIGNMENT = frozenset({"rater", "kind", "target", "position", "active", "assigned_at", "reassigned_from"})
+"""Columns of an assignment in the design record: the queues as they stand, without row ids."""
 
 
 def response_rows(store: Store, study_id: str, *, history: bool = True) -> Iterator[dict]:
     """One flat row per stored answer version (only current ones with `history=False`), oldest first."""
     study = load_study(store, study_id)
-    current = {r["id"] for r in store.annotations.list(study_id=study_id)}
+    current = {r.id for r in store.annotations.list(study_id=study_id)}
     for r in store.annotations.list(study_id=study_id, current=not history):
         try:
-            free_text(r["note"])
+            free_text(r.note)
         except ValueError as exc:
-            raise ValueError(f"annotation {r['id']} of rater {r['rater']}: {exc}; shorten it before exporting") from None
+            raise ValueError(f"annotation {r.id} of rater {r.rater}: {exc}; shorten it before exporting") from None
         row = dict.fromkeys(RESPONSE_COLUMNS)
-        row.update(study_id=study_id, annotation_id=r["id"], kind=r["kind"], task=r["task"], rater=r["rater"],
-                   confidence=r["confidence"], note=r["note"], created_at=r["created_at"], supersedes=r["supersedes"],
-                   is_current=r["id"] in current, client_token=r["client_token"], source=r["source"],
-                   is_simulated=r["is_simulated"])
-        if r["kind"] == "progress_rating":
-            unit = study.units[r["unit_id"]]
-            row.update(unit_id=r["unit_id"], trajectory_id=unit["trajectory_id"], stratum=unit["stratum"],
-                       rating=r["value"]["rating"])
+        row.update(study_id=study_id, annotation_id=r.id, kind=r.kind, task=r.task, rater=r.rater,
+                   confidence=r.confidence, note=r.note, created_at=r.created_at, supersedes=r.supersedes,
+                   is_current=r.id in current, client_token=r.client_token, source=r.source,
+                   is_simulated=r.is_simulated)
+        if r.kind == "progress_rating":
+            unit = study.units[r.unit_id]
+            row.update(unit_id=r.unit_id, trajectory_id=unit.trajectory_id, stratum=unit.stratum,
+                       rating=r.value["rating"])
         else:
-            pair = study.pairs[r["pair_id"]]
-            left, right = study.units[pair["left_unit"]], study.units[pair["right_unit"]]
-            row.update(pair_id=r["pair_id"], left_id=left["trajectory_id"], right_id=right["trajectory_id"],
-                       left_stratum=left["stratum"], right_stratum=right["stratum"], choice=r["value"]["choice"])
+            pair = study.pairs[r.pair_id]
+            left, right = study.units[pair.left_unit], study.units[pair.right_unit]
+            row.update(pair_id=r.pair_id, left_id=left.trajectory_id, right_id=right.trajectory_id,
+                       left_stratum=left.stratum, right_stratum=right.stratum, choice=r.value["choice"])
         yield row
 
 
@@ -78,11 +80,12 @@ def _design_record(store: Store, study: StudyInfo) -> dict:
     assert row is not None
     return {
         "record": "study", "study_id": study.id, "name": study.name, "status": study.status,
-        "created_at": study.created_at, "seed": row["seed"], "design_sha": row["design_sha"],
-        "is_simulated": study.is_simulated, "params": row["params"], "design": row["design"],
-        "raters": [{"rater": r["rater"], "is_simulated": r["is_simulated"]} for r in store.studies.raters(study.id)],
-        "assignments": [{k: a[k] for k in ("rater", "kind", "target", "position", "active", "assigned_at",
-                                           "reassigned_from")} for a in store.studies.assignments(study.id, active=None)],
+        "created_at": study.created_at, "seed": row.seed, "design_sha": row.design_sha,
+        "is_simulated": study.is_simulated, "params": row.params, "design": row.design,
+        "raters": [{"rater": r.rater, "is_simulated": r.is_simulated} for r in store.studies.raters(study.id)],
+        # `active` as stored (0/1), as exports have always written it
+        "assignments": [{**a.model_dump(include=EXPORTED_ASSIGNMENT), "active": int(a.active)}
+                        for a in store.studies.assignments(study.id, active=None)],
     }
 
 
@@ -200,7 +203,7 @@ def _validate(row: dict, study: StudyInfo, raters: set[str], assigned: set[tuple
         unit_id = row.get("unit_id") or study.unit_of_trajectory.get(row.get("trajectory_id", ""))
         if unit_id not in study.units:
             raise ValueError(f"no unit {row.get('unit_id') or row.get('trajectory_id')!r} in study {study.id}")
-        traj = study.units[unit_id]["trajectory_id"]
+        traj = study.units[unit_id].trajectory_id
         if row.get("trajectory_id") not in (None, traj):
             raise ValueError(f"unit {unit_id} is trajectory {traj}, not {row['trajectory_id']}")
         target, keys = unit_id, {"unit_id": unit_id, "trajectory_id": traj}
@@ -242,8 +245,8 @@ def import_responses(
 
     def context(sid: str) -> tuple[StudyInfo, set[str], set[tuple[str, str, str]]]:
         if sid not in studies:
-            studies[sid] = (load_study(store, sid), {r["rater"] for r in store.studies.raters(sid)},
-                            {(a["rater"], a["kind"], a["target"]) for a in store.studies.assignments(sid, active=None)})
+            studies[sid] = (load_study(store, sid), {r.rater for r in store.studies.raters(sid)},
+                            {(a.rater, a.kind, a.target) for a in store.studies.assignments(sid, active=None)})
         return studies[sid]
 
     for n, record in _records(text):
@@ -256,7 +259,7 @@ def import_responses(
                 if existing is None:
                     _restore_study(store, record)
                     report.created_studies.append(record["study_id"])
-                elif existing["design_sha"] != record["design_sha"]:
+                elif existing.design_sha != record["design_sha"]:
                     raise ValueError(f"study {record['study_id']} exists here with a different design")
                 continue
             if kind != "response":

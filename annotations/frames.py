@@ -28,13 +28,13 @@ def ratings_frame(store: Store, study_id: str | None = None) -> pd.DataFrame:
     """Current progress ratings: trajectory_id, task, rater, rating (+ study, unit, note, time, simulated, scale)."""
     rows, scales = [], {}
     for r in store.annotations.list(kind="progress_rating", study_id=study_id):
-        sid = r["study_id"]
+        sid = r.study_id
         if sid not in scales:
             values = load_study(store, sid).guidelines.scale_values
             scales[sid] = (min(values), max(values))
-        rows.append({"trajectory_id": r["trajectory_id"], "task": r["task"], "rater": r["rater"],
-                     "rating": r["value"].get("rating"), "study_id": sid, "unit_id": r["unit_id"], "note": r["note"],
-                     "created_at": r["created_at"], "simulated": r["is_simulated"],
+        rows.append({"trajectory_id": r.trajectory_id, "task": r.task, "rater": r.rater,
+                     "rating": r.value.get("rating"), "study_id": sid, "unit_id": r.unit_id, "note": r.note,
+                     "created_at": r.created_at, "simulated": r.is_simulated,
                      "scale_min": scales[sid][0], "scale_max": scales[sid][1]})
     frame = pd.DataFrame(rows, columns=list(RATING_COLUMNS)).astype({"simulated": "bool"})
     whole = frame["rating"].map(lambda v: isinstance(v, int) and not isinstance(v, bool)).all()
@@ -45,11 +45,11 @@ def preferences_frame(store: Store, study_id: str | None = None) -> pd.DataFrame
     """Current preferences: pair_id, task, left_id, right_id, rater, choice (A/B/tie), confidence (+ more)."""
     rows, studies = [], {}
     for r in store.annotations.list(kind="preference", study_id=study_id):
-        sid = r["study_id"]
+        sid = r.study_id
         study = studies.get(sid) or studies.setdefault(sid, load_study(store, sid))
-        left, right = study.pair_sides(r["pair_id"])
-        rows.append({"pair_id": f"{sid}/{r['pair_id']}", "task": r["task"], "left_id": left, "right_id": right,
-                     "rater": r["rater"], "choice": r["value"]["choice"], "confidence": r["confidence"],
-                     "study_id": sid, "note": r["note"], "created_at": r["created_at"], "simulated": r["is_simulated"]})
+        left, right = study.pair_sides(r.pair_id)
+        rows.append({"pair_id": f"{sid}/{r.pair_id}", "task": r.task, "left_id": left, "right_id": right,
+                     "rater": r.rater, "choice": r.value["choice"], "confidence": r.confidence,
+                     "study_id": sid, "note": r.note, "created_at": r.created_at, "simulated": r.is_simulated})
     frame = pd.DataFrame(rows, columns=list(PREFERENCE_COLUMNS))
     return frame.astype({"simulated": "bool"})

@@ -38,9 +38,9 @@ def simulate_answers(store: Store, study_id: str, *, seed: int = 0, share: float
     study = load_study(store, study_id)
     scale = study.guidelines.scale_values
     lo, hi = min(scale), max(scale)
-    latent = {uid: _latent(store, u["trajectory_id"], seed) for uid, u in study.units.items()}
+    latent = {uid: _latent(store, u.trajectory_id, seed) for uid, u in study.units.items()}
     written = 0
-    for rater in (r["rater"] for r in store.studies.raters(study_id) if r["is_simulated"]):
+    for rater in (r.rater for r in store.studies.raters(study_id) if r.is_simulated):
         rng = random.Random(f"{seed}:sim:{rater}")
         bias, noise = rng.gauss(0, 0.45), rng.uniform(0.15, 0.45)  # some simulated raters are sloppier
         session = RaterSession(store, study, rater, simulated=True)
@@ -53,7 +53,7 @@ def simulate_answers(store: Store, study_id: str, *, seed: int = 0, share: float
                 written += session.submit_rating(item.target, rating, client_token=token).created
             else:
                 pair = study.pairs[item.target]
-                diff = latent[pair["left_unit"]] - latent[pair["right_unit"]] + rng.gauss(0, 0.15)
+                diff = latent[pair.left_unit] - latent[pair.right_unit] + rng.gauss(0, 0.15)
                 choice = "tie" if abs(diff) < 0.08 else ("A" if diff > 0 else "B")
                 confidence = 3 if abs(diff) > 0.5 else 2 if abs(diff) > 0.2 else 1
                 written += session.submit_preference(item.target, choice, confidence, client_token=token).created

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from gcpc_core.store import Store
+from gcpc_core.store import AnnotationRow, Store, StudyAssignmentRow, StudyPairRow, StudyUnitRow
 
 from .blinding import BlindingTerms, BlindTrajectory, blind_trajectory, collect_terms
 from .design import KIND_ORDER, Candidate, DesignParams, StudyDesign, make_design
@@ -26,6 +26,7 @@ from .targets import add_annotation, annotation_target
 
 __all__ = [
     "CHOICES",
+    "Answer",
     "CreatedStudy",
     "QueueItem",
     "RaterSession",
@@ -83,7 +84,7 @@ def rater_link(store: Store, study_id: str, rater: str, base_url: str | None = N
         return None
     token = derive_token(link_key(store.path), study_id, rater, nonce)
     found = store.studies.rater_by_token_hash(hash_token(token))
-    if found is None or (found["study_id"], found["rater"]) != (study_id, rater):
+    if found is None or (found.study_id, found.rater) != (study_id, rater):
         return None
     return invite_link(token, base_url)
 
@@ -168,8 +169,8 @@ class StudyInfo:
     design: StudyDesign
     guidelines: Guidelines
     terms: BlindingTerms
-    units: dict[str, dict] = field(repr=False)
-    pairs: dict[str, dict] = field(repr=False)
+    units: dict[str, StudyUnitRow] = field(repr=False)
+    pairs: dict[str, StudyPairRow] = field(repr=False)
 
     @property
     def params(self) -> DesignParams:
@@ -177,28 +178,28 @@ class StudyInfo:
 
     @cached_property
     def unit_of_trajectory(self) -> dict[str, str]:
-        return {u["trajectory_id"]: uid for uid, u in self.units.items()}
+        return {u.trajectory_id: uid for uid, u in self.units.items()}
 
     def pair_sides(self, pair_id: str) -> tuple[str, str]:
         """(left, right) trajectory ids of a pair."""
         p = self.pairs[pair_id]
-        return self.units[p["left_unit"]]["trajectory_id"], self.units[p["right_unit"]]["trajectory_id"]
+        return self.units[p.left_unit].trajectory_id, self.units[p.right_unit].trajectory_id
 
     def task_of(self, kind: str, target: str) -> str:
-        return (self.units if kind == "progress_rating" else self.pairs)[target]["task"]
+        return (self.units if kind == "progress_rating" else self.pairs)[target].task
 
 
 def load_study(store: Store, study_id: str) -> StudyInfo:
     row = store.studies.get(study_id)
     if row is None:
         raise KeyError(f"no study {study_id!r}")
-    frozen = row["design"]
+    frozen = row.design
     return StudyInfo(
-        id=row["id"], name=row["name"], status=row["status"], is_simulated=row["is_simulated"],
-        created_at=row["created_at"], design=StudyDesign.model_validate(frozen["design"]),
+        id=row.id, name=row.name, status=row.status, is_simulated=row.is_simulated,
+        created_at=row.created_at, design=StudyDesign.model_validate(frozen["design"]),
         guidelines=Guidelines.model_validate(frozen["guidelines"]), terms=BlindingTerms.model_validate(frozen["blinding"]),
-        units={u["unit_id"]: u for u in store.studies.units(study_id)},
-        pairs={p["pair_id"]: p for p in store.studies.pairs(study_id)},
+        units={u.unit_id: u for u in store.studies.units(study_id)},
+        pairs={p.pair_id: p for p in store.studies.pairs(study_id)},
     )
 
 
@@ -211,8 +212,18 @@ class QueueItem:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """One version of a rater's answer as the rater sees it: no row ids, tokens or other raters' data."""
+
+    value: dict
+    note: str | None
+    confidence: int | None
+    created_at: str
+
+
+@dataclass(frozen=True)
 class SubmitResult:
-    row: dict
+    row: AnnotationRow
     created: bool
     """False when the submit was a repeat (same client token, or same answer as the current one)."""
 
@@ -238,22 +249,22 @@ class RaterSession:
     def is_open(self) -> bool:
         return self._study.status == "open"
 
-    def _assigned(self) -> list[dict]:
+    def _assigned(self) -> list[StudyAssignmentRow]:
         rows = self._store.studies.assignments(self._study.id, rater=self.rater)
-        return sorted(rows, key=lambda a: (KIND_ORDER.index(a["kind"]), a["position"]))
+        return sorted(rows, key=lambda a: (KIND_ORDER.index(a.kind), a.position))
 
     def _answered(self) -> set[tuple[str, str]]:
         rows = self._store.annotations.list(study_id=self._study.id, rater=self.rater)
-        return {(r["kind"], r["unit_id"] if r["kind"] == "progress_rating" else r["pair_id"]) for r in rows}
+        return {(r.kind, r.unit_id if r.kind == "progress_rating" else r.pair_id) for r in rows}
 
     def _require(self, kind: str, target: str) -> None:
-        if not any(a["kind"] == kind and a["target"] == target for a in self._assigned()):
+        if not any(a.kind == kind and a.target == target for a in self._assigned()):
             raise PermissionError(f"{kind} {target} is not in your queue")
 
     def queue(self) -> list[QueueItem]:
         """Ratings first, then pairs, each in this rater's own random order."""
         done = self._answered()
-        return [QueueItem(i, a["kind"], a["target"], (a["kind"], a["target"]) in done)
+        return [QueueItem(i, a.kind, a.target, (a.kind, a.target) in done)
                 for i, a in enumerate(self._assigned())]
 
     def progress(self) -> tuple[int, int]:
@@ -269,12 +280,12 @@ class RaterSession:
         if kind == "progress_rating":
             return (target,)
         p = self._study.pairs[target]
-        return (p["left_unit"], p["right_unit"])
+        return (p.left_unit, p.right_unit)
 
     def _view(self, unit_id: str, code: str) -> BlindTrajectory:
         unit = self._study.units[unit_id]
-        task = self._store.trials.get_task(unit["task"])
-        events = self._store.trials.events(unit["trajectory_id"])
+        task = self._store.trials.get_task(unit.task)
+        events = self._store.trials.events(unit.trajectory_id)
         return blind_trajectory(code, task.instruction if task else "", events, self._study.terms)
 
     def unit_view(self, unit_id: str) -> BlindTrajectory:
@@ -290,20 +301,19 @@ class RaterSession:
 
     def _target_keys(self, kind: str, target: str) -> dict:
         if kind == "progress_rating":
-            return {"trajectory_id": self._study.units[target]["trajectory_id"], "unit_id": target}
+            return {"trajectory_id": self._study.units[target].trajectory_id, "unit_id": target}
         return {"pair_id": target}
 
-    def history(self, kind: str, target: str) -> list[dict]:
-        """This rater's versions of their answer, oldest first; only the rater-visible fields."""
+    def history(self, kind: str, target: str) -> list[Answer]:
+        """This rater's versions of their answer, oldest first."""
         self._require(kind, target)
         keys = self._target_keys(kind, target)
         rows = self._store.annotations.history(
             kind=kind, study_id=self._study.id, rater=self.rater,
             target=annotation_target(kind, keys))
-        return [{"value": r["value"], "note": r["note"], "confidence": r["confidence"], "created_at": r["created_at"]}
-                for r in rows]
+        return [Answer(value=r.value, note=r.note, confidence=r.confidence, created_at=r.created_at) for r in rows]
 
-    def answer(self, kind: str, target: str) -> dict | None:
+    def answer(self, kind: str, target: str) -> Answer | None:
         """This rater's current answer, or None."""
         rows = self.history(kind, target)
         return rows[-1] if rows else None
@@ -343,5 +353,4 @@ def open_rater_session(store: Store, token: str | None) -> RaterSession | None:
     found = store.studies.rater_by_token_hash(hash_token(token))
     if found is None:
         return None
-    return RaterSession(store, load_study(store, found["study_id"]), found["rater"],
-                        simulated=bool(found["is_simulated"]))
+    return RaterSession(store, load_study(store, found.study_id), found.rater, simulated=found.is_simulated)

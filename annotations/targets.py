@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gcpc_core.store import Store
+from gcpc_core.store import AnnotationRow, Store
 
 TARGET_KEYS: dict[str, tuple[str, ...]] = {
     "item_audit": ("trajectory_id", "item_id", "judge"),
@@ -29,7 +29,9 @@ def annotation_target(kind: str, keys: dict[str, Any]) -> str:
     return "|".join(str(keys[n]) for n in names)
 
 
-def add_annotation(store: Store, *, kind: str, rater: str, value: dict, **fields: Any) -> tuple[dict, bool]:
+def add_annotation(
+    store: Store, *, kind: str, rater: str, value: dict, **fields: Any,
+) -> tuple[AnnotationRow, bool]:
     """Append one annotation under the target its key columns make (see `store.annotations.add`)."""
     keys = {k: fields.get(k) for k in ("trajectory_id", "pair_id", "item_id", "judge", "label")}
     if not rater:

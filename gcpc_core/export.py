@@ -46,9 +46,9 @@ def export_annotations(
     marks the live version of each (kind, study, target, rater). Item audits are those of each judge's
     chosen run (`labels`; every run with `all_labels`), like the verdicts they audit; `label` names it.
     `study export` adds the design."""
-    current = {r["id"] for r in store.annotations.list(labels=labels, all_labels=all_labels)}
+    current = {r.id for r in store.annotations.list(labels=labels, all_labels=all_labels)}
     for row in store.annotations.list(current=False, labels=labels, all_labels=all_labels):
-        yield {**row, "is_current": row["id"] in current}
+        yield {**row.model_dump(), "is_current": row.id in current}
 
 
 EXPORTERS: dict[str, Callable[[Store], Iterator[dict]]] = {

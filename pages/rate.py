@@ -81,10 +81,10 @@ if nav[4].button("Guidelines", shortcut="G", width="stretch"):
 draft_key = f"{prefix}:{item.kind}:{item.target}"
 current = session.answer(item.kind, item.target)
 if draft_key not in st.session_state:
-    value = (current or {}).get("value") or {}
+    value = current.value if current else {}
     st.session_state[draft_key] = {"rating": value.get("rating"), "choice": value.get("choice"),
-                                   "confidence": (current or {}).get("confidence")}
-    st.session_state[f"{draft_key}:note"] = (current or {}).get("note") or ""
+                                   "confidence": current.confidence if current else None}
+    st.session_state[f"{draft_key}:note"] = (current.note if current else None) or ""
 draft: dict = st.session_state[draft_key]
 token_key = f"{draft_key}:client_token"  # one per answer attempt: a double submit stores one row
 st.session_state.setdefault(token_key, uuid.uuid4().hex)
@@ -162,9 +162,9 @@ if history:
     st.caption(f"Your saved answer: version {len(history)} of {len(history)}")
     with st.expander(f"Your answer history ({len(history)} version{'s' if len(history) > 1 else ''})"):
         for n, h in enumerate(history, 1):
-            value = h["value"].get("rating", h["value"].get("choice"))
-            conf = f", confidence {h['confidence']}" if h["confidence"] is not None else ""
-            show_text(f"{n}. {h['created_at']}: {value}{conf}" + (f" — {h['note']}" if h["note"] else ""))
+            value = h.value.get("rating", h.value.get("choice"))
+            conf = f", confidence {h.confidence}" if h.confidence is not None else ""
+            show_text(f"{n}. {h.created_at}: {value}{conf}" + (f" — {h.note}" if h.note else ""))
 st.divider()
 
 # ---- the records (blinded once per item; paged) --------------------------------------------------------

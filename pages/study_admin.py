@@ -97,7 +97,7 @@ if not studies:
     st.info("No study yet. Create one above, or run `python -m gcpc_core study create --help`.")
     st.stop()
 
-labels = {s["id"]: f"{s['name']} · {s['id']} · {s['status']}" + (" · SIMULATED raters" if s["is_simulated"] else "")
+labels = {s.id: f"{s.name} · {s.id} · {s.status}" + (" · SIMULATED raters" if s.is_simulated else "")
           for s in studies}
 ids = list(labels)
 chosen = st.session_state.pop("study_admin_study", None)  # a study just created
@@ -147,7 +147,7 @@ with adjudicate:
         st.info("No unit or pair with high disagreement.")
 
 with raters_tab:
-    names = [r["rater"] for r in store.studies.raters(study_id)]
+    names = [r.rater for r in store.studies.raters(study_id)]
     st.subheader("Invitation links")
     c = st.columns([2, 1, 1])
     who = c[0].selectbox("Rater", names, key="study_admin_link_rater")
@@ -166,7 +166,7 @@ with raters_tab:
     c = st.columns(2)
     source = c[0].selectbox("From", names, key="study_admin_from")
     target = c[1].selectbox("To", [n for n in names if n != source], key="study_admin_to")
-    held = [(a["kind"], a["target"]) for a in store.studies.assignments(study_id, rater=source)]
+    held = [(a.kind, a.target) for a in store.studies.assignments(study_id, rater=source)]
     picked = st.multiselect("Items (empty: every item the first rater has not answered yet)", held,
                             format_func=lambda h: f"{h[0]} {h[1]}", key="study_admin_items")
     if st.button("Reassign", disabled=target is None):

@@ -34,9 +34,9 @@ def audits_frame(store: Store, *, labels: Mapping[str, str] | None = None, all_l
     default label unless `labels` says otherwise; every run with `all_labels`); empty with its
     columns when none."""
     audits = store.annotations.list(kind="item_audit", labels=labels, all_labels=all_labels)
-    rows = [{"trajectory_id": a["trajectory_id"], "judge": a["judge"], "label": a["label"], "item_id": a["item_id"],
-             "rater": a["rater"], "agree": bool(a["value"]["agree"]), "verdict": a["value"].get("verdict"),
-             "created_at": a["created_at"], "is_simulated": bool(a["is_simulated"])} for a in audits]
+    rows = [{"trajectory_id": a.trajectory_id, "judge": a.judge, "label": a.label, "item_id": a.item_id,
+             "rater": a.rater, "agree": bool(a.value["agree"]), "verdict": a.value.get("verdict"),
+             "created_at": a.created_at, "is_simulated": a.is_simulated} for a in audits]
     return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS)).astype({"agree": bool, "is_simulated": bool})
 
 

@@ -16,7 +16,7 @@ __all__ = ["add_study"]
 
 def _study_id(store: Store, given: str | None) -> str:
     """The study named, or the only study of the project."""
-    ids = [s["id"] for s in store.studies.list()]
+    ids = [s.id for s in store.studies.list()]
     if given is not None and given not in ids:
         fail("study", f"no study {given!r} (have: {', '.join(ids) or 'none'})")
     if given is None and len(ids) != 1:
@@ -58,8 +58,8 @@ def _cmd_study_status(args: argparse.Namespace) -> int:
     store = open_db("study", args.db)
     if args.study is None and len(store.studies.list()) != 1:
         for s in store.studies.list():
-            tag = " (SIMULATED raters)" if s["is_simulated"] else ""
-            print(f"{s['id']}: {s['name']}, {s['status']}, created {s['created_at']}{tag}")
+            tag = " (SIMULATED raters)" if s.is_simulated else ""
+            print(f"{s.id}: {s.name}, {s.status}, created {s.created_at}{tag}")
         return 0
     study_id = _study_id(store, args.study)
     if args.json:

@@ -401,9 +401,9 @@ AUDIT_COLUMNS = ["judge", "route", "audited_items", "reviewers", "agree", "disag
 def audit_agreement(store: Store) -> pd.DataFrame:
     """How item auditors agree with each judge's raw verdicts, per judge and route (current audits)."""
     routes = {(r.trajectory_id, r.judge, r.item_id): r.route for r in store.judging.judgments()}
-    rows = [{"judge": a["judge"], "route": routes.get((a["trajectory_id"], a["judge"], a["item_id"]), "?"),
-             "target": a["target"], "rater": a["rater"], "agree": bool(a["value"]["agree"]),
-             "verdict": a["value"]["verdict"]} for a in store.annotations.list(kind="item_audit")]
+    rows = [{"judge": a.judge, "route": routes.get((a.trajectory_id, a.judge, a.item_id), "?"),
+             "target": a.target, "rater": a.rater, "agree": bool(a.value["agree"]),
+             "verdict": a.value["verdict"]} for a in store.annotations.list(kind="item_audit")]
     if not rows:
         return pd.DataFrame(columns=AUDIT_COLUMNS)
     frame = pd.DataFrame(rows)

@@ -24,7 +24,7 @@ from ..judge.grounding import REASON_JUDGE_ABSTAIN, REASON_NOT_JUDGED, REASON_UN
 from ..judge.probe import REASON_NO_MATCH, REASON_NO_PROBE
 from ..judge.registry import checklist_kind
 from ..models import ENDPOINT_ITEM_ID, CtrfTest, Event, Task, Trajectory
-from ..store import JudgmentRow, ScoreRow, Store
+from ..store import AnnotationRow, JudgmentRow, ScoreRow, Store
 from .text import Excerpt, Span, excerpt, locate
 
 __all__ = [
@@ -112,8 +112,8 @@ def judge_stats(store: Store, labels: Mapping[str, str] | None = None) -> pd.Dat
                   n_abstain=("abstain", "sum"), judge_disagreements=("contested", "sum"))
              .reset_index())
     audits = pd.DataFrame(
-        [{"trajectory_id": a["trajectory_id"], "judge": a["judge"], "item_id": a["item_id"],
-          "disagree": not a["value"]["agree"]} for a in store.annotations.list(kind="item_audit", labels=labels)],
+        [{"trajectory_id": a.trajectory_id, "judge": a.judge, "item_id": a.item_id,
+          "disagree": not a.value["agree"]} for a in store.annotations.list(kind="item_audit", labels=labels)],
         columns=["trajectory_id", "judge", "item_id", "disagree"]).astype({"disagree": bool})
     keys = ["trajectory_id", "judge"]
     per = pd.concat([audits.groupby(keys)["item_id"].nunique().rename("audited"),
@@ -414,19 +414,19 @@ ITEM_SHOW = ("all", "not audited", "judges disagree", "auditors disagree", "Abst
 """Which items of a trajectory the audit page lists."""
 
 
-def item_flags(view: ItemView, audits: Sequence[dict]) -> dict[str, bool]:
+def item_flags(view: ItemView, audits: Sequence[AnnotationRow]) -> dict[str, bool]:
     """What is notable about an item given the current audits of this trajectory and judge."""
-    mine = [a for a in audits if a["item_id"] == view.item_id]
+    mine = [a for a in audits if a.item_id == view.item_id]
     return {
         "audited": bool(mine),
-        "auditors disagree": any(not a["value"]["agree"] for a in mine),
+        "auditors disagree": any(not a.value["agree"] for a in mine),
         "judges disagree": view.judges_disagree,
         "Abstain": view.verdict_raw == "Abstain",
         "changed by postprocessing": view.overwritten,
     }
 
 
-def item_label(view: ItemView, audits: Sequence[dict]) -> str:
+def item_label(view: ItemView, audits: Sequence[AnnotationRow]) -> str:
     """One line for the item chooser: id, route, raw verdict (→ the scored one when postprocessing
     changed it) and what else is notable, each said once: the verdict already says Abstain and a
     change, and the endpoint item's id already names its route."""
@@ -445,7 +445,7 @@ def correction_options(view: ItemView) -> list[str]:
     return [v for v in VERDICTS if v != view.verdict_raw]
 
 
-def filter_items(views: Sequence[ItemView], audits: Sequence[dict], show: str) -> list[ItemView]:
+def filter_items(views: Sequence[ItemView], audits: Sequence[AnnotationRow], show: str) -> list[ItemView]:
     """The items `show` (one of `ITEM_SHOW`) keeps."""
     if show not in ITEM_SHOW:
         raise ValueError(f"unknown item filter {show!r}; one of {ITEM_SHOW}")
@@ -480,14 +480,13 @@ def record_audit(
                              note=note, client_token=client_token, label=label)
 
 
-def history_lines(history: Sequence[dict]) -> list[str]:
+def history_lines(history: Sequence[AnnotationRow]) -> list[str]:
     """One plain line per audit version, oldest first, marking superseded versions."""
-    current = {h["supersedes"] for h in history if h["supersedes"] is not None}
+    superseded = {h.supersedes for h in history if h.supersedes is not None}
     lines = []
     for h in history:
-        value = h["value"]
-        what = "agree" if value["agree"] else f"disagree → {value['verdict']}"
-        old = " (superseded)" if h["id"] in current else ""
-        note = f" — {h['note']}" if h.get("note") else ""
-        lines.append(f"{h['created_at']} · {h['rater']}: {what}{old}{note}")
+        what = "agree" if h.value["agree"] else f"disagree → {h.value['verdict']}"
+        old = " (superseded)" if h.id in superseded else ""
+        note = f" — {h.note}" if h.note else ""
+        lines.append(f"{h.created_at} · {h.rater}: {what}{old}{note}")
     return lines

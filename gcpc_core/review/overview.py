@@ -110,7 +110,7 @@ def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
     for row in store.judging.scores():
         if row.trajectory_id in task_of:
             scored.setdefault(task_of[row.trajectory_id], Counter())[row.judge] += 1
-    audited = Counter(task_of.get(a["trajectory_id"]) for a in store.annotations.list(kind="item_audit"))
+    audited = Counter(task_of.get(a.trajectory_id) for a in store.annotations.list(kind="item_audit"))
     out = []
     for task in store.trials.tasks():
         row = latest.get(task.id)
@@ -184,9 +184,9 @@ def studies_frame(store: Store) -> pd.DataFrame:
 
     rows = []
     for s in store.studies.list():
-        progress = rater_progress(store, s["id"])
+        progress = rater_progress(store, s.id)
         done, total = sum(r["done"] for r in progress), sum(r["total"] for r in progress)
-        rows.append({"study": s["id"], "name": s["name"], "status": s["status"], "raters": len(progress),
-                     "simulated": s["is_simulated"], "answers": f"{done}/{total}",
+        rows.append({"study": s.id, "name": s.name, "status": s.status, "raters": len(progress),
+                     "simulated": s.is_simulated, "answers": f"{done}/{total}",
                      "share_done": round(done / total, 3) if total else 1.0})
     return pd.DataFrame(rows, columns=["study", "name", "status", "raters", "simulated", "answers", "share_done"])

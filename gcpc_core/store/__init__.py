@@ -1,6 +1,7 @@
 """The project DB, and the only package that speaks SQL: `Store` holds the connection and the
 migrations; each stage's tables are read and written through its repository on the store."""
 
+from .annotations import AnnotationRow
 from .checklists import ChecklistRow
 from .common import derive_label, utcnow
 from .db import Store
@@ -8,10 +9,12 @@ from .judging import JudgeBatchRow, JudgeReplyRow, JudgeRun, JudgeUnitRow, Judgm
 from .migrations import MIGRATIONS
 from .perturbations import PerturbationRow
 from .runs import LLMModeRow, RunProgress, RunRow
+from .studies import Rater, StudyAssignmentRow, StudyPairRow, StudyRow, StudyUnitRow
 from .trials import EventRow, ImportIssueRow, TrajectoryClash, event_rows
 
 __all__ = [
     "MIGRATIONS", "EventRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
     "Store", "TrajectoryClash", "derive_label", "event_rows", "utcnow",
     "ChecklistRow", "ImportIssueRow", "LLMModeRow", "RunProgress", "RunRow",
+    "AnnotationRow", "Rater", "StudyAssignmentRow", "StudyPairRow", "StudyRow", "StudyUnitRow",
 ]

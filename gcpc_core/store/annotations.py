@@ -6,39 +6,89 @@ the table. What an annotation's `target` is made of is decided in `annotations/`
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
+from typing import Annotated, ClassVar, Literal, get_args
 
 from sqlite_utils import Database
 
-from .common import Repository, dumps, utcnow
+from .common import JSON, Repository, Row, dumps, utcnow
 from .judging import JudgingRepository
 from .studies import StudyRepository
 
+AnnotationKind = Literal["item_audit", "progress_rating", "preference"]
+
 _NOT_SUPERSEDED = "NOT EXISTS (SELECT 1 FROM annotations AS b WHERE b.supersedes = annotations.id)"
+
+
+class AnnotationRow(Row):
+    """One version of one rater's answer on one target (an item audit, a progress rating or a preference)."""
+
+    TABLE: ClassVar[str] = "annotations"
+
+    id: int | None = None
+    """Row id (assigned on insert); ids grow with time, so id order is the order answers were stored."""
+    kind: AnnotationKind
+    """What was answered: an item audit, a progress rating or a pairwise preference."""
+    study_id: str | None = None
+    """The study a rating or preference belongs to (None for item audits)."""
+    target: str
+    """What the answer is about, as `annotations.targets` keys it: one chain of versions per (kind, study,
+    target, rater)."""
+    task: str | None = None
+    """Task of the rated trial or pair."""
+    trajectory_id: str | None = None
+    """The audited or rated trial (None for a preference)."""
+    unit_id: str | None = None
+    """The study unit rated (progress ratings)."""
+    pair_id: str | None = None
+    """The study pair compared (preferences)."""
+    item_id: str | None = None
+    """The checklist item audited (item audits)."""
+    judge: str | None = None
+    """The judge whose item verdict was audited (item audits)."""
+    rater: str
+    """Who answered: a study rater or an auditor."""
+    value: Annotated[dict, JSON]
+    """The answer: `{agree, verdict}` for an audit, `{rating}` for a rating, `{choice}` for a preference."""
+    note: str | None = None
+    """The rater's free-text comment."""
+    confidence: int | None = None
+    """A preference's confidence on the study's scale."""
+    created_at: str
+    """When the answer was given."""
+    supersedes: int | None = None
+    """The row this version replaces (None for a first answer)."""
+    client_token: str
+    """Idempotency key of the submit: the same token twice stores one row."""
+    source: str = "app"
+    """Where the answer came from: `app`, `import` or `simulated`."""
+    is_simulated: bool = False
+    """True for answers of a simulated rater (the demo study)."""
+    label: str | None = None
+    """The labelled judge run whose verdict an item audit checked (None for other kinds, or an audit of a
+    judge that had no run)."""
+
+
+_INSERT = AnnotationRow.insert_sql()
 
 
 class AnnotationRepository(Repository):
     """Annotation rows and their supersession chains."""
 
-    KINDS = ("item_audit", "progress_rating", "preference")
+    KINDS: tuple[str, ...] = get_args(AnnotationKind)
 
     def __init__(self, store, judging: JudgingRepository, studies: StudyRepository):
         super().__init__(store)
         self._judging = judging
         self._studies = studies
 
-    @staticmethod
-    def _row(row: dict) -> dict:
-        return {**row, "value": json.loads(row["value"]), "is_simulated": bool(row["is_simulated"])}
-
-    def _current(self, db: Database, kind: str, study_id: str | None, target: str, rater: str) -> dict | None:
+    def _current(self, db: Database, kind: str, study_id: str | None, target: str, rater: str) -> AnnotationRow | None:
         rows = db["annotations"].rows_where(
             f"kind = ? AND study_id IS ? AND target = ? AND rater = ? AND {_NOT_SUPERSEDED}",
             [kind, study_id, target, rater], order_by="id DESC", limit=1,
         )
-        return next(iter(rows), None)
+        return next((AnnotationRow.from_db(r) for r in rows), None)
 
     def add(
         self,
@@ -62,7 +112,7 @@ class AnnotationRepository(Repository):
         is_simulated: bool = False,
         created_at: str | None = None,
         assignment: tuple[str, str] | None = None,
-    ) -> tuple[dict, bool]:
+    ) -> tuple[AnnotationRow, bool]:
         """Append one annotation in one transaction; returns (stored row, whether a row was written).
 
         Idempotent twice over: a `client_token` already stored returns its row (a double submit),
@@ -77,30 +127,29 @@ class AnnotationRepository(Repository):
         if kind not in self.KINDS:
             raise ValueError(f"annotation kind must be one of {self.KINDS}, not {kind!r}")
         token = client_token or uuid.uuid4().hex
-        value_json = dumps(value)
         with self.atomic() as db:
             same = next(iter(db["annotations"].rows_where("client_token = ?", [token])), None)
             if same is not None:
                 if (same["kind"], same["study_id"], same["target"], same["rater"]) != (kind, study_id, target, rater):
                     raise ValueError("client token already used for a different annotation")
-                return self._row(same), False
+                return AnnotationRow.from_db(same), False
             if assignment is not None:
                 self._studies.require_assignment(db, study_id, rater, *assignment)
             current = self._current(db, kind, study_id, target, rater)
-            if current is not None and (current["value"], current["note"], current["confidence"]) == (
-                value_json, note, confidence
+            if current is not None and (dumps(current.value), current.note, current.confidence) == (
+                dumps(value), note, confidence
             ):
-                return self._row(current), False
-            row = {
-                "kind": kind, "study_id": study_id, "target": target, "task": task,
-                "trajectory_id": trajectory_id, "unit_id": unit_id, "pair_id": pair_id, "item_id": item_id,
-                "judge": judge, "label": label, "rater": rater, "value": value_json, "note": note, "confidence": confidence,
-                "created_at": created_at or utcnow(), "supersedes": None if current is None else current["id"],
-                "client_token": token, "source": source, "is_simulated": int(is_simulated),
-            }
-            table = db["annotations"].insert(row)
-            stored = next(iter(db["annotations"].rows_where("id = ?", [table.last_pk])))
-        return self._row(stored), True
+                return current, False
+            row = AnnotationRow(
+                kind=kind, study_id=study_id, target=target, task=task, trajectory_id=trajectory_id, unit_id=unit_id,
+                pair_id=pair_id, item_id=item_id, judge=judge, label=label, rater=rater, value=value, note=note,
+                confidence=confidence, created_at=created_at or utcnow(),
+                supersedes=None if current is None else current.id, client_token=token, source=source,
+                is_simulated=is_simulated,
+            )
+            written = db.execute(_INSERT, row.db_values()).lastrowid
+            stored = next(iter(db["annotations"].rows_where("id = ?", [written])))
+        return AnnotationRow.from_db(stored), True
 
     def list(
         self,
@@ -113,8 +162,8 @@ class AnnotationRepository(Repository):
         current: bool = True,
         labels: Mapping[str, str] | None = None,
         all_labels: bool = False,
-    ) -> list[dict]:
-        """Annotation rows (value decoded) in id order; only current answers unless `current=False`.
+    ) -> list[AnnotationRow]:
+        """Annotation rows in id order; only current answers unless `current=False`.
 
         Item audits are kept only for each judge's chosen run (its default label, or `labels`), like
         the verdicts they audit, unless `all_labels`; audits naming no run (made before the judge had
@@ -130,11 +179,11 @@ class AnnotationRepository(Repository):
             clauses.append(f"(kind != 'item_audit' OR label IS NULL OR {label_where})")
             args += label_args
         rows = self.db["annotations"].rows_where(" AND ".join(clauses) or None, args, order_by="id")
-        return [self._row(r) for r in rows]
+        return [AnnotationRow.from_db(r) for r in rows]
 
-    def history(self, *, kind: str, study_id: str | None, target: str, rater: str) -> list[dict]:
+    def history(self, *, kind: str, study_id: str | None, target: str, rater: str) -> list[AnnotationRow]:
         """Every version of one rater's answer on one target, oldest first (the last is current)."""
         rows = self.db["annotations"].rows_where(
             "kind = ? AND study_id IS ? AND target = ? AND rater = ?", [kind, study_id, target, rater], order_by="id"
         )
-        return [self._row(r) for r in rows]
+        return [AnnotationRow.from_db(r) for r in rows]

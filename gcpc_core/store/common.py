@@ -98,10 +98,15 @@ class Row(BaseModel):
 
     @classmethod
     def from_db(cls, row: Mapping[str, Any]) -> Self:
-        """The row as read: JSON columns decoded, 0/1 columns typed `bool` become booleans."""
+        """The row as read: JSON columns decoded, 0/1 columns typed `bool` become booleans. A row edited
+        outside GCPC is refused: text that is no JSON with a ValueError naming the table and column, a
+        value the model does not allow with pydantic's ValidationError naming the model and field."""
         data = dict(row)
         for c in cls.json_columns():
-            data[c] = json.loads(data[c]) if data.get(c) else None
+            try:
+                data[c] = json.loads(data[c]) if data.get(c) else None
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{cls.TABLE}.{c} is not valid JSON ({exc})") from None
         return cls.model_validate(data)
 
     @classmethod

@@ -118,7 +118,7 @@ def test_a_malformed_stored_rating_does_not_abort_the_report(demo_copy: Path, tm
     store = Store(demo_copy)
     unit_id, unit = next(iter(load_study(store, DEMO_STUDY_ID).units.items()))
     add_annotation(store, kind="progress_rating", rater="demo-you", value={"rating": "three"}, study_id=DEMO_STUDY_ID,
-                         task=unit["task"], trajectory_id=unit["trajectory_id"], unit_id=unit_id)
+                         task=unit.task, trajectory_id=unit.trajectory_id, unit_id=unit_id)
     code, out = _report(demo_copy, tmp_path / "r", capsys, "--no-figures")
     assert code == 0
     assert "not computed: 1 malformed human answers left out" in out and "rating 'three' is not a whole number" in out

@@ -68,7 +68,7 @@ def test_a_malformed_stored_rating_is_left_out_of_alpha_and_said(store: Store, s
             sessions[rater].submit_rating(unit, rating)
     unit = load_study(store, study.study_id).units[units[0]]
     add_annotation(store, kind="progress_rating", rater="cat", value={"rating": "lots"}, study_id=study.study_id,
-                         task=unit["task"], trajectory_id=unit["trajectory_id"], unit_id=units[0])
+                         task=unit.task, trajectory_id=unit.trajectory_id, unit_id=units[0])
     rating = agreement(store, study.study_id)[0]
     assert rating.units == 2 and rating.answers == 4 and "1 malformed answers left out" in rating.note
 
@@ -108,11 +108,11 @@ def test_demo_project_has_a_labelled_simulated_study(tmp_path: Path) -> None:
     build_demo_project(db)
     store = Store(db)
     study = store.studies.get(DEMO_STUDY_ID)
-    assert study["is_simulated"] and "SIMULATED" in study["name"]
-    raters = {r["rater"]: r for r in store.studies.raters(DEMO_STUDY_ID)}
-    assert sum(r["is_simulated"] for r in raters.values()) == 3 and not raters["demo-you"]["is_simulated"]
+    assert study.is_simulated and "SIMULATED" in study.name
+    raters = {r.rater: r for r in store.studies.raters(DEMO_STUDY_ID)}
+    assert sum(r.is_simulated for r in raters.values()) == 3 and not raters["demo-you"].is_simulated
     rows = store.annotations.list(study_id=DEMO_STUDY_ID)
-    assert rows and all(r["is_simulated"] and r["source"] == "simulated" for r in rows)
+    assert rows and all(r.is_simulated and r.source == "simulated" for r in rows)
     assert {a.kind for a in agreement(store, DEMO_STUDY_ID) if not math.isnan(a.alpha)} == {"progress_rating", "preference"}
     build_demo_project(db)  # rebuilding keeps the one study
     assert len(store.studies.list()) == 1 and len(store.annotations.list(study_id=DEMO_STUDY_ID)) == len(rows)

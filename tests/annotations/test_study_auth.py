@@ -33,8 +33,27 @@ def test_only_token_hashes_are_stored(store: Store, study) -> None:
         p.read_bytes() for p in Path(store.path).parent.glob("*.db-wal"))
     for token in study.tokens.values():
         assert len(token) >= 32 and token.encode() not in raw  # the DB (and its WAL) never holds a token
-    assert all("token_hash" not in r for r in store.studies.raters(study.study_id))
-    assert store.studies.rater_by_token_hash(hash_token(study.tokens["ann"]))["rater"] == "ann"
+    assert all("token_hash" not in r.model_dump() for r in store.studies.raters(study.study_id))
+    found = store.studies.rater_by_token_hash(hash_token(study.tokens["ann"]))
+    assert found is not None and found.rater == "ann" and "token_hash" not in found.model_dump()
+
+
+def test_no_token_hash_reaches_an_export_or_a_status(store: Store, study, capsys: pytest.CaptureFixture[str]) -> None:
+    from annotations import export_csv, export_jsonl, rater_progress, status_lines
+    from gcpc_core.cli import main
+    from gcpc_core.export import export_rows
+    from gcpc_core.review.overview import studies_frame
+
+    hashes = [hash_token(t) for t in study.tokens.values()]
+    assert all(store.studies.rater_by_token_hash(h) is not None for h in hashes)  # the hashes stored
+    ann = open_rater_session(store, study.tokens["ann"])
+    ann.submit_rating(next(i.target for i in ann.queue() if i.kind == "progress_rating"), 3)
+    assert main(["study", "status", "--db", str(store.path), "--json"]) == 0
+    shown = [export_csv(store, study.study_id), export_jsonl(store, study.study_id), capsys.readouterr().out,
+             repr(list(export_rows(store, "annotations"))), repr(rater_progress(store, study.study_id)),
+             "\n".join(status_lines(store, study.study_id)), studies_frame(store).to_csv()]
+    assert all(h not in text for h in hashes for text in shown)
+    assert any("ann" in text for text in shown)  # the raters are there, their hashes are not
 
 
 def test_wrong_or_missing_token_opens_nothing(store: Store, study) -> None:
@@ -63,14 +82,14 @@ def test_a_rater_cannot_read_or_write_another_raters_queue(store: Store, study) 
         ann.submit_rating(foreign_unit, 1)
     with pytest.raises(PermissionError):
         ann.submit_preference(foreign_pair, "A", 3)
-    assert [r["rater"] for r in store.annotations.list(study_id=study.study_id)] == ["ben"]
+    assert [r.rater for r in store.annotations.list(study_id=study.study_id)] == ["ben"]
 
 
 def test_the_store_checks_the_assignment_inside_the_write(store: Store, study) -> None:
     ben = open_rater_session(store, study.tokens["ben"])
     unit = next(i.target for i in ben.queue() if i.kind == "progress_rating")
     traj = store.studies.units(study.study_id)
-    traj_id = next(u["trajectory_id"] for u in traj if u["unit_id"] == unit)
+    traj_id = next(u.trajectory_id for u in traj if u.unit_id == unit)
     with pytest.raises(PermissionError, match="not in this rater's queue"):
         add_annotation(store, kind="progress_rating", rater="ann", value={"rating": 1}, study_id=study.study_id,
                              trajectory_id=traj_id, unit_id=unit, assignment=("progress_rating", unit))
@@ -181,7 +200,7 @@ def test_cli_refuses_public_links_without_an_admin_token(store: Store, study, mo
     monkeypatch.setenv("GCPC_PUBLIC_URL", "https://rate.example")
     assert main(["study", "link", "--db", db, "--rater", "ann", "--show"]) == 2
     assert main(["study", "create", "--db", db, "--seed", "3", "--rater", "x", "--rater", "y", "--id", "s2"]) == 2
-    assert [s["id"] for s in store.studies.list()] == [study.study_id]  # refused before anything was created
+    assert [s.id for s in store.studies.list()] == [study.study_id]  # refused before anything was created
     monkeypatch.setenv("GCPC_ADMIN_TOKEN", "admin-secret")
     capsys.readouterr()
     assert main(["study", "link", "--db", db, "--rater", "ann", "--show"]) == 0

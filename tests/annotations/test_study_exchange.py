@@ -95,8 +95,8 @@ def test_import_validates_rows_and_reports_each_rejection(store: Store) -> None:
     sid = answered_study(store)
     good = next(r for r in response_rows(store, sid, history=False) if r["kind"] == "progress_rating")
     unit, rater = good["unit_id"], good["rater"]
-    stranger = next(r for r in RATERS if r not in {x["rater"] for x in store.studies.assignments(sid)
-                                                    if x["target"] == unit})
+    stranger = next(r for r in RATERS if r not in {x.rater for x in store.studies.assignments(sid)
+                                                    if x.target == unit})
     pair = next(r for r in response_rows(store, sid) if r["kind"] == "preference")
     lines = [
         {"study_id": sid, "kind": "progress_rating", "unit_id": unit, "rater": rater, "rating": 9},
@@ -117,7 +117,7 @@ def test_import_validates_rows_and_reports_each_rejection(store: Store) -> None:
     assert "never assigned" in reasons[4] and "choice must be one of" in reasons[5]
     assert "no study" in reasons[6] and "not JSON" in reasons[8]
     current = store.annotations.list(study_id=sid, rater=rater, kind="progress_rating")
-    assert any(r["note"] == "collected on paper" and r["source"] == "import" for r in current)
+    assert any(r.note == "collected on paper" and r.source == "import" for r in current)
     forced = import_responses(store, json.dumps(lines[3]), allow_unassigned=True)
     assert forced.ok and forced.added == 1
 
@@ -127,7 +127,7 @@ def test_frames_hold_current_answers_in_the_analysis_contract(store: Store) -> N
     ratings = ratings_frame(store, sid)
     assert list(ratings.columns[:4]) == ["trajectory_id", "task", "rater", "rating"]
     assert ratings["rating"].between(1, 5).all() and not ratings.duplicated(["trajectory_id", "rater"]).any()
-    units = {u["trajectory_id"] for u in store.studies.units(sid)}
+    units = {u.trajectory_id for u in store.studies.units(sid)}
     assert set(ratings["trajectory_id"]) <= units
     prefs = preferences_frame(store, sid)
     assert list(prefs.columns[:7]) == ["pair_id", "task", "left_id", "right_id", "rater", "choice", "confidence"]
@@ -187,7 +187,7 @@ def test_csv_export_neutralises_formulas_and_imports_them_back_exactly(store: St
     other = project_like(store, tmp_path / "other.db")
     import_responses(other, export_jsonl(store, sid).splitlines()[0] + "\n")
     assert import_responses(other, table).ok
-    assert sorted(r["note"] for r in other.annotations.list(study_id=sid) if r["note"]) == sorted(FORMULAS)
+    assert sorted(r.note for r in other.annotations.list(study_id=sid) if r.note) == sorted(FORMULAS)
 
 
 def test_free_text_up_to_the_limit_survives_csv_and_beyond_it_is_refused(store: Store, tmp_path: Path,
@@ -202,7 +202,7 @@ def test_free_text_up_to_the_limit_survives_csv_and_beyond_it_is_refused(store: 
     with pytest.raises(ValueError, match="over the free-text limit"):
         ann.submit_rating(units[1], 2, note=long + "y")
     with pytest.raises(ValueError, match="over the free-text limit"):  # the review app's audit notes: same limit
-        record_item_audit(store, trajectory_id=load_study(store, sid).units[units[0]]["trajectory_id"], item_id="C1",
+        record_item_audit(store, trajectory_id=load_study(store, sid).units[units[0]].trajectory_id, item_id="C1",
                           judge="probe", reviewer="ann", agree=True, note=long + "y")
     out = tmp_path / "study.csv"
     assert main(["study", "export", "--db", str(store.path), "--format", "csv", "--out", str(out)]) == 0
@@ -211,7 +211,7 @@ def test_free_text_up_to_the_limit_survives_csv_and_beyond_it_is_refused(store: 
     import_responses(other, export_jsonl(store, sid).splitlines()[0] + "\n")
     capsys.readouterr()
     assert main(["study", "import", "--db", str(other.path), str(out)]) == 0
-    assert any(r["note"] == long for r in other.annotations.list(study_id=sid))
+    assert any(r.note == long for r in other.annotations.list(study_id=sid))
     # one character over: a clear rejection naming the file and the line, the other rows imported
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     rows[0]["note"], rows[0]["client_token"] = long + "yy", "fresh-token"
@@ -242,13 +242,13 @@ def test_export_refuses_a_stored_note_over_the_limit_and_writes_nothing(store: S
     sid, units = noted_study(store, ["fine"])
     unit = load_study(store, sid).units[units[0]]
     row, _ = add_annotation(store, kind="progress_rating", rater="ann", value={"rating": 2}, study_id=sid,
-                                  task=unit["task"], trajectory_id=unit["trajectory_id"], unit_id=units[0],
+                                  task=unit.task, trajectory_id=unit.trajectory_id, unit_id=units[0],
                                   note="n" * (FREE_TEXT_MAX_CHARS + 1))  # written past the input checks
     out = tmp_path / "study.csv"
     for fmt in ("csv", "jsonl"):
         assert main(["study", "export", "--db", str(store.path), "--format", fmt, "--out", str(out)]) == 2
         err = capsys.readouterr().err
-        assert f"annotation {row['id']} of rater ann: note has {FREE_TEXT_MAX_CHARS + 1:,} characters" in err
+        assert f"annotation {row.id} of rater ann: note has {FREE_TEXT_MAX_CHARS + 1:,} characters" in err
         assert not out.exists()
 
 

@@ -217,9 +217,9 @@ def test_an_audit_writes_one_row_and_shows_it_in_the_history(demo_db: Path) -> N
     assert not at.exception
     rows = store.annotations.list(kind="item_audit", current=False)
     assert store.project.counts()["annotations"] == before + 1 and len(rows) == 1
-    assert (rows[0]["trajectory_id"], rows[0]["item_id"], rows[0]["judge"], rows[0]["rater"]) == (traj, item, "probe",
+    assert (rows[0].trajectory_id, rows[0].item_id, rows[0].judge, rows[0].rater) == (traj, item, "probe",
                                                                                                     "alice")
-    assert rows[0]["value"] == {"agree": True, "verdict": None}
+    assert rows[0].value == {"agree": True, "verdict": None}
     assert any("alice: agree" in t for t in texts(at))
     assert "Audit history (1)" in [c.value for c in at.caption]
     label = next(o for o in at.selectbox(key="audit:trajectory").options if o.startswith(f"{traj} ·"))
@@ -238,8 +238,8 @@ def test_an_audit_writes_one_row_and_shows_it_in_the_history(demo_db: Path) -> N
     at.button(key=audit_key(traj, item, f"correct:{right}")).click().run()
     assert not at.exception
     rows = store.annotations.list(kind="item_audit", current=False)
-    assert len(rows) == 2 and rows[1]["supersedes"] == rows[0]["id"] and rows[1]["value"]["agree"] is False
-    assert rows[1]["value"]["verdict"] == right and rows[1]["note"] == "the output was overwritten later"
+    assert len(rows) == 2 and rows[1].supersedes == rows[0].id and rows[1].value["agree"] is False
+    assert rows[1].value["verdict"] == right and rows[1].note == "the output was overwritten later"
     assert not any("Which verdict is right?" in w.value for w in at.warning)
     history = [t for t in texts(at) if "alice:" in t]
     assert "(superseded)" in history[0] and "disagree →" in history[1] and "overwritten later" in history[1]
@@ -309,7 +309,7 @@ def test_item_filter_shows_disagreements_with_auditors(demo_db: Path) -> None:
     at = open_page("audit", trajectory=traj, judge="probe", item=item)
     at.segmented_control(key=audit_key(traj, item, "corrected")).set_value("Abstain")
     at.button(key=audit_key(traj, item, "disagree")).click().run()  # a verdict chosen first: D records it
-    assert store.annotations.list(kind="item_audit")[0]["value"] == {"agree": False, "verdict": "Abstain"}
+    assert store.annotations.list(kind="item_audit")[0].value == {"agree": False, "verdict": "Abstain"}
     at.segmented_control(key="audit:item_show").set_value("auditors disagree").run()
     assert at.selectbox(key="audit:item").options == [o for o in at.selectbox(key="audit:item").options
                                                       if o.startswith(f"{item} ·")]

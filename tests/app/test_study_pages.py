@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 import tomllib
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -106,8 +108,8 @@ def test_rating_saves_once_resumes_and_keeps_history(demo_db: Path) -> None:
     next(b for b in at.button if b.label == "Save and next").click().run()
     assert not at.exception and at.subheader[0].value.startswith("2 of ")
     rows = store.annotations.list(study_id=DEMO_STUDY_ID, rater="demo-you", current=False)
-    assert len(rows) == 1 and rows[0]["value"] == {"rating": 3} and rows[0]["note"] == "checked the output file"
-    assert not rows[0]["is_simulated"] and rows[0]["source"] == "app"
+    assert len(rows) == 1 and rows[0].value == {"rating": 3} and rows[0].note == "checked the output file"
+    assert not rows[0].is_simulated and rows[0].source == "app"
 
     resumed = app(token=token)  # a refresh or a new visit resumes at the first open item
     assert resumed.subheader[0].value.startswith("2 of ")
@@ -118,7 +120,7 @@ def test_rating_saves_once_resumes_and_keeps_history(demo_db: Path) -> None:
     next(b for b in resumed.button if b.label == "Save and next").click().run()
     next(b for b in resumed.button if b.label == "Previous").click().run()
     history = store.annotations.list(study_id=DEMO_STUDY_ID, rater="demo-you", current=False)
-    assert [h["value"]["rating"] for h in history] == [3, 5] and history[1]["supersedes"] == history[0]["id"]
+    assert [h.value["rating"] for h in history] == [3, 5] and history[1].supersedes == history[0].id
     assert any("history (2 versions)" in e.label for e in resumed.expander)
 
 
@@ -136,7 +138,7 @@ def test_pairwise_choice_with_confidence(demo_db: Path) -> None:
     next(b for b in at.button if b.label == "Save and next").click().run()
     assert not at.exception
     rows = store.annotations.list(study_id=DEMO_STUDY_ID, rater="demo-you", kind="preference")
-    assert [(r["value"]["choice"], r["confidence"]) for r in rows] == [("A", 2)]
+    assert [(r.value["choice"], r.confidence) for r in rows] == [("A", 2)]
 
 
 def test_admin_page_on_the_demo_study(demo_db: Path) -> None:
@@ -159,6 +161,11 @@ def test_admin_page_on_the_demo_study(demo_db: Path) -> None:
     links = [c.value for c in at.code if "/rate?token=" in c.value]
     assert len(links) == 2
     assert len(Store(demo_db).studies.list()) == 2
+    with closing(sqlite3.connect(demo_db)) as conn:  # the raters' token hashes, read past the store
+        hashes = [h for (h,) in conn.execute("SELECT token_hash FROM study_raters WHERE token_hash IS NOT NULL")]
+    shown = [str(e.value) for e in [*at.text, *at.code, *at.markdown, *at.caption, *at.success]]
+    shown += [d.value.to_csv() for d in at.dataframe]
+    assert len(hashes) >= 2 and not any(h in text for h in hashes for text in shown)  # shown: links, never hashes
 
 
 def test_admin_token_guards_every_non_rater_page(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from annotations import DesignParams, create_study, open_rater_session, record_item_audit
-from gcpc_core.store import Store
+from gcpc_core.store import AnnotationRow, Store
 
 __all__ = ["LoadFigures", "prepare_load_study", "run_load_drill"]
 
@@ -140,10 +140,10 @@ def _annotate(store: Store, spec: _Spec, audit_targets: list[tuple[str, str, str
                     if created:
                         out["created"].append(token)
                     if op:  # an audit's last writer is either twin: its chain check covers it
-                        out["last"][(row["kind"], row["target"])] = token
+                        out["last"][(row.kind, row.target)] = token
                 else:
                     out["resubmits"] += 1
-                    out["bad_resubmits"] += int(created or row["client_token"] != token)
+                    out["bad_resubmits"] += int(created or row.client_token != token)
         except Exception as exc:  # noqa: BLE001
             out["errors"].append(f"{spec.rater} write {i}: {type(exc).__name__}: {exc}")
             if len(out["errors"]) > 20:
@@ -177,20 +177,20 @@ def _process_main(db_path: str, specs: list[_Spec], start_at: float) -> list[dic
 
 def _verify(store: Store, figures: LoadFigures, created: set[str], last: dict[tuple[str, str, str], str]) -> None:
     """Count the drill's rows and check tokens, history chains and current answers."""
-    rows = [r for r in store.annotations.list(current=False) if r["client_token"].startswith(TOKEN_PREFIX)]
-    per_token = Counter(r["client_token"] for r in rows)
+    rows = [r for r in store.annotations.list(current=False) if r.client_token.startswith(TOKEN_PREFIX)]
+    per_token = Counter(r.client_token for r in rows)
     figures.stored = len(rows)
     figures.lost = len(created - set(per_token))
     figures.duplicated += sum(n - 1 for n in per_token.values() if n > 1)
-    chains: dict[tuple, list[dict]] = defaultdict(list)
+    chains: dict[tuple, list[AnnotationRow]] = defaultdict(list)
     for r in rows:
-        chains[(r["kind"], r["study_id"], r["target"], r["rater"])].append(r)
+        chains[(r.kind, r.study_id, r.target, r.rater)].append(r)
     for history in chains.values():
-        history.sort(key=lambda r: r["id"])
-        if [r["supersedes"] for r in history] != [None] + [r["id"] for r in history[:-1]]:
+        history.sort(key=lambda r: r.id)
+        if [r.supersedes for r in history] != [None] + [r.id for r in history[:-1]]:
             figures.broken_chains += 1
-    current = {(r["kind"], r["target"], r["rater"]): r["client_token"]
-               for r in store.annotations.list() if r["client_token"].startswith(TOKEN_PREFIX)}
+    current = {(r.kind, r.target, r.rater): r.client_token
+               for r in store.annotations.list() if r.client_token.startswith(TOKEN_PREFIX)}
     figures.stale_current = sum(current.get(key) != token for key, token in last.items())
 
 

@@ -126,7 +126,7 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     fresh.click(fresh.button("Agree"))
     expect(fresh.text(re.compile(rf"{REVIEWER}: agree$")).first).to_be_visible()
     audits = store.annotations.list(kind="item_audit")
-    assert len(audits) == 1 and audits[0]["task"] == TASK and audits[0]["rater"] == REVIEWER
+    assert len(audits) == 1 and audits[0].task == TASK and audits[0].rater == REVIEWER
 
     fresh.open("")
     row = task_row(fresh, TASK)

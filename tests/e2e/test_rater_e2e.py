@@ -83,8 +83,8 @@ def test_progress_rating_with_keyboard_shortcuts_is_saved_and_kept(demo: App) ->
     expect(demo.main.locator("h3").filter(has_text=unit)).to_have_count(0)  # moved on to an open item
 
     answer = session.answer("progress_rating", unit)
-    assert answer is not None and answer["value"]["rating"] == 2, answer
-    assert answer["note"] == "e2e: stopped after reading the CSV", answer
+    assert answer is not None and answer.value["rating"] == 2, answer
+    assert answer.note == "e2e: stopped after reading the CSV", answer
 
     # back to it (the item chooser): the saved answer is shown, and kept across a reload
     demo.page.reload()
@@ -117,7 +117,7 @@ def test_pairwise_preference_with_keyboard_shortcuts_and_guidelines(demo: App) -
     demo.press("Control+Enter")
     expect(demo.toast("Saved.")).to_be_visible()
     answer = session.answer("preference", pair)
-    assert answer is not None and answer["value"]["choice"] == "tie" and answer["confidence"] == 3, answer
+    assert answer is not None and answer.value["choice"] == "tie" and answer.confidence == 3, answer
 
     # guidelines (G) open in a dialog and close with Escape
     demo.press("g")

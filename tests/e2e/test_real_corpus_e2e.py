@@ -57,7 +57,7 @@ def test_real_trajectory_audit_with_evidence_and_log_search(real: App) -> None:
     real.settled()
     expect(real.text(re.compile(r"e2e-reviewer: agree$")).first).to_be_visible()
     history = item_audit_history(store, trajectory_id=traj_id, item_id=view.item_id, judge="probe")
-    assert [h["value"]["agree"] for h in history] == [True]
+    assert [h.value["agree"] for h in history] == [True]
 
 
 def blinded_terms(store: Store) -> list[str]:

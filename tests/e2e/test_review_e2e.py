@@ -100,11 +100,11 @@ def test_item_audit_shows_evidence_records_agree_and_disagree_and_keeps_them(dem
 
     stored = {item: item_audit_history(store, trajectory_id=traj_id, item_id=item, judge="probe")
               for item in (no_item.item_id, yes_item.item_id)}
-    assert [(h["rater"], h["value"]["agree"]) for h in stored[no_item.item_id]] == [("e2e-alice", True)]
+    assert [(h.rater, h.value["agree"]) for h in stored[no_item.item_id]] == [("e2e-alice", True)]
     [disagreed] = stored[yes_item.item_id]
-    assert disagreed["rater"] == "e2e-alice" and disagreed["value"]["agree"] is False, disagreed
-    assert disagreed["value"]["verdict"] == "Abstain", disagreed
-    assert disagreed["note"] == "e2e: the cited output is stale"
+    assert disagreed.rater == "e2e-alice" and disagreed.value["agree"] is False, disagreed
+    assert disagreed.value["verdict"] == "Abstain", disagreed
+    assert disagreed.note == "e2e: the cited output is stale"
 
 
 def test_checklist_edit_that_fails_a_gate_shows_why_and_cannot_be_saved(demo: App) -> None:
@@ -218,7 +218,7 @@ def test_admin_creates_a_study_its_link_opens_the_rate_page_and_closing_keeps_th
     expect(demo.button("Reopen study")).to_be_visible()
     demo.click(demo.button("Reopen study"))
     expect(demo.combobox("Study")).to_have_value(re.compile(r"^E2E study · .* · open$"))
-    studies = {s["name"]: s["status"] for s in Store(demo.server.db).studies.list()}
+    studies = {s.name: s.status for s in Store(demo.server.db).studies.list()}
     assert studies["E2E study"] == "open" and studies["Demo study (SIMULATED raters)"] == "open", studies
 
     # the link shown once works for its rater

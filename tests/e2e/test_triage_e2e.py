@@ -27,7 +27,7 @@ def metric(app: App, label: str) -> str:
 def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_counts(demo: App) -> None:
     store = Store(demo.server.db)
     top = triage(frames_from_store(store)).iloc[0]
-    had_audit = any(a["item_id"] == top["item_id"] for a in item_audits(store, trajectory_id=top["trajectory_id"],
+    had_audit = any(a.item_id == top["item_id"] for a in item_audits(store, trajectory_id=top["trajectory_id"],
                                                                         judge="probe"))
 
     demo.open("triage")
@@ -56,8 +56,8 @@ def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_count
     demo.click(demo.button("Agree"))
     expect(demo.text(re.compile(rf"{re.escape(REVIEWER)}: agree$")).first).to_be_visible()
     mine = [a for a in item_audits(store, trajectory_id=top["trajectory_id"], judge="probe")
-            if a["item_id"] == top["item_id"] and a["rater"] == REVIEWER]
-    assert mine and mine[0]["value"]["agree"]
+            if a.item_id == top["item_id"] and a.rater == REVIEWER]
+    assert mine and mine[0].value["agree"]
     frames = frames_from_store(store)
     est = estimate_error(population(frames["items"], frames["audits"], "probe"))
     demo.open("triage")
@@ -93,7 +93,7 @@ def test_auditing_the_proposals_in_order_narrows_the_error_rate_and_the_figures(
         expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(nxt['item_id'])} · "))
         demo.click(demo.button("Agree"))
         expect(demo.text(re.compile(rf"{re.escape(REVIEWER)}: agree$")).first).to_be_visible()
-        audited = {(a["trajectory_id"], a["item_id"]) for a in item_audits(store, trajectory_id=nxt["trajectory_id"],
+        audited = {(a.trajectory_id, a.item_id) for a in item_audits(store, trajectory_id=nxt["trajectory_id"],
                                                                            judge="probe")}
         assert (nxt["trajectory_id"], nxt["item_id"]) in audited
     assert widths == sorted(widths, reverse=True) and len(set(widths)) == len(widths), widths

@@ -234,10 +234,10 @@ def test_a_stored_headline_is_recomputed_when_the_data_change(demo: Store, chang
         record_item_audit(demo, trajectory_id=fail.id, item_id=item, judge="probe", reviewer="ann", agree=True)
     else:  # a current progress rating replaced by another: Spearman ρ and α move
         rating = demo.annotations.list(kind="progress_rating")[0]
-        value = {**rating["value"], "rating": 1 if rating["value"]["rating"] > 1 else 5}
-        add_annotation(demo, kind="progress_rating", rater=rating["rater"], value=value, study_id=rating["study_id"],
-                       task=rating["task"], trajectory_id=rating["trajectory_id"], unit_id=rating["unit_id"],
-                       is_simulated=bool(rating["is_simulated"]))
+        value = {**rating.value, "rating": 1 if rating.value["rating"] > 1 else 5}
+        add_annotation(demo, kind="progress_rating", rater=rating.rater, value=value, study_id=rating.study_id,
+                       task=rating.task, trajectory_id=rating.trajectory_id, unit_id=rating.unit_id,
+                       is_simulated=rating.is_simulated)
     after = stored_headline(demo, 200, 0)
     assert after == _fresh(demo)  # what the data say now, not what was stored
     assert _stored_slots(demo).keys() == slots.keys() and _stored_slots(demo) != slots  # the same entry, replaced

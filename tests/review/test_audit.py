@@ -24,7 +24,7 @@ from gcpc_core.review.audit import (
     ref_status,
     trajectory_frame,
 )
-from gcpc_core.store import Store
+from gcpc_core.store import AnnotationRow, Store
 
 
 def first_fail(store: Store) -> str:
@@ -136,7 +136,7 @@ def test_record_audit_appends_and_keeps_history(demo: Store) -> None:
                                 client_token="t1")
     again, written_again = record_audit(demo, view, trajectory_id=traj_id, judge="probe", reviewer="alice",
                                         agree=True, client_token="t1")
-    assert written and not written_again and again["id"] == row["id"]
+    assert written and not written_again and again.id == row.id
     assert demo.project.counts()["annotations"] == before + 1
     record_audit(demo, view, trajectory_id=traj_id, judge="probe", reviewer="alice", agree=False,
                  corrected_verdict=other, note="the file was overwritten later")
@@ -229,7 +229,9 @@ def test_labels_and_summaries(demo: Store) -> None:
     assert endpoint.route == "endpoint" and item_label(endpoint, []) == f"{endpoint.item_id} · No"
     changed = replace(abstain, verdict="Yes", reason="official_pass")
     assert item_label(changed, []) == f"{abstain.item_id} · {abstain.route} · Abstain → scored Yes"
-    audits = [{"item_id": abstain.item_id, "value": {"agree": False, "verdict": "No"}}]
+    audits = [AnnotationRow(kind="item_audit", target=f"t|{abstain.item_id}|probe", rater="ann", item_id=abstain.item_id,
+                            value={"agree": False, "verdict": "No"}, created_at="2026-01-01T00:00:00+00:00",
+                            client_token="c1")]
     assert item_label(abstain, audits) == f"{abstain.item_id} · {abstain.route} · Abstain · audited · auditors disagree"
     for view in views:
         words = item_label(view, audits).lower().split(" · ")

@@ -52,10 +52,10 @@ def test_an_item_shows_the_other_runs_verdict_and_audits_stay_with_their_run(dem
     record_audit(demo, flipped, trajectory_id=row["trajectory_id"], judge="probe", reviewer="rev", agree=True,
                  label=DEMO_SIMULATED_LABEL)
     mine = [a for a in item_audits(demo, trajectory_id=row["trajectory_id"], judge="probe", label=DEMO_SIMULATED_LABEL)
-            if a["rater"] == "rev"]
-    assert [(a["item_id"], a["label"]) for a in mine] == [(row["item_id"], DEMO_SIMULATED_LABEL)]
+            if a.rater == "rev"]
+    assert [(a.item_id, a.label) for a in mine] == [(row["item_id"], DEMO_SIMULATED_LABEL)]
     # the default run's figures do not count an audit of the simulated run
-    assert not [a for a in item_audits(demo, trajectory_id=row["trajectory_id"], judge="probe") if a["rater"] == "rev"]
+    assert not [a for a in item_audits(demo, trajectory_id=row["trajectory_id"], judge="probe") if a.rater == "rev"]
     stats = judge_stats(demo, {"probe": DEMO_SIMULATED_LABEL}).set_index(["trajectory_id", "judge"])
     assert stats.loc[(row["trajectory_id"], "probe"), "audited"] >= 1
 

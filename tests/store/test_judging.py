@@ -91,19 +91,19 @@ def test_migration_keeps_every_row_under_its_derived_label(migrated: Store) -> N
 
 
 def test_migration_attaches_audits_to_the_run_they_were_made_on(migrated: Store) -> None:
-    rows = {r["id"]: r for r in migrated.annotations.list(kind="item_audit", current=False, all_labels=True)}
-    assert rows[1]["label"] == rows[2]["label"] == PROBE_LABEL
-    assert rows[1]["target"] == rows[2]["target"] == f"t__1|C2|probe|{PROBE_LABEL}"
-    assert rows[2]["supersedes"] == 1 and rows[2]["value"] == {"agree": False, "verdict": "Yes"}
-    assert rows[3]["label"] is None and rows[3]["target"] == "t__2|C1|holistic"  # its judge had no run: unattached
+    rows = {r.id: r for r in migrated.annotations.list(kind="item_audit", current=False, all_labels=True)}
+    assert rows[1].label == rows[2].label == PROBE_LABEL
+    assert rows[1].target == rows[2].target == f"t__1|C2|probe|{PROBE_LABEL}"
+    assert rows[2].supersedes == 1 and rows[2].value == {"agree": False, "verdict": "Yes"}
+    assert rows[3].label is None and rows[3].target == "t__2|C1|holistic"  # its judge had no run: unattached
     current = item_audits(migrated, trajectory_id="t__1", judge="probe")
-    assert [a["id"] for a in current] == [2]
+    assert [a.id for a in current] == [2]
     history = item_audit_history(migrated, trajectory_id="t__1", item_id="C2", judge="probe")
-    assert [h["id"] for h in history] == [1, 2]
+    assert [h.id for h in history] == [1, 2]
     # the same reviewer's next audit continues the migrated chain
     row, written = record_item_audit(migrated, trajectory_id="t__1", item_id="C2", judge="probe", reviewer="alice",
                                      agree=True)
-    assert written and row["supersedes"] == 2 and row["label"] == PROBE_LABEL
+    assert written and row.supersedes == 2 and row.label == PROBE_LABEL
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
         migrated.db.execute("UPDATE annotations SET rater = 'mallory' WHERE id = 1")
 

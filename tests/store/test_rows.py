@@ -42,7 +42,8 @@ def test_every_row_model_has_its_tables_columns(fresh: Store) -> None:
     models = row_models()
     assert {m.TABLE for m in models} >= {"judgments", "judge_units", "judge_replies", "scores", "judge_labels",
                                          "judge_batches", "perturbations", "runs", "llm_modes", "checklists",
-                                         "import_issues"}
+                                         "import_issues", "annotations", "studies", "study_units",
+                                         "study_pairs", "study_raters", "study_assignments"}
     problems = [p for m in models for p in drift(m, fresh.db)]
     assert not problems, "\n".join(problems)
 
