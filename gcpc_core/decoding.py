@@ -20,7 +20,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-__all__ = ["DecodingBounds", "bounded_schema"]
+__all__ = ["ANNOTATIONS", "DecodingBounds", "bounded_schema"]
 
 
 def _bound(prop: dict[str, Any], limit: int) -> None:
@@ -30,11 +30,34 @@ def _bound(prop: dict[str, Any], limit: int) -> None:
         prop["maxLength"] = limit
 
 
+ANNOTATIONS = ("title", "description")
+"""Schema keywords that only annotate. Pydantic fills them from class and field names and docstrings,
+which are written for developers; a small model shown them in the schema prompt copies them into its
+reply as if they were evidence (seen: quotes of a reply class's docstring), so the bounded schema
+leaves them out. They constrain nothing, so the grammar is the same without them."""
+
+
+def _strip_annotations(node: Any) -> None:
+    if isinstance(node, list):
+        for value in node:
+            _strip_annotations(value)
+    elif isinstance(node, dict):
+        for keyword in ANNOTATIONS:
+            node.pop(keyword, None)
+        for key in ("properties", "$defs"):  # mappings of names to schemas: a property named `title` stays
+            for value in node.get(key, {}).values():
+                _strip_annotations(value)
+        for key in ("items", "anyOf", "allOf", "oneOf", "prefixItems"):
+            if key in node:
+                _strip_annotations(node[key])
+
+
 def bounded_schema(schema: Mapping[str, Any], bounds: Mapping[str, int]) -> dict[str, Any]:
-    """A copy of `schema` where every object property named in `bounds` — at the root and in
-    `$defs` — gets that limit: `maxItems` for an array, `maxLength` for a string. Properties of
-    other types (a `$ref`, an enum) are left as they are."""
+    """A copy of `schema` without annotations (`ANNOTATIONS`) where every object property named in
+    `bounds` — at the root and in `$defs` — gets that limit: `maxItems` for an array, `maxLength` for
+    a string. Properties of other types (a `$ref`, an enum) are left as they are."""
     bounded = copy.deepcopy(dict(schema))
+    _strip_annotations(bounded)
     for node in (bounded, *bounded.get("$defs", {}).values()):
         for name, prop in node.get("properties", {}).items():
             if name in bounds:

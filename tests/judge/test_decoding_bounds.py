@@ -13,6 +13,7 @@ import pytest
 from fake_openai import Reply, format_type
 
 from gcpc_core.checklist.synthesis import ChecklistDraft
+from gcpc_core.decoding import bounded_schema
 from gcpc_core.judge import judge_project
 from gcpc_core.judge.replies import (
     HOLISTIC_MAX_CITATIONS,
@@ -70,6 +71,16 @@ def test_judge_bounds_are_where_the_loops_were() -> None:
     assert items["$defs"]["ItemVerdictReply"]["properties"]["citations"]["maxItems"] == ITEM_MAX_CITATIONS
     assert HolisticReply.decoding_schema()["properties"]["citations"]["maxItems"] == HOLISTIC_MAX_CITATIONS
     assert "maxLength" not in HolisticReply.decoding_schema()["properties"]["progress"]  # a number: untouched
+
+
+def test_the_bounded_schema_drops_annotations_a_small_model_would_copy() -> None:
+    """Docstrings become schema descriptions; the tiny model quoted them as evidence."""
+    assert "description" in json.dumps(HolisticReply.model_json_schema())
+    for model in REPLY_MODELS:
+        assert not {"title", "description"} & set(keywords(model.decoding_schema()))
+    named = bounded_schema({"type": "object", "title": "T", "properties": {"title": {"type": "string", "title": "Title"}}},
+                           {"title": 5})
+    assert named == {"type": "object", "properties": {"title": {"type": "string", "maxLength": 5}}}
 
 
 def test_validation_does_not_apply_the_bounds() -> None:
