@@ -497,6 +497,14 @@ def _json_schema(response_model: type[BaseModel]) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=256)
+def _decoding_schema(response_model: type[BaseModel]) -> dict[str, Any]:
+    """The schema `json_object` mode sends (extension field and prompt): the model's own
+    `decoding_schema()` when it declares grammar bounds (`gcpc_core.decoding`), else its JSON schema."""
+    bounded = getattr(response_model, "decoding_schema", None)
+    return bounded() if callable(bounded) else _json_schema(response_model)
+
+
+@functools.lru_cache(maxsize=256)
 def _response_format(response_model: type[BaseModel], mode: StructuredMode) -> dict[str, Any]:
     """The `response_format` parameter of a structured mode. `parse` sends exactly what
     `completions.parse` would: the SDK's strict JSON schema, built once per class instead of on
@@ -510,7 +518,7 @@ def _response_format(response_model: type[BaseModel], mode: StructuredMode) -> d
             "type": "json_schema",
             "json_schema": {"name": response_model.__name__, "schema": _json_schema(response_model), "strict": False},
         }
-    return {"type": "json_object", "schema": _json_schema(response_model)}
+    return {"type": "json_object", "schema": _decoding_schema(response_model)}
 
 
 def chat_request_body(
@@ -527,7 +535,7 @@ def chat_request_body(
     body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages]}
     if mode == "json_object":
         schema_prompt = JSON_OBJECT_PROMPT.format(
-            name=response_model.__name__, schema=_canonical(_json_schema(response_model))
+            name=response_model.__name__, schema=_canonical(_decoding_schema(response_model))
         )
         body["messages"] = [{"role": "system", "content": schema_prompt}, *body["messages"]]
     body["response_format"] = _response_format(response_model, mode)

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..decoding import DecodingBounds
 from ..judge.budget import REASON_CONTEXT_OVERFLOW, fit_prompt, repair_room
+from ..judge.calls import UNREPAIRABLE_CALL_ERRORS
 from ..llm import LLM, LLMCallError, LLMReplyError, RunTotals
 from ..runs import Progress, ProgressBar
 from ..models import Task
@@ -50,7 +52,7 @@ __all__ = [
     "synthesize_project",
 ]
 
-PROMPT_VERSION = "synthesis-v1"
+PROMPT_VERSION = "synthesis-v2"
 """Bump whenever a prompt constant below changes meaning: it is part of every cache key."""
 
 CONTRACT_PROSE_FILE = "checklist_contract.md"
@@ -133,11 +135,17 @@ MAX_REPAIR_ECHO = 20_000
 """An unreadable reply is echoed back to the model at most this long in the repair round."""
 
 
-class ChecklistDraft(BaseModel):
+class ChecklistDraft(DecodingBounds, BaseModel):
     """What the model writes: items and waivers. Task id and source are filled in by code,
-    so a model can neither relabel a checklist nor claim to be human."""
+    so a model can neither relabel a checklist nor claim to be human. Its grammar bounds (for a
+    server that constrains decoding to the schema) stop a loop of items or an endless string well
+    above what a real checklist needs; the gates still judge whatever is written."""
 
     model_config = ConfigDict(extra="forbid")
+    decoding_bounds: ClassVar[Mapping[str, int]] = {
+        "items": 60, "waivers": 60, "verifier_refs": 8, "probes": 3,
+        "id": 16, "text": 300, "task_quote": 500, "pattern": 200, "flags": 4, "verifier_ref": 300, "reason": 300,
+    }
 
     items: list[ChecklistItem]
     waivers: list[Waiver]
@@ -160,7 +168,8 @@ class SynthesisResult(BaseModel):
     """Outcome for one task, with provenance; `status`:
 
     - `frozen`: passed every gate (after at most one repair); `sha` identifies it;
-    - `failed`: still failing after the repair; `failures` say why (never silently accepted);
+    - `failed`: still failing after the repair; `failures` say why (never silently accepted) — or
+      the request did not fit the context window or ran out of its time bound (`reason` says which);
     - `error`: the endpoint could not be reached (HTTP error after retries): nothing to judge
       yet, nothing stored as a checklist; a rerun tries again.
     """
@@ -324,16 +333,18 @@ async def synthesize_checklist_async(task: Task, *, llm: LLM, rules: Rules) -> S
                 outcomes.append(await _attempt("repair", repair, task, llm, rules,
                                                room.max_completion_tokens if room is not None else None))
     except LLMCallError as error:
-        if error.reason != REASON_CONTEXT_OVERFLOW:
+        if error.reason not in UNREPAIRABLE_CALL_ERRORS:
             return SynthesisResult(
                 status="error",
                 reason=f"LLM call failed ({error.reason}): {error}",
                 attempts=[o.attempt for o in outcomes],
                 **provenance,
             )
-        if not outcomes:  # deterministic: stored as failed, not retried as an endpoint fault
-            return SynthesisResult(status="failed", reason=f"{REASON_CONTEXT_OVERFLOW}: {error}{budget}", **provenance)
-        budget += f" (repair not sent: {error})"
+        # too long to send, or too slow to answer within the time bound: asking again would fail the
+        # same way, so this is stored as failed, not retried as an endpoint fault
+        if not outcomes:
+            return SynthesisResult(status="failed", reason=f"{error.reason}: {error}{budget}", **provenance)
+        budget += f" (repair {'not sent' if error.reason == REASON_CONTEXT_OVERFLOW else 'failed'}: {error})"
     attempts = [o.attempt for o in outcomes]
     last = outcomes[-1]
     if last.checklist is not None and not last.attempt.failures:

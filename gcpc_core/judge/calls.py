@@ -3,7 +3,11 @@
 HTTP faults (429, 5xx, timeouts) are retried by the `openai` client inside the LLM layer; what
 reaches this module is either a validated reply or a reply error (invalid JSON, schema,
 refusal, truncation). A server's "prompt too long" (`context_overflow`) is deterministic, so it
-is treated like a reply error that no repair can cure (a repair turn is longer still). A reply error — or a reply that validates but is mislabelled (e.g.
+is treated like a reply error that no repair can cure (a repair turn is longer still). So is a
+request that ran out of its time bound (`GCPC_LLM_TIMEOUT`, after the client's own retries,
+reason `timeout`): on a server too slow for it the same request, or a longer repair, would time out
+again, so the items are stored Abstain `timeout` rather than left unjudged (`judge --force` asks
+again). A reply error — or a reply that validates but is mislabelled (e.g.
 unknown item ids) — gets exactly one repair turn that names the problem; after that the best
 usable reply wins, or the caller abstains with the reason. Every reply is kept for audit.
 """
@@ -21,7 +25,11 @@ from .budget import REASON_CONTEXT_OVERFLOW, repair_room
 from .prompts import REPAIR_REPLY_PROMPT, Messages, repair_messages
 from .results import ReplyRecord
 
-__all__ = ["Assessed", "Outcome", "RepairResult", "call", "with_one_repair"]
+__all__ = ["REASON_TIMEOUT", "UNREPAIRABLE_CALL_ERRORS", "Assessed", "Outcome", "RepairResult", "call", "with_one_repair"]
+
+REASON_TIMEOUT = "timeout"
+UNREPAIRABLE_CALL_ERRORS = frozenset({REASON_CONTEXT_OVERFLOW, REASON_TIMEOUT})
+"""Endpoint failures stored as the items' Abstain reason instead of failing the trajectory."""
 
 V = TypeVar("V")
 Outcome = LLMResult[Any] | LLMReplyError
@@ -73,8 +81,8 @@ async def with_one_repair(
     first: Outcome | None = None,
 ) -> RepairResult[V]:
     """The initial request (or `first`, an outcome obtained elsewhere, e.g. from a batch) and at
-    most one repair. LLMCallError propagates unless an earlier reply was usable (or it says the
-    prompt does not fit: then the reason is `context_overflow`). A reply cut at its token bound is
+    most one repair. LLMCallError propagates unless an earlier reply was usable (or it is one of
+    `UNREPAIRABLE_CALL_ERRORS`: then that is the reason). A reply cut at its token bound is
     repaired with a larger bound, or not at all when the window has no room for one (`repair_room`)."""
     records: list[ReplyRecord] = []
     best: V | None = None
@@ -89,10 +97,10 @@ async def with_one_repair(
                 outcome = await call(llm, messages, response_model, prompt_version=prompt_version, tag=tag,
                                      max_completion_tokens=limit)
             except LLMCallError as error:
-                if error.reason == REASON_CONTEXT_OVERFLOW:
+                if error.reason in UNREPAIRABLE_CALL_ERRORS:
                     records.append(ReplyRecord(attempt=attempt, item_id=item_id, status=error.reason,
                                                problems=[str(error)]))
-                    reason = reason or error.reason  # a repair too long to send: the first reply's reason stands
+                    reason = reason or error.reason  # a repair that failed so: the first reply's reason stands
                     break
                 if best is None:
                     raise

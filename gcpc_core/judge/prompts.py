@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from ..checklist import Checklist, ChecklistItem, Rules
 from ..evidence import EvidenceView
 from ..models import Task
+from .replies import HOLISTIC_MAX_CITATIONS, ITEM_MAX_CITATIONS, MAX_QUOTE_CHARS
 
 __all__ = [
     "EVIDENCE_BLOCK",
@@ -43,11 +44,11 @@ __all__ = [
 
 Messages = list[dict[str, str]]
 
-ITEMS_PROMPT_VERSION = "judge-items-v1"
+ITEMS_PROMPT_VERSION = "judge-items-v2"
 """All items in one call (gcpc and fixed judges). Bump when an item prompt constant changes."""
-PER_ITEM_PROMPT_VERSION = "judge-per-item-v1"
+PER_ITEM_PROMPT_VERSION = "judge-per-item-v2"
 """One call per item (`--per-item`)."""
-HOLISTIC_PROMPT_VERSION = "judge-holistic-v1"
+HOLISTIC_PROMPT_VERSION = "judge-holistic-v2"
 PROBE_VERSION = "probe-v1"
 """Not a prompt: the probe judge's semantics (latest match wins, `no` wins ties), recorded the same way."""
 
@@ -83,7 +84,9 @@ ITEMS_USER_PROMPT = """\
 
 Judge every checklist item above, each exactly once: {item_ids}. Reply with one JSON object \
 {{"items": [{{"item_id", "citations": [{{"event_id", "quote"}}], "rationale", "verdict"}}]}}, \
-verdict one of Yes, No, Abstain; every Yes or No cites at least one verbatim quote."""
+verdict one of Yes, No, Abstain; every Yes or No cites at least one verbatim quote. Per item: at most \
+{max_citations} citations, each quote a short span (under {max_quote} characters), the rationale one or \
+two sentences."""
 
 PER_ITEM_USER_PROMPT = """\
 # Task {task_id}
@@ -100,7 +103,8 @@ PER_ITEM_USER_PROMPT = """\
 
 Judge this one item. Reply with one JSON object {{"citations": [{{"event_id", "quote"}}], \
 "rationale", "verdict"}}, verdict one of Yes, No, Abstain; a Yes or No cites at least one \
-verbatim quote."""
+verbatim quote. At most {max_citations} citations, each quote a short span (under {max_quote} \
+characters), the rationale one or two sentences."""
 
 EVIDENCE_BLOCK = """\
 ## Evidence of the run ({n_events} events)
@@ -137,7 +141,8 @@ HOLISTIC_USER_PROMPT = """\
 
 Rate this run's progress towards the instruction. Reply with one JSON object \
 {{"citations": [{{"event_id", "quote"}}], "rationale", "progress"}}, progress a number from 0.0 \
-to 1.0; quotes are verbatim."""
+to 1.0; at most {max_citations} citations, each quote a short verbatim span (under {max_quote} \
+characters), the rationale two or three sentences."""
 
 REPAIR_REPLY_PROMPT = """\
 Your reply could not be used ({reason}): {message}
@@ -188,6 +193,8 @@ def items_messages(task: Task, checklist: Checklist, view: EvidenceView, rules: 
         checklist="\n".join(_item_block(i) for i in checklist.items),
         evidence_block=_evidence_block(view),
         item_ids=", ".join(i.id for i in checklist.items),
+        max_citations=ITEM_MAX_CITATIONS,
+        max_quote=MAX_QUOTE_CHARS,
     )
     return [
         {"role": "system", "content": ITEM_SYSTEM_PROMPT.format(rules=_rules_text(rules, ITEM_RULE_FILES))},
@@ -198,7 +205,8 @@ def items_messages(task: Task, checklist: Checklist, view: EvidenceView, rules: 
 def per_item_messages(task: Task, item: ChecklistItem, view: EvidenceView, rules: Rules) -> Messages:
     """One item per request: evidence first, the item last, so a trajectory's items share a prefix."""
     user = PER_ITEM_USER_PROMPT.format(
-        task_id=task.id, instruction=_instruction(task), evidence_block=_evidence_block(view), item=_item_block(item)
+        task_id=task.id, instruction=_instruction(task), evidence_block=_evidence_block(view), item=_item_block(item),
+        max_citations=ITEM_MAX_CITATIONS, max_quote=MAX_QUOTE_CHARS,
     )
     return [
         {"role": "system", "content": ITEM_SYSTEM_PROMPT.format(rules=_rules_text(rules, ITEM_RULE_FILES))},
@@ -208,7 +216,8 @@ def per_item_messages(task: Task, item: ChecklistItem, view: EvidenceView, rules
 
 def holistic_messages(task: Task, view: EvidenceView, rules: Rules) -> Messages:
     """The holistic baseline's request: instruction and evidence, no checklist."""
-    user = HOLISTIC_USER_PROMPT.format(task_id=task.id, instruction=_instruction(task), evidence_block=_evidence_block(view))
+    user = HOLISTIC_USER_PROMPT.format(task_id=task.id, instruction=_instruction(task), evidence_block=_evidence_block(view),
+                                       max_citations=HOLISTIC_MAX_CITATIONS, max_quote=MAX_QUOTE_CHARS)
     return [
         {"role": "system", "content": HOLISTIC_SYSTEM_PROMPT.format(rules=_rules_text(rules, HOLISTIC_RULE_FILES))},
         {"role": "user", "content": user},

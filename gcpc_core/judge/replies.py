@@ -3,19 +3,48 @@
 Kept deliberately plain (no numeric bounds, no defaults) so every structured mode accepts the
 schema, OpenAI's strict mode included; range checks that must not appear in the schema are
 validators, which still make a bad reply fail validation (and so get one repair round).
+Grammar bounds on citations and strings (`decoding_bounds`) reach only servers that constrain
+decoding through `json_object`'s schema field (see `gcpc_core.decoding`); the prompts ask for the
+same limits in words, so every server hears them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from ..decoding import DecodingBounds
 from ..models import Citation, Verdict
 
-__all__ = ["HolisticReply", "ItemJudgeReply", "ItemVerdictReply", "SingleItemReply"]
+__all__ = [
+    "HOLISTIC_MAX_CITATIONS",
+    "ITEM_MAX_CITATIONS",
+    "MAX_QUOTE_CHARS",
+    "MAX_RATIONALE_CHARS",
+    "HolisticReply",
+    "ItemJudgeReply",
+    "ItemVerdictReply",
+    "SingleItemReply",
+]
+
+ITEM_MAX_CITATIONS = 3
+"""Citations one item's verdict may carry under a grammar: one decisive quote is the norm."""
+HOLISTIC_MAX_CITATIONS = 5
+MAX_QUOTE_CHARS = 300
+"""A quote is a span an auditor checks at a glance, not a copied output."""
+MAX_RATIONALE_CHARS = 400
+"""One or two sentences."""
+MAX_ITEMS = 100
+"""Entries of an all-items reply under a grammar: above any real checklist, so it only stops a loop."""
+_IDS = {"item_id": 32, "event_id": 16}
+_CITATION_BOUNDS = {"quote": MAX_QUOTE_CHARS, "rationale": MAX_RATIONALE_CHARS, **_IDS}
 
 
-class _Reply(BaseModel):
+class _Reply(DecodingBounds, BaseModel):
     model_config = ConfigDict(extra="forbid")
+    decoding_bounds: ClassVar[Mapping[str, int]] = {"citations": ITEM_MAX_CITATIONS, **_CITATION_BOUNDS}
 
 
 class SingleItemReply(_Reply):
@@ -42,6 +71,9 @@ class ItemJudgeReply(_Reply):
 
     items: list[ItemVerdictReply]
 
+    decoding_bounds: ClassVar[Mapping[str, int]] = {"items": MAX_ITEMS, "citations": ITEM_MAX_CITATIONS,
+                                                    **_CITATION_BOUNDS}
+
 
 class HolisticReply(_Reply):
     """The holistic baseline: overall progress towards the instruction, no checklist."""
@@ -50,6 +82,8 @@ class HolisticReply(_Reply):
     rationale: str
     progress: float
     """0.0 (nothing done) … 1.0 (every requirement visibly met)."""
+
+    decoding_bounds: ClassVar[Mapping[str, int]] = {"citations": HOLISTIC_MAX_CITATIONS, **_CITATION_BOUNDS}
 
     @field_validator("progress")
     @classmethod

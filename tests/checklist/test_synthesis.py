@@ -387,6 +387,31 @@ def test_server_overflow_is_a_stored_failure_not_a_retry(fake_openai: FakeOpenAI
     assert project.checklists.latest(TASK_ID) is None and project.checklists.list(task=TASK_ID)[0].status == "failed"
 
 
+def test_a_timed_out_synthesis_is_a_stored_failure(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
+    """A request that runs out of its time bound would do so again: stored as failed with the reason,
+    so the run ends with every task accounted for."""
+    from fake_openai import fault_timeout
+
+    fake_openai.on(ON_TASK, fault_timeout(1.0))
+    report = synthesize_project(project, llm=make_llm(timeout=0.2, max_retries=0), rules=rules, progress=False)
+    [result] = report.results
+    assert result.status == "failed" and result.reason.startswith("timeout:") and "GCPC_LLM_TIMEOUT" in result.reason
+    assert fake_openai.request_count == 1
+    assert project.checklists.list(task=TASK_ID)[0]["status"] == "failed"
+
+
+def test_a_timed_out_repair_keeps_the_first_draft(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
+    from fake_openai import fault_timeout
+
+    fake_openai.on(ON_REPAIR_GATES, fault_timeout(1.0))
+    fake_openai.on(ON_TASK, Reply.json(_bad_quote()))
+    [result] = synthesize_project(project, llm=make_llm(timeout=0.2, max_retries=0), rules=rules,
+                                  progress=False).results
+    assert result.status == "failed" and result.checklist is not None  # the draft, with its gate failures
+    assert "G1" in result.reason and "repair failed" in result.reason and "timed out" in result.reason
+    assert [f.gate for f in result.failures] == ["G1"]
+
+
 def test_repair_of_a_cut_reply_gets_a_larger_bound(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
     fake_openai.on(ON_REPAIR_REPLY, Reply.json(VALID))
     fake_openai.on(ON_TASK, Reply(content='{"items": [{"id": "C1", ', finish_reason="length"))

@@ -65,10 +65,32 @@ def test_timeout_then_success(fake_openai, project, make_llm) -> None:
     assert report.judged == [TRAJ] and fake_openai.request_count == 2
 
 
-def test_persistent_timeout_is_an_error(fake_openai, project, make_llm) -> None:
+def test_persistent_timeout_is_a_stored_abstain_timeout(fake_openai, project, make_llm) -> None:
+    """A request that runs out of its time bound (after the client's retries) would time out again on
+    a server too slow for it: every item is stored Abstain `timeout`, no repair is sent."""
     fake_openai.on(is_items_request, fault_timeout(1.0))
     report = run_one(project, make_llm, timeout=0.2, max_retries=0)
-    assert report.errors[TRAJ].startswith("timeout") and verdicts(project) == {}
+    assert report.ok and report.judged == [TRAJ] and report.errors == {}
+    assert set(verdicts(project).values()) == {("Abstain", "timeout")} and len(verdicts(project)) == 8
+    assert fake_openai.request_count == 1
+    [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")
+    assert reply.status == "timeout" and "GCPC_LLM_TIMEOUT" in reply.problems[0]
+
+
+def test_timeout_of_the_repair_keeps_the_first_replys_reason(fake_openai, project, make_llm) -> None:
+    fake_openai.on(first_request, fault_malformed())
+    fake_openai.on(is_repair, fault_timeout(1.0))
+    report = run_one(project, make_llm, timeout=0.2, max_retries=0)
+    assert report.ok and report.judged == [TRAJ]
+    assert set(verdicts(project).values()) == {("Abstain", "invalid_json")}
+    assert [r.status for r in project.judging.replies(trajectory_id=TRAJ)] == ["invalid_json", "timeout"]
+
+
+def test_persistent_timeout_holistic_is_unrated_timeout(fake_openai, project, make_llm) -> None:
+    fake_openai.default = fault_timeout(1.0)
+    report = judge_project(project, judge="holistic", llm=make_llm(timeout=0.2, max_retries=0), limit=1,
+                           progress=False)
+    assert report.judged == [TRAJ] and report.verdicts == {"unrated:timeout": 1}
 
 
 def test_malformed_json_gets_one_repair(fake_openai, project, make_llm) -> None:

@@ -23,6 +23,7 @@ from gcpc_core.judge import (
     judge_project,
     score_project,
 )
+from gcpc_core.judge.prompts import PER_ITEM_PROMPT_VERSION
 from gcpc_core.store import Store
 
 from .conftest import holistic_reply, is_items_request, is_repair, items_reply, single_item_reply
@@ -140,7 +141,7 @@ def test_per_item_mode_makes_one_call_per_item(fake_openai, project, make_llm) -
     report = judge_project(project, judge="gcpc", llm=make_llm(), progress=False, limit=3, per_item=True)
     assert len(report.judged) == 3 and fake_openai.request_count == 3 * 8
     assert integrity(project) == Counter({"No": 24})
-    assert {u.prompt_version for u in project.judging.units("gcpc").values()} == {"judge-per-item-v1"}
+    assert {u.prompt_version for u in project.judging.units("gcpc").values()} == {PER_ITEM_PROMPT_VERSION}
     # switching back to the default mode is a different request: the units are judged again
     fake_openai.on(is_items_request, items_reply("Yes"))
     again = judge_project(project, judge="gcpc", llm=make_llm(), progress=False, limit=3)

@@ -6,20 +6,25 @@ reason, grounding applied to the citations the model really wrote — never what
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
+from typing import ClassVar
 
 import pytest
 from pydantic import BaseModel
 
 from gcpc_core.checklist import load_rules
-from gcpc_core.checklist.synthesis import synthesize_project
+from gcpc_core.checklist.synthesis import ChecklistDraft, synthesize_project
+from gcpc_core.decoding import DecodingBounds
 from gcpc_core.evidence import build_evidence_view
 from gcpc_core.judge import judge_project
 from gcpc_core.judge.registry import get_judge
+from gcpc_core.judge.replies import HolisticReply, ItemJudgeReply, SingleItemReply
 from gcpc_core.judge.results import TrajectoryJudgment
 from gcpc_core.judge.units import store_judgment
 from gcpc_core.llm import LLMCallError, LLMConfig, LLMReplyError
@@ -33,7 +38,7 @@ from .conftest import CALL_TIMEOUT_S, MAX_TOKENS, REAL_N_CTX, TASK, TRIAL
 pytestmark = [pytest.mark.llm_real, pytest.mark.timeout(1800)]
 
 REASONS = {"ungrounded", "not_judged", "unknown_item_id", "judge_abstain", "invalid_json", "schema", "truncated",
-           "empty", "refusal", "content_filter", "context_overflow", "no_choices", "invalid_body"}
+           "empty", "refusal", "content_filter", "context_overflow", "no_choices", "invalid_body", "timeout"}
 """Every reason an item can be left Abstain with."""
 
 
@@ -168,3 +173,30 @@ def test_real_reply_cut_by_max_tokens_is_truncated(real_llm) -> None:
     with pytest.raises(LLMReplyError) as caught:
         llm.run_sync(lambda: llm.complete(messages, Word, prompt_version="v1"))
     assert caught.value.reason == "truncated" and caught.value.usage.completion_tokens == 2
+
+
+# ---- grammar bounds --------------------------------------------------------------------------------
+
+
+class Words(DecodingBounds, BaseModel):
+    words: list[str]
+    decoding_bounds: ClassVar[Mapping[str, int]] = {"words": 2}
+
+
+@pytest.mark.parametrize("model", [SingleItemReply, ItemJudgeReply, HolisticReply, ChecklistDraft],
+                         ids=lambda m: m.__name__)
+def test_llama_cpp_compiles_every_bounded_reply_schema(model, local_server) -> None:
+    """The server builds its grammar with this converter: a bound it rejected would be a 500 on every call.
+    (`local_server` only to fail with the tier's message when the extra is missing.)"""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    grammar = json_schema_to_gbnf(json.dumps(model.decoding_schema()))
+    assert "root ::=" in grammar
+
+
+def test_real_server_stops_a_list_at_its_bound(real_llm) -> None:
+    """The tiny model, asked for ten words, writes at most the two the grammar allows and closes the reply."""
+    llm = real_llm(max_completion_tokens=64)
+    messages = [{"role": "user", "content": 'List ten different English words as {"words": [...]}.'}]
+    result = llm.run_sync(lambda: llm.complete(messages, Words, prompt_version="v1"))
+    assert len(result.parsed.words) <= 2 and result.usage.completion_tokens < 64
