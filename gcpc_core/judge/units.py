@@ -18,6 +18,7 @@ from ..evidence import EvidenceView, build_evidence_view
 from ..llm import LLM, LLMCallError
 from ..models import Task, Trajectory
 from ..store import Store, derive_label, utcnow
+from ..store.judging import TrajectorySave
 from .calls import Outcome
 from .prompts import Messages
 from .registry import JudgeCall, JudgeSpec, get_judge
@@ -28,8 +29,10 @@ __all__ = [
     "Unit",
     "initial_request",
     "judge_unit",
+    "judgment_rows",
     "plan_units",
     "store_judgment",
+    "store_judgments",
     "unit_for",
 ]
 
@@ -190,6 +193,19 @@ async def judge_unit(
 def store_judgment(store: Store, result: TrajectoryJudgment, *, run_id: str | None, label: str | None = None) -> None:
     """Write one judged trajectory (unit row, raw verdicts, replies) in one transaction, under run
     `label` (default: derived from the result's judge, model, prompt and rules version)."""
+    store_judgments(store, [result], run_id=run_id, label=label)
+
+
+def store_judgments(
+    store: Store, results: Iterable[TrajectoryJudgment], *, run_id: str | None, label: str | None = None
+) -> None:
+    """`store_judgment` for several judged trajectories in one transaction (a run's group of finished ones)."""
+    store.judging.save_trajectory_judgments([judgment_rows(result, run_id=run_id, label=label) for result in results])
+
+
+def judgment_rows(result: TrajectoryJudgment, *, run_id: str | None, label: str | None = None) -> TrajectorySave:
+    """The rows a judged trajectory is stored as, stamped now (a run builds them as each trajectory
+    finishes and writes them a group at a time)."""
     if result.status != "judged":
         raise ValueError(f"{result.trajectory_id}: nothing to store for a unit in status {result.status!r}")
     now = utcnow()
@@ -243,4 +259,4 @@ def store_judgment(store: Store, result: TrajectoryJudgment, *, run_id: str | No
         }
         for r in result.replies
     ]
-    store.judging.save_trajectory_judgment(unit, judgments, replies, named=bool(label) and label != derived)
+    return TrajectorySave(unit, judgments, replies, named=bool(label) and label != derived)
