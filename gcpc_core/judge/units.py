@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from ..checklist import Checklist, Rules, checklist_sha, fixed_checklist
-from ..evidence import EvidenceView, build_evidence_view
+from ..evidence import EVIDENCE_KINDS, EvidenceView, build_evidence_view
 from ..llm import LLM, LLMCallError
-from ..models import Task, Trajectory
+from ..models import EVENT_KINDS, Task, Trajectory
 from ..store import Store, derive_label, utcnow
 from ..store.judging import TrajectorySave
 from .calls import Outcome
@@ -27,6 +27,7 @@ from .results import TrajectoryJudgment
 __all__ = [
     "Plan",
     "Unit",
+    "evidence_of",
     "initial_request",
     "judge_unit",
     "judgment_rows",
@@ -90,6 +91,15 @@ def unit_for(store: Store, judge: str, trajectory_id: str, sha: str | None, rule
     if checklist is None or checklist_sha(checklist) != sha:
         return f"checklist {str(sha)[:12]} the request was built from is gone or changed"
     return Unit(traj, task, checklist, sha)
+
+
+_NOT_EVIDENCE = frozenset(EVENT_KINDS) - EVIDENCE_KINDS
+
+
+def evidence_of(store: Store, trajectory_id: str) -> EvidenceView:
+    """A stored trajectory's evidence view, reading only its evidence events (narration is never shown
+    to a judge, and is a third of a log's events)."""
+    return build_evidence_view(store.trials.events(trajectory_id, skip_kinds=_NOT_EVIDENCE))
 
 
 def initial_request(unit: Unit, judge: str, view: EvidenceView, rules: Rules) -> tuple[Messages, type[BaseModel], str]:
@@ -178,7 +188,7 @@ async def judge_unit(
         content_hash=traj.content_hash,
     )
     if view is None:
-        view = build_evidence_view(store.trials.events(traj.id))
+        view = evidence_of(store, traj.id)
     call = JudgeCall(task=unit.task, checklist=unit.checklist, view=view, rules=rules,
                      llm=llm if spec.calls_llm else None, tag=traj.id, per_item=per_item, first=first)
     try:
