@@ -487,8 +487,12 @@ class LLMResult(Generic[T]):
     retries: int = 0
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""Encodes the canonical text of cache keys (`json.dumps` would build an encoder on every call)."""
+
+
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 @functools.lru_cache(maxsize=256)

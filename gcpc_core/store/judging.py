@@ -285,6 +285,11 @@ _REPLACE_SCORE = ScoreRow.insert_sql("INSERT OR REPLACE")
 """Judging writes are batched on the hot path: statements built once from the row models."""
 
 
+def _labelled(row: dict, label: str) -> dict:
+    """The row under `label` (copied only when it names another)."""
+    return row if row.get("label") == label else {**row, "label": label}
+
+
 class JudgingRepository(Repository):
     """Labelled judge runs and everything they wrote."""
 
@@ -388,6 +393,7 @@ class JudgingRepository(Repository):
         two saves in a row would."""
         latest: dict[tuple[str, str, str], tuple[TrajectorySave, str]] = {}
         replies: list[tuple] = []
+        labels: dict[tuple[str, str], tuple] = {}
         for save in saves:
             unit = save.unit
             label = unit.get("label") or derive_label(unit["judge"], unit.get("model"), unit.get("prompt_version"),
@@ -395,17 +401,16 @@ class JudgingRepository(Repository):
             key = (unit["trajectory_id"], unit["judge"], label)
             latest.pop(key, None)  # a later save goes last, as it would have been written
             latest[key] = (save, label)
-            replies += [JudgeReplyRow.values_of({**r, "label": label}) for r in save.replies]
-        units, judgments, labels = [], [], []
+            replies += [JudgeReplyRow.values_of(_labelled(r, label)) for r in save.replies]
+            if (unit["judge"], label) not in labels:  # recorded on first use: a later save's is ignored anyway
+                labels[unit["judge"], label] = JudgeLabelRow(
+                    judge=unit["judge"], label=label, model=unit.get("model"), prompt_version=unit.get("prompt_version"),
+                    rules_version=unit.get("rules_version"), named=save.named, simulated=save.simulated,
+                    note=save.note, created_at=unit["created_at"]).db_values()
+        units, judgments = [], []
         for save, label in latest.values():
-            unit = save.unit
-            units.append(JudgeUnitRow.values_of({**unit, "label": label}))
-            judgments += [JudgmentRow.values_of({**r, "label": label}) for r in save.judgments]
-            labels.append(JudgeLabelRow(judge=unit["judge"], label=label, model=unit.get("model"),
-                                        prompt_version=unit.get("prompt_version"),
-                                        rules_version=unit.get("rules_version"), named=save.named,
-                                        simulated=save.simulated, note=save.note,
-                                        created_at=unit["created_at"]).db_values())
+            units.append(JudgeUnitRow.values_of(_labelled(save.unit, label)))
+            judgments += [JudgmentRow.values_of(_labelled(r, label)) for r in save.judgments]
         keys = list(latest)
         with self.atomic() as db:
             for table in ("judgments", "scores", "judge_units"):
@@ -413,7 +418,7 @@ class JudgingRepository(Repository):
             db.conn.executemany(_INSERT_JUDGMENT, judgments)
             db.conn.executemany(_INSERT_REPLY, replies)
             db.conn.executemany(_INSERT_UNIT, units)
-            db.conn.executemany(_INSERT_LABEL, labels)
+            db.conn.executemany(_INSERT_LABEL, labels.values())
 
     def judgments(
         self, *, judge: str | None = None, trajectory_id: str | None = None,
