@@ -56,6 +56,7 @@ from pydantic import BaseModel, ValidationError
 
 from .local_llm import LOCAL_MODEL_ALIAS, TINY_LOCAL_MODEL_NOTE
 from .runs import recorded_run
+from .store import utcnow
 
 if TYPE_CHECKING:
     from .store import Store
@@ -65,6 +66,7 @@ __all__ = [
     "BATCH_PRICE_FACTOR",
     "DEFAULT_PRICES_PATH",
     "ENV_MODEL",
+    "HeldWrites",
     "JSON_OBJECT_PROMPT",
     "LLM",
     "LLMCallError",
@@ -485,8 +487,12 @@ class LLMResult(Generic[T]):
     retries: int = 0
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""Encodes the canonical text of cache keys (`json.dumps` would build an encoder on every call)."""
+
+
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 @functools.lru_cache(maxsize=256)
@@ -642,6 +648,35 @@ def interpret_reply(body: Mapping[str, Any], response_model: type[T]) -> tuple[T
 
 
 @dataclass
+class HeldWrites:
+    """Response-cache rows and call records an `LLM` holds back inside `LLM.holding_writes`, for a
+    caller that stores its own results to write together with them, in one transaction
+    (`write`, then `clear` once it committed): a judging run commits once per group of finished
+    trajectories instead of once per call. A held reply still answers an identical request."""
+
+    cache: dict[str, tuple[str, dict[str, Any], str]] = field(default_factory=dict)
+    """Request key → (model, validated reply body, when it was received)."""
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """`llm_calls` rows, their time fixed when the call ended."""
+
+    def __bool__(self) -> bool:
+        return bool(self.cache or self.calls)
+
+    def write(self, store: Store) -> None:
+        """Store what is held, inside the caller's transaction when one is open. Kept until `clear`,
+        so a transaction that rolls back loses nothing."""
+        if self.cache:
+            store.runs.cache_put_many((key, model, body, at) for key, (model, body, at) in self.cache.items())
+        if self.calls:
+            store.runs.record_llm_calls(self.calls)
+
+    def clear(self) -> None:
+        self.cache.clear()
+        self.calls.clear()
+
+
+
+@dataclass
 class _LoopState:
     """Things bound to one event loop: the HTTP client's pool, the semaphore, in-flight calls."""
 
@@ -682,6 +717,8 @@ class LLM:
         self._stored_mode: str | None = None
         self._rejected: dict[str, str] = {}
         """Modes the endpoint rejected during negotiation → the server's message."""
+        self._held: HeldWrites | None = None
+        """Set inside `holding_writes`: cache rows and call records wait there instead of being written."""
         row = store.runs.llm_mode(config.endpoint, self.model) if store is not None else None
         self.context_window: int | None = config.context_window or (row.context_window if row else None)
         """Tokens of context for a budget before sending: the setting, else what `llm check` found
@@ -734,6 +771,21 @@ class LLM:
             rules_version=rules_version, params=params, counts=counts,
         ) as totals:
             yield totals
+
+    @contextmanager
+    def holding_writes(self) -> Iterator[HeldWrites]:
+        """Hold cache rows and call records back (see `HeldWrites`) for the caller to write with its
+        own results. Whatever is still held when the block ends is written then, in its own
+        transaction, so nothing is lost if the caller does not write it."""
+        held = self._held = HeldWrites()
+        try:
+            yield held
+        finally:
+            self._held = None
+            if held and self.store is not None:
+                with self.store.atomic():
+                    held.write(self.store)
+                held.clear()
 
     # -- calls --
 
@@ -821,7 +873,7 @@ class LLM:
         temp = self.config.temperature if temperature is None else temperature
         key = self._key(messages, response_model, temp, prompt_version)
         state = self._loop_state()
-        body = self.store.runs.cache_get(key) if self.store is not None else None
+        body = self._cached(key)
         while body is None and key in state.inflight:
             body = await asyncio.shield(state.inflight[key])  # an identical call is on its way
         if body is not None:
@@ -842,6 +894,12 @@ class LLM:
             if not future.done():
                 future.set_result(None)  # the call failed: waiters make their own
             state.inflight.pop(key, None)
+
+    def _cached(self, key: str) -> dict[str, Any] | None:
+        """The stored (or held) reply of an identical request, if any."""
+        if self._held is not None and key in self._held.cache:
+            return self._held.cache[key][1]
+        return self.store.runs.cache_get(key) if self.store is not None else None
 
     async def _call(
         self,
@@ -906,6 +964,9 @@ class LLM:
             raise
         result = LLMResult(parsed, text, self.model, key, usage, cost, False, latency, retries)
         if self.store is None:
+            return self._finish(result, prompt_version=prompt_version, tag=tag)
+        if self._held is not None:
+            self._held.cache.setdefault(key, (self.model, dict(body), utcnow()))
             return self._finish(result, prompt_version=prompt_version, tag=tag)
         with self.store.atomic():  # the cached reply and its call record: one commit per call
             self.store.runs.cache_put(key, model=self.model, response=dict(body))
@@ -1044,18 +1105,21 @@ class LLM:
     def _record(self, *, usage: Usage, latency: float, cost: float | None, **fields: Any) -> None:
         if self.store is None:
             return
-        self.store.runs.record_llm_call(
-            {
-                "run_id": self.totals.run_id,
-                "model": self.model,
-                "prompt_tokens": usage.prompt_tokens,
-                "cached_tokens": usage.cached_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "cost_usd": cost,
-                "latency_s": round(latency, 4),
-                **fields,
-            }
-        )
+        row = {
+            "run_id": self.totals.run_id,
+            "created_at": utcnow(),
+            "model": self.model,
+            "prompt_tokens": usage.prompt_tokens,
+            "cached_tokens": usage.cached_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cost_usd": cost,
+            "latency_s": round(latency, 4),
+            **fields,
+        }
+        if self._held is not None:
+            self._held.calls.append(row)
+        else:
+            self.store.runs.record_llm_call(row)
 
     async def complete_many(
         self,

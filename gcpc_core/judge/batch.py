@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from ..checklist import Rules, load_rules
-from ..evidence import build_evidence_view
 from ..llm import LLM, LLMReplyError
 from ..runs import Progress, ProgressBar
 from ..store import JudgeBatchRow, Store, utcnow
 from .calls import Outcome
 from .registry import LLM_JUDGES, get_judge
 from .reports import JudgeReport, account_result
-from .units import initial_request, judge_unit, plan_units, store_judgment, unit_for
+from .units import evidence_of, initial_request, judge_unit, plan_units, store_judgment, unit_for
 
 __all__ = ["BATCH_DONE_STATUSES", "CollectReport", "batched_trajectories", "collect_batches", "submit_batch"]
 
@@ -78,7 +77,7 @@ def submit_batch(
     lines: list[dict[str, Any]] = []
     requests: dict[str, dict[str, Any]] = {}
     for unit in plan.todo:
-        view = build_evidence_view(store.trials.events(unit.trajectory.id))
+        view = evidence_of(store, unit.trajectory.id)
         messages, reply_model, version = initial_request(unit, judge, view, rules)
         line, key = llm.batch_line(unit.trajectory.id, messages, reply_model, prompt_version=version)
         lines.append(line)
@@ -194,7 +193,7 @@ def _collect_one(store: Store, row: JudgeBatchRow, llm: LLM, rules: Rules, repor
                     if unit.trajectory.content_hash != request["content_hash"]:
                         report.not_ingested[request["trajectory_id"]] = "trajectory re-imported with other content"
                         return
-                    view = build_evidence_view(store.trials.events(unit.trajectory.id))
+                    view = evidence_of(store, unit.trajectory.id)
                     _, reply_model, version = initial_request(unit, judge, view, rules)
                     first = _result_outcome(llm, results.get(custom_id), request, reply_model, version)
                     if isinstance(first, str):

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from ..checklist import Checklist, Rules, checklist_sha, fixed_checklist
-from ..evidence import EvidenceView, build_evidence_view
+from ..evidence import EVIDENCE_KINDS, EvidenceView, build_evidence_view
 from ..llm import LLM, LLMCallError
-from ..models import Task, Trajectory
+from ..models import EVENT_KINDS, Task, Trajectory
 from ..store import Store, derive_label, utcnow
+from ..store.judging import TrajectorySave
 from .calls import Outcome
 from .prompts import Messages
 from .registry import JudgeCall, JudgeSpec, get_judge
@@ -26,10 +27,13 @@ from .results import TrajectoryJudgment
 __all__ = [
     "Plan",
     "Unit",
+    "evidence_of",
     "initial_request",
     "judge_unit",
+    "judgment_rows",
     "plan_units",
     "store_judgment",
+    "store_judgments",
     "unit_for",
 ]
 
@@ -87,6 +91,15 @@ def unit_for(store: Store, judge: str, trajectory_id: str, sha: str | None, rule
     if checklist is None or checklist_sha(checklist) != sha:
         return f"checklist {str(sha)[:12]} the request was built from is gone or changed"
     return Unit(traj, task, checklist, sha)
+
+
+_NOT_EVIDENCE = frozenset(EVENT_KINDS) - EVIDENCE_KINDS
+
+
+def evidence_of(store: Store, trajectory_id: str) -> EvidenceView:
+    """A stored trajectory's evidence view, reading only its evidence events (narration is never shown
+    to a judge, and is a third of a log's events)."""
+    return build_evidence_view(store.trials.events(trajectory_id, skip_kinds=_NOT_EVIDENCE))
 
 
 def initial_request(unit: Unit, judge: str, view: EvidenceView, rules: Rules) -> tuple[Messages, type[BaseModel], str]:
@@ -175,7 +188,7 @@ async def judge_unit(
         content_hash=traj.content_hash,
     )
     if view is None:
-        view = build_evidence_view(store.trials.events(traj.id))
+        view = evidence_of(store, traj.id)
     call = JudgeCall(task=unit.task, checklist=unit.checklist, view=view, rules=rules,
                      llm=llm if spec.calls_llm else None, tag=traj.id, per_item=per_item, first=first)
     try:
@@ -190,6 +203,19 @@ async def judge_unit(
 def store_judgment(store: Store, result: TrajectoryJudgment, *, run_id: str | None, label: str | None = None) -> None:
     """Write one judged trajectory (unit row, raw verdicts, replies) in one transaction, under run
     `label` (default: derived from the result's judge, model, prompt and rules version)."""
+    store_judgments(store, [result], run_id=run_id, label=label)
+
+
+def store_judgments(
+    store: Store, results: Iterable[TrajectoryJudgment], *, run_id: str | None, label: str | None = None
+) -> None:
+    """`store_judgment` for several judged trajectories in one transaction (a run's group of finished ones)."""
+    store.judging.save_trajectory_judgments([judgment_rows(result, run_id=run_id, label=label) for result in results])
+
+
+def judgment_rows(result: TrajectoryJudgment, *, run_id: str | None, label: str | None = None) -> TrajectorySave:
+    """The rows a judged trajectory is stored as, stamped now (a run builds them as each trajectory
+    finishes and writes them a group at a time)."""
     if result.status != "judged":
         raise ValueError(f"{result.trajectory_id}: nothing to store for a unit in status {result.status!r}")
     now = utcnow()
@@ -243,4 +269,4 @@ def store_judgment(store: Store, result: TrajectoryJudgment, *, run_id: str | No
         }
         for r in result.replies
     ]
-    store.judging.save_trajectory_judgment(unit, judgments, replies, named=bool(label) and label != derived)
+    return TrajectorySave(unit, judgments, replies, named=bool(label) and label != derived)

@@ -27,9 +27,13 @@ def derive_label(judge: str, model: str | None, prompt_version: str | None, rule
     return f"{judge}:{model or 'offline'}:{prompt_version or '-'}:rules-{(rules_version or '-')[:12]}"
 
 
+_JSON_COLUMN = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+"""`json.dumps` with these settings builds an encoder per call; rows are encoded on hot paths."""
+
+
 def dumps(value: Any) -> str:
     """The JSON text of a JSON column: keys sorted, so equal values store equal text."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return _JSON_COLUMN.encode(value)
 
 
 def decode(row: dict, *columns: str) -> dict:
@@ -73,10 +77,11 @@ JSON = _Json()
 
 
 @cache
-def _layout(cls: type[Row]) -> tuple[tuple[str, ...], frozenset[str]]:
-    """A row model's columns and JSON columns, worked out once per model (writes sit on hot paths)."""
+def _layout(cls: type[Row]) -> tuple[tuple[str, ...], frozenset[str], frozenset[str]]:
+    """A row model's columns, JSON columns and column set, worked out once per model (writes sit on
+    hot paths)."""
     fields = cls.model_fields
-    return tuple(fields), frozenset(n for n, f in fields.items() if any(m is JSON for m in f.metadata))
+    return tuple(fields), frozenset(n for n, f in fields.items() if any(m is JSON for m in f.metadata)), frozenset(fields)
 
 
 class Row(BaseModel):
@@ -118,11 +123,11 @@ class Row(BaseModel):
     def values_of(cls, row: Mapping[str, Any]) -> tuple:
         """A row given as a mapping, as values in column order (JSON columns encoded); a key that is no
         column is an error, a column left out is NULL."""
-        columns, json_cols = _layout(cls)
-        if not row.keys() <= set(columns):
-            raise ValueError(f"{cls.TABLE} has no column(s) {sorted(set(row) - set(columns))}")
-        values = [row.get(c) for c in columns]
-        return tuple(dumps(v) if v is not None and c in json_cols else v for c, v in zip(columns, values))
+        columns, json_cols, known = _layout(cls)
+        if not row.keys() <= known:
+            raise ValueError(f"{cls.TABLE} has no column(s) {sorted(set(row) - known)}")
+        get = row.get
+        return tuple(dumps(get(c)) if c in json_cols and get(c) is not None else get(c) for c in columns)
 
     def db_values(self) -> tuple:
         """This row's values in column order, JSON columns encoded."""

@@ -10,7 +10,7 @@ Plain SQL with executemany here: these writes sit on the judging hot path.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, NamedTuple
 
 from .common import JSON, Repository, Row, derive_label, dumps
 
@@ -224,6 +224,20 @@ class JudgeRun(_RunProvenance):
     """Its latest write."""
 
 
+class TrajectorySave(NamedTuple):
+    """One trajectory's save (`JudgingRepository.save_trajectory_judgments`): its unit row, item
+    judgment rows and replies as mappings of their columns, and how its label is recorded."""
+
+    unit: dict
+    judgments: list[dict]
+    replies: list[dict]
+    named: bool = False
+    """A person chose the label."""
+    simulated: bool = False
+    """The verdicts were simulated, not judged."""
+    note: str | None = None
+
+
 class JudgeBatchRow(Row):
     """A submitted Batch-API job of one judge."""
 
@@ -269,6 +283,11 @@ _INSERT_UNIT = JudgeUnitRow.insert_sql()
 _INSERT_LABEL = JudgeLabelRow.insert_sql("INSERT OR IGNORE")
 _REPLACE_SCORE = ScoreRow.insert_sql("INSERT OR REPLACE")
 """Judging writes are batched on the hot path: statements built once from the row models."""
+
+
+def _labelled(row: dict, label: str) -> dict:
+    """The row under `label` (copied only when it names another)."""
+    return row if row.get("label") == label else {**row, "label": label}
 
 
 class JudgingRepository(Repository):
@@ -365,22 +384,41 @@ class JudgingRepository(Repository):
         One transaction. Every row is stored under the unit's label (one save is one run's); a unit
         without one gets the label derived from its provenance (`derive_label`). The label is recorded on first use (`named`: a
         person chose it; `simulated`: the verdicts were simulated, not judged)."""
-        label = unit.get("label") or derive_label(unit["judge"], unit.get("model"), unit.get("prompt_version"),
-                                                  unit.get("rules_version"))
-        unit = {**unit, "label": label}
-        judgments = [{**r, "label": label} for r in judgments]
-        replies = [{**r, "label": label} for r in replies]
-        key = [unit["trajectory_id"], unit["judge"], label]
+        self.save_trajectory_judgments([TrajectorySave(unit, judgments, replies, named, simulated, note)])
+
+    def save_trajectory_judgments(self, saves: Iterable[TrajectorySave]) -> None:
+        """`save_trajectory_judgment` for several trajectories in one transaction: a judging run stores
+        its finished trajectories a group at a time (one commit each cost more than judging them).
+        A (trajectory, judge, label) saved twice keeps its last save's rows and both saves' replies, as
+        two saves in a row would."""
+        latest: dict[tuple[str, str, str], tuple[TrajectorySave, str]] = {}
+        replies: list[tuple] = []
+        labels: dict[tuple[str, str], tuple] = {}
+        for save in saves:
+            unit = save.unit
+            label = unit.get("label") or derive_label(unit["judge"], unit.get("model"), unit.get("prompt_version"),
+                                                      unit.get("rules_version"))
+            key = (unit["trajectory_id"], unit["judge"], label)
+            latest.pop(key, None)  # a later save goes last, as it would have been written
+            latest[key] = (save, label)
+            replies += [JudgeReplyRow.values_of(_labelled(r, label)) for r in save.replies]
+            if (unit["judge"], label) not in labels:  # recorded on first use: a later save's is ignored anyway
+                labels[unit["judge"], label] = JudgeLabelRow(
+                    judge=unit["judge"], label=label, model=unit.get("model"), prompt_version=unit.get("prompt_version"),
+                    rules_version=unit.get("rules_version"), named=save.named, simulated=save.simulated,
+                    note=save.note, created_at=unit["created_at"]).db_values()
+        units, judgments = [], []
+        for save, label in latest.values():
+            units.append(JudgeUnitRow.values_of(_labelled(save.unit, label)))
+            judgments += [JudgmentRow.values_of(_labelled(r, label)) for r in save.judgments]
+        keys = list(latest)
         with self.atomic() as db:
             for table in ("judgments", "scores", "judge_units"):
-                db.execute(f"DELETE FROM {table} WHERE trajectory_id = ? AND judge = ? AND label = ?", key)
-            db.conn.executemany(_INSERT_JUDGMENT, [JudgmentRow.values_of(r) for r in judgments])
-            db.conn.executemany(_INSERT_REPLY, [JudgeReplyRow.values_of(r) for r in replies])
-            db.conn.execute(_INSERT_UNIT, JudgeUnitRow.values_of(unit))
-            run = JudgeLabelRow(judge=unit["judge"], label=label, model=unit.get("model"),
-                                prompt_version=unit.get("prompt_version"), rules_version=unit.get("rules_version"),
-                                named=named, simulated=simulated, note=note, created_at=unit["created_at"])
-            db.conn.execute(_INSERT_LABEL, run.db_values())
+                db.conn.executemany(f"DELETE FROM {table} WHERE trajectory_id = ? AND judge = ? AND label = ?", keys)
+            db.conn.executemany(_INSERT_JUDGMENT, judgments)
+            db.conn.executemany(_INSERT_REPLY, replies)
+            db.conn.executemany(_INSERT_UNIT, units)
+            db.conn.executemany(_INSERT_LABEL, labels.values())
 
     def judgments(
         self, *, judge: str | None = None, trajectory_id: str | None = None,

@@ -12,13 +12,51 @@ from pydantic import BaseModel, ConfigDict
 
 from .common import JSON, Repository, Row, dumps, utcnow
 
-_LLM_CALL_COLUMNS = (
-    "run_id", "created_at", "key", "model", "prompt_version", "tag", "cache_hit", "status", "prompt_tokens",
-    "cached_tokens", "completion_tokens", "cost_usd", "latency_s", "retries", "error", "raw_reply",
-)
-_INSERT_LLM_CALL = (
-    f"INSERT INTO llm_calls ({', '.join(_LLM_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(_LLM_CALL_COLUMNS))})"
-)
+
+class LlmCallRow(Row):
+    """One LLM call of a run: what it cost, how it ended, and the reply when it was unusable."""
+
+    TABLE: ClassVar[str] = "llm_calls"
+
+    id: int | None = None
+    """Row id (assigned on insert)."""
+    run_id: str | None = None
+    """The `runs` row the call belongs to (None outside a run)."""
+    created_at: str
+    """When the call finished."""
+    key: str | None = None
+    """Response-cache key of the request."""
+    model: str | None = None
+    """The model asked."""
+    prompt_version: str | None = None
+    """Version of the prompt sent."""
+    tag: str | None = None
+    """Free label of the call, e.g. the trajectory or task id."""
+    cache_hit: int | None = None
+    """1 when the reply came from the response cache (no HTTP request)."""
+    status: str
+    """`ok`, or the error reason (`timeout`, `schema`, `refusal`, …)."""
+    prompt_tokens: int | None = None
+    """Prompt tokens the server reported."""
+    cached_tokens: int | None = None
+    """Part of the prompt tokens the provider served from its prompt cache."""
+    completion_tokens: int | None = None
+    """Completion tokens the server reported."""
+    cost_usd: float | None = None
+    """Estimated cost (None when the model has no price)."""
+    latency_s: float | None = None
+    """Seconds the request took, retries included."""
+    retries: int | None = None
+    """Retries the client made."""
+    error: str | None = None
+    """The error message of a failed call."""
+    raw_reply: str | None = None
+    """The reply text of an unusable reply."""
+
+
+_INSERT_LLM_CALL = LlmCallRow.insert_sql()
+_INSERT_CACHE = "INSERT OR IGNORE INTO llm_cache (key, model, response, created_at) VALUES (?, ?, ?, ?)"
+"""One row per LLM call is on the judging hot path: fixed statements, executemany for many."""
 
 
 RunStatus = Literal["running", "done", "interrupted", "failed"]
@@ -136,13 +174,15 @@ class RunRepository(Repository):
         row = self.db.conn.execute("SELECT response FROM llm_cache WHERE key = ?", [key]).fetchone()
         return json.loads(row[0]) if row else None
 
-    def cache_put(self, key: str, *, model: str, response: dict) -> None:
+    def cache_put(self, key: str, *, model: str, response: Mapping[str, Any], created_at: str | None = None) -> None:
         """Cache a validated reply; the first one stored for a key wins."""
-        with self.atomic() as db:  # plain SQL: one row per LLM call is on the judging hot path
-            db.conn.execute(
-                "INSERT OR IGNORE INTO llm_cache (key, model, response, created_at) VALUES (?, ?, ?, ?)",
-                (key, model, dumps(response), utcnow()),
-            )
+        self.cache_put_many([(key, model, response, created_at or utcnow())])
+
+    def cache_put_many(self, rows: Iterable[tuple[str, str, Mapping[str, Any], str]]) -> None:
+        """Cache validated replies, each (key, model, response body, created at), in one transaction;
+        the first one stored for a key wins."""
+        with self.atomic() as db:
+            db.conn.executemany(_INSERT_CACHE, [(key, model, dumps(body), at) for key, model, body, at in rows])
 
     # ---- runs and LLM calls -------------------------------------------------
 
@@ -202,16 +242,19 @@ class RunRepository(Repository):
         where, args = ("kind = ?", [kind]) if kind else (None, [])
         return [RunRow.from_db(r) for r in self.db["runs"].rows_where(where, args, order_by="started_at, id")]
 
-    def record_llm_call(self, row: dict) -> None:
+    def record_llm_call(self, row: Mapping[str, Any]) -> None:
         """One LLM call: run id, cache hit, tokens, cost, latency, status and error (raw reply on errors)."""
-        unknown = set(row) - set(_LLM_CALL_COLUMNS)
-        if unknown:
-            raise ValueError(f"llm_calls has no column(s) {sorted(unknown)}")
-        row = {**row, "created_at": row.get("created_at") or utcnow()}
-        with self.atomic() as db:  # one fixed prepared statement: one row per LLM call is on the judging hot path
-            db.conn.execute(_INSERT_LLM_CALL, tuple(row.get(c) for c in _LLM_CALL_COLUMNS))
+        self.record_llm_calls([row])
+
+    def record_llm_calls(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Several LLM calls (`LlmCallRow` columns; `created_at` defaults to now), in one transaction."""
+        now = utcnow()
+        values = [LlmCallRow.values_of({**row, "created_at": row.get("created_at") or now}) for row in rows]
+        with self.atomic() as db:
+            db.conn.executemany(_INSERT_LLM_CALL, values)
 
     def llm_calls(self, *, run_id: str | None = None) -> list[dict]:
+        """The recorded calls (of one run), oldest first."""
         where, args = ("run_id = ?", [run_id]) if run_id else (None, [])
         return list(self.db["llm_calls"].rows_where(where, args, order_by="id"))
 

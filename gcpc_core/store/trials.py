@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import ClassVar
 
+from pydantic import TypeAdapter
 from sqlite_utils import Database
 
 from ..models import CtrfTest, Event, Task, Trajectory, VerifierTest
@@ -37,9 +38,14 @@ def event_rows(traj_id: str, events: Iterable[Event]) -> list[EventRow]:
 
 
 _SELECT_EVENTS = (
-    "SELECT id, seq, kind, text, tool_name, call_id, path, is_error, source FROM events "
-    "WHERE trajectory_id = ? ORDER BY seq"
+    "SELECT id, seq, kind, text, tool_name, call_id, path, coalesce(is_error, 0) != 0 AS is_error,"
+    " coalesce(source, '') AS source FROM events WHERE trajectory_id = ?{skip} ORDER BY seq"
 )
+"""One fixed statement (per number of kinds skipped) rather than `db["events"].rows_where`, which looks
+the table up in sqlite_master on every call: judging reads every trajectory's events on its hot path."""
+_EVENTS = TypeAdapter(list[Event])
+"""Events read back are validated again, all of a trajectory's in one call (several times faster
+than one model per row): a row edited outside GCPC is refused, not shown as it is."""
 _JSON_TASK = ("verifier_files", "tests", "parse_errors", "metadata")
 _JSON_TRAJ = ("ctrf", "timings", "exception", "tokens")
 
@@ -186,12 +192,13 @@ class TrialRepository(Repository):
         rows = list(self.db["trajectories"].rows_where("id = ?", [traj_id]))
         return _traj_from_row(rows[0]) if rows else None
 
-    def events(self, traj_id: str) -> list[Event]:
-        # one fixed statement rather than `db["events"].rows_where`, which looks the table up in
-        # sqlite_master on every call: judging reads every trajectory's events on its hot path
-        cursor = self.db.conn.execute(_SELECT_EVENTS, [traj_id])
+    def events(self, traj_id: str, *, skip_kinds: Collection[str] = ()) -> list[Event]:
+        """A trajectory's events in order, validated; `skip_kinds` leaves events of those kinds unread
+        (a judge reads only evidence). A row of an unknown kind is never skipped: it is refused."""
+        skip = f" AND kind NOT IN ({', '.join('?' * len(skip_kinds))})" if skip_kinds else ""
+        cursor = self.db.conn.execute(_SELECT_EVENTS.format(skip=skip), [traj_id, *skip_kinds])
         columns = [c[0] for c in cursor.description]
-        return [_event_from_row(dict(zip(columns, row))) for row in cursor]
+        return _EVENTS.validate_python([dict(zip(columns, row)) for row in cursor])
 
     # ---- import issues ----------------------------------------------------
 
@@ -233,18 +240,3 @@ def _traj_from_row(row: dict) -> Trajectory:
     data["tokens"] = data["tokens"] or {}
     data["is_demo"] = bool(row["is_demo"])
     return Trajectory(**{k: v for k, v in data.items() if v is not None or k == "exception"})
-
-
-def _event_from_row(row: dict) -> Event:
-    # validated again on the way out: a row edited outside GCPC is refused, not shown as it is
-    return Event(
-        id=row["id"],
-        seq=row["seq"],
-        kind=row["kind"],
-        text=row["text"],
-        tool_name=row["tool_name"],
-        call_id=row["call_id"],
-        path=row["path"],
-        is_error=bool(row["is_error"]),
-        source=row["source"] or "",
-    )

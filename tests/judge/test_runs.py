@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,55 @@ def test_resume_after_kill_9(fake_openai: FakeOpenAI, project: Store, tmp_path: 
     assert len(watcher.judging.units("gcpc")) == N_TRIALS and len(report.judged) == N_TRIALS - stored
     assert fake_openai.request_count - answered <= N_TRIALS - stored  # cached answers are not asked again
     integrity(watcher)
+
+
+def test_finished_trajectories_are_stored_a_group_at_a_time(fake_openai, project, make_llm, monkeypatch) -> None:
+    """A fast run commits a few groups, not one transaction per call and per trajectory; each group
+    holds whole trajectories with the cache rows and call records of their calls."""
+    fake_openai.on(is_items_request, items_reply("Yes"))
+    groups: list[tuple[int, int, int]] = []
+    original = project.atomic
+
+    @contextmanager
+    def watched():
+        outer = not project.db.conn.in_transaction
+        with original() as db:
+            yield db
+        if outer:
+            groups.append(tuple(db.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in (
+                "judge_units WHERE judge = 'gcpc'", "llm_cache", "llm_calls")))
+
+    monkeypatch.setattr(project, "atomic", watched)
+    judge_project(project, judge="gcpc", llm=make_llm(concurrency=8), progress=False)
+    written = [g for g in groups if g[2]]  # the ones that wrote calls (not the run row, mode, ...)
+    assert 1 <= len(written) < N_TRIALS // 2, groups
+    for units, cached, calls in written:
+        assert cached >= units and calls >= units  # a trajectory is never stored before its call
+    assert written[-1][1:] == (N_TRIALS, N_TRIALS) and integrity(project) == Counter({"Yes": 8 * N_TRIALS})
+
+
+def test_a_failed_group_write_fails_the_run_and_keeps_whole_trajectories(fake_openai, project, make_llm,
+                                                                          monkeypatch) -> None:
+    fake_openai.on(is_items_request, items_reply("Yes"))
+    save = project.judging.save_trajectory_judgments
+    calls: list[int] = []
+
+    def failing(saves) -> None:
+        calls.append(len(calls))
+        if len(calls) == 2:
+            raise OSError("disk full")
+        save(saves)
+
+    monkeypatch.setattr(project.judging, "save_trajectory_judgments", failing)
+    monkeypatch.setattr("gcpc_core.judge.runner.GROUP_SECONDS", 0.0)  # a group per finished trajectory
+    with pytest.raises(OSError, match="disk full"):
+        judge_project(project, judge="gcpc", llm=make_llm(concurrency=2), progress=False)
+    assert project.runs.list(kind="judge-gcpc")[-1]["status"] == "failed"
+    integrity(project)
+    stored = len(project.judging.units("gcpc"))
+    report = judge_project(project, judge="gcpc", llm=make_llm(), progress=False)
+    assert len(report.judged) == N_TRIALS - stored and len(project.judging.units("gcpc")) == N_TRIALS
+    integrity(project)
 
 
 def _env_llm(store: Store, server: FakeOpenAI):

@@ -412,6 +412,36 @@ def test_a_reply_is_cached_and_recorded_in_one_transaction(fake_openai: FakeOpen
     assert store.runs.cache_get(call["key"]) is not None and call["status"] == "ok"
 
 
+def test_held_writes_wait_for_the_caller_and_still_answer_identical_requests(fake_openai: FakeOpenAI, make_llm,
+                                                                            store) -> None:
+    """Inside `holding_writes` nothing is written until the caller writes what is held (in its own
+    transaction); a held reply answers an identical request without HTTP; what the caller leaves
+    held is written when the block ends."""
+    fake_openai.on("question one", Reply.json(OK))
+    fake_openai.on("question two", fault_malformed())
+    llm = make_llm()
+
+    def count(table: str) -> int:
+        return store.db.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+    with llm.holding_writes() as held:
+        first, again = ask(llm), ask(llm)
+        with pytest.raises(LLMReplyError):
+            ask(llm, "question two")
+        assert (count("llm_cache"), count("llm_calls")) == (0, 0) and fake_openai.request_count == 2
+        assert not first.cache_hit and again.cache_hit and again.parsed == first.parsed
+        with store.atomic():
+            held.write(store)
+        held.clear()
+        assert (count("llm_cache"), count("llm_calls")) == (1, 3)
+        assert ask(llm).cache_hit  # from the DB now
+    assert count("llm_calls") == 4  # written when the block ended
+    calls = store.runs.llm_calls()
+    assert [(c["cache_hit"], c["status"]) for c in calls] == [(0, "ok"), (1, "ok"), (0, "invalid_json"), (1, "ok")]
+    assert all(c["created_at"] for c in calls) and calls[0]["prompt_tokens"] > 0
+    assert store.runs.cache_get(calls[0]["key"]) == store.runs.cache_get(calls[1]["key"]) is not None
+
+
 def test_a_failed_record_leaves_no_cached_reply(fake_openai: FakeOpenAI, make_llm, store,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     fake_openai.on("question one", Reply.json(OK))

@@ -39,3 +39,21 @@ def test_an_import_issue_row_without_its_reason_is_refused_when_read(store: Stor
         db["import_issues"].update(store.trials.import_issues()[0].id, {"reason": None})
     with pytest.raises(ValidationError, match="reason"):
         store.trials.import_issues()
+
+
+def test_events_skipped_by_kind_are_not_read_and_an_unknown_kind_is_still_refused(demo_copy: Path) -> None:
+    store = Store(demo_copy)
+    traj = store.trials.trajectories()[0]
+    every = store.trials.events(traj.id)
+    narration = {"agent_message", "agent_thinking", "system", "user"}
+    evidence = store.trials.events(traj.id, skip_kinds=narration)
+    assert evidence == [e for e in every if e.kind not in narration] and len(evidence) < len(every)
+    with store.atomic() as db:  # NULLs written by hand read as the model's defaults
+        db["events"].update((traj.id, evidence[0].seq), {"is_error": None, "source": None})
+    assert store.trials.events(traj.id)[every.index(evidence[0])] == evidence[0].model_copy(
+        update={"is_error": False, "source": ""})
+    with store.atomic() as db:
+        db["events"].update((traj.id, evidence[-1].seq), {"kind": "bogus"})
+    with pytest.raises(ValidationError, match="kind"):
+        store.trials.events(traj.id, skip_kinds=narration)
+    store.close()
