@@ -8,13 +8,13 @@ from .db import Store
 from .judging import JudgeBatchRow, JudgeReplyRow, JudgeRun, JudgeUnitRow, JudgmentRow, ScoreRow
 from .migrations import MIGRATIONS
 from .perturbations import PerturbationRow
-from .runs import LLMModeRow, RunProgress, RunRow
+from .runs import LLMCallRow, LLMModeRow, RunProgress, RunRow
 from .studies import Rater, StudyAssignmentRow, StudyPairRow, StudyRow, StudyUnitRow
 from .trials import EventRow, ImportIssueRow, TrajectoryClash, event_rows
 
 __all__ = [
     "MIGRATIONS", "EventRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
     "Store", "TrajectoryClash", "derive_label", "event_rows", "utcnow",
-    "ChecklistRow", "ImportIssueRow", "LLMModeRow", "RunProgress", "RunRow",
+    "ChecklistRow", "ImportIssueRow", "LLMCallRow", "LLMModeRow", "RunProgress", "RunRow",
     "AnnotationRow", "Rater", "StudyAssignmentRow", "StudyPairRow", "StudyRow", "StudyUnitRow",
 ]

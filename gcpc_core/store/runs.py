@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from .common import JSON, Repository, Row, dumps, utcnow
 
 
-class LlmCallRow(Row):
+class LLMCallRow(Row):
     """One LLM call of a run: what it cost, how it ended, and the reply when it was unusable."""
 
     TABLE: ClassVar[str] = "llm_calls"
@@ -54,7 +54,7 @@ class LlmCallRow(Row):
     """The reply text of an unusable reply."""
 
 
-_INSERT_LLM_CALL = LlmCallRow.insert_sql()
+_INSERT_LLM_CALL = LLMCallRow.insert_sql()
 _INSERT_CACHE = "INSERT OR IGNORE INTO llm_cache (key, model, response, created_at) VALUES (?, ?, ?, ?)"
 """One row per LLM call is on the judging hot path: fixed statements, executemany for many."""
 
@@ -247,9 +247,9 @@ class RunRepository(Repository):
         self.record_llm_calls([row])
 
     def record_llm_calls(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Several LLM calls (`LlmCallRow` columns; `created_at` defaults to now), in one transaction."""
+        """Several LLM calls (`LLMCallRow` columns; `created_at` defaults to now), in one transaction."""
         now = utcnow()
-        values = [LlmCallRow.values_of({**row, "created_at": row.get("created_at") or now}) for row in rows]
+        values = [LLMCallRow.values_of({**row, "created_at": row.get("created_at") or now}) for row in rows]
         with self.atomic() as db:
             db.conn.executemany(_INSERT_LLM_CALL, values)
 

@@ -143,18 +143,21 @@ def _final(db: Path) -> tuple[list[dict], list[dict]]:
 
 
 def run_resume_drill(clean_db: Path, killed_db: Path, *, kills: int = 5, seed: int = 8,
-                     latency_s: float = 0.02) -> ResumeFigures:
-    """Judge `clean_db` uninterrupted and `killed_db` (an identical copy) with `kills` kill -9s; compare."""
+                     latency_s: float = 0.1) -> ResumeFigures:
+    """Judge `clean_db` uninterrupted and `killed_db` (an identical copy) with `kills` kill -9s; compare.
+
+    The judge stores finished trajectories a group at a time (`GROUP_SECONDS`); at concurrency 2 the
+    server's latency sets how many a group holds (about 4 at 0.1 s), so every kill can land mid-run."""
     figures = ResumeFigures()
     start = time.monotonic()
     store = Store(killed_db)
     figures.trajectories = sum(1 for t in store.trials.trajectories() if store.checklists.latest(t.task) is not None)
     store.close()
-    if figures.trajectories < kills + 2:
+    if figures.trajectories < kills + 13:
         raise ValueError(f"{figures.trajectories} judgeable trajectories are too few for {kills} kills")
     rng = random.Random(seed)
     # leave room at the end: a kill lands a few trajectories after its target
-    targets = sorted(rng.sample(range(1, figures.trajectories - 6), kills))
+    targets = sorted(rng.sample(range(1, figures.trajectories - 12), kills))
     with FakeOpenAI() as server:
         server.latency = latency_s
         server.on(is_items_request, mixed_items_reply)

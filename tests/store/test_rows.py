@@ -41,7 +41,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> Store:
 def test_every_row_model_has_its_tables_columns(fresh: Store) -> None:
     models = row_models()
     assert {m.TABLE for m in models} >= {"judgments", "judge_units", "judge_replies", "scores", "judge_labels",
-                                         "judge_batches", "perturbations", "runs", "llm_modes", "checklists",
+                                         "judge_batches", "perturbations", "runs", "llm_modes", "llm_calls", "checklists",
                                          "import_issues", "annotations", "studies", "study_units",
                                          "study_pairs", "study_raters", "study_assignments"}
     problems = [p for m in models for p in drift(m, fresh.db)]
