@@ -247,16 +247,16 @@ def real_server(workdir: Path, n: int, *, n_ctx: int, max_tokens: int) -> dict[s
         report = judge_project(store, judge="gcpc", llm=llm, limit=n, concurrency=1, progress=False,
                                on_result=lambda result: finished.append(time.monotonic()))
         wall = time.monotonic() - started
-    calls = [c for c in store.runs.llm_calls(run_id=report.run_id) if not c["cache_hit"]]
-    busy = sum(c["latency_s"] or 0.0 for c in calls)
-    prompt, completion = sum(c["prompt_tokens"] for c in calls), sum(c["completion_tokens"] for c in calls)
+    calls = [c for c in store.runs.llm_calls(run_id=report.run_id) if not c.cache_hit]
+    busy = sum(c.latency_s or 0.0 for c in calls)
+    prompt, completion = sum(c.prompt_tokens or 0 for c in calls), sum(c.completion_tokens or 0 for c in calls)
     items = sum(v for k, v in report.verdicts.items() if k in ("Yes", "No") or k.startswith("Abstain:"))
     grounded = report.verdicts.get("Yes", 0) + report.verdicts.get("No", 0)
     per_trajectory = [b - a for a, b in zip([started, *finished], finished)]
     return {
         "model": LOCAL_MODEL_ALIAS, "n_ctx": n_ctx, "max_completion_tokens": max_tokens, "trajectories": n,
         "judged": len(report.judged), "errors": report.errors, "structured_mode": report.totals.structured_mode,
-        "http_calls": len(calls), "call_statuses": dict(sorted(Counter(c["status"] for c in calls).items())),
+        "http_calls": len(calls), "call_statuses": dict(sorted(Counter(c.status for c in calls).items())),
         "prompt_tokens": prompt, "completion_tokens": completion, "request_time_s": round(busy, 1),
         "prompt_tokens_per_s": round(prompt / busy, 1) if busy else None,
         "completion_tokens_per_s": round(completion / busy, 2) if busy else None,

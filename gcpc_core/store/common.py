@@ -36,11 +36,6 @@ def dumps(value: Any) -> str:
     return _JSON_COLUMN.encode(value)
 
 
-def decode(row: dict, *columns: str) -> dict:
-    """Row with its JSON columns decoded."""
-    return {**row, **{c: json.loads(row[c]) if row.get(c) else None for c in columns}}
-
-
 def insert_sql(table: str, columns: tuple[str, ...], verb: str = "INSERT") -> str:
     """A fixed insert statement, prepared once and reused by executemany on the hot paths."""
     return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"

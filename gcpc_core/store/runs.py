@@ -253,10 +253,10 @@ class RunRepository(Repository):
         with self.atomic() as db:
             db.conn.executemany(_INSERT_LLM_CALL, values)
 
-    def llm_calls(self, *, run_id: str | None = None) -> list[dict]:
+    def llm_calls(self, *, run_id: str | None = None) -> list[LLMCallRow]:
         """The recorded calls (of one run), oldest first."""
         where, args = ("run_id = ?", [run_id]) if run_id else (None, [])
-        return list(self.db["llm_calls"].rows_where(where, args, order_by="id"))
+        return [LLMCallRow.from_db(r) for r in self.db["llm_calls"].rows_where(where, args, order_by="id")]
 
     # ---- negotiated structured-output modes ---------------------------------------
 

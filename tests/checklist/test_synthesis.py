@@ -258,7 +258,7 @@ def test_malformed_reply_is_reported_not_accepted(fake_openai: FakeOpenAI, make_
     assert result.failures[0].gate == "G6"
     [row] = project.checklists.list(task=TASK_ID, status=None)
     assert row.status == "failed" and row.checklist is None and row.raw_reply
-    assert [c["status"] for c in project.runs.llm_calls()] == ["invalid_json", "invalid_json"]
+    assert [c.status for c in project.runs.llm_calls()] == ["invalid_json", "invalid_json"]
 
 
 def test_malformed_then_repaired_reply_freezes(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
@@ -397,7 +397,7 @@ def test_a_timed_out_synthesis_is_a_stored_failure(fake_openai: FakeOpenAI, make
     [result] = report.results
     assert result.status == "failed" and result.reason.startswith("timeout:") and "GCPC_LLM_TIMEOUT" in result.reason
     assert fake_openai.request_count == 1
-    assert project.checklists.list(task=TASK_ID)[0]["status"] == "failed"
+    assert project.checklists.list(task=TASK_ID)[0].status == "failed"
 
 
 def test_a_timed_out_repair_keeps_the_first_draft(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:

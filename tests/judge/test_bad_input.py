@@ -97,7 +97,7 @@ def test_endpoint_failure_is_a_clear_error_and_stores_nothing(reply, reason, sai
     assert report.errors[TRAJ].startswith(f"{reason}: ") and said in report.errors[TRAJ]
     assert fake_openai.request_count == 1  # deterministic: neither retried nor negotiated away
     assert stored(project) == set()
-    assert project.runs.llm_calls(run_id=report.run_id)[0]["status"] == reason
+    assert project.runs.llm_calls(run_id=report.run_id)[0].status == reason
 
 
 def test_server_down_is_a_clear_error(project, make_llm) -> None:
@@ -106,7 +106,7 @@ def test_server_down_is_a_clear_error(project, make_llm) -> None:
     assert report.errors[TRAJ].startswith("connection: cannot reach http://127.0.0.1:")
     assert "llm check" in report.errors[TRAJ]
     assert stored(project) == set()
-    assert project.runs.llm_calls(run_id=report.run_id)[0]["status"] == "connection"
+    assert project.runs.llm_calls(run_id=report.run_id)[0].status == "connection"
 
 
 def cut_then_ok(request) -> Reply:

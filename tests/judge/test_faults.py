@@ -39,7 +39,7 @@ def test_429_then_success(fake_openai, project, make_llm) -> None:
     fake_openai.on(is_items_request, fault_429(), items_reply("Yes"))
     report = run_one(project, make_llm)
     assert report.judged == [TRAJ] and fake_openai.request_count == 2
-    assert project.runs.llm_calls(run_id=report.run_id)[0]["retries"] == 1
+    assert project.runs.llm_calls(run_id=report.run_id)[0].retries == 1
 
 
 def test_500_then_success(fake_openai, project, make_llm) -> None:

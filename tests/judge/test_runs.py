@@ -172,7 +172,7 @@ def test_a_failed_group_write_fails_the_run_and_keeps_whole_trajectories(fake_op
     monkeypatch.setattr("gcpc_core.judge.runner.GROUP_SECONDS", 0.0)  # a group per finished trajectory
     with pytest.raises(OSError, match="disk full"):
         judge_project(project, judge="gcpc", llm=make_llm(concurrency=2), progress=False)
-    assert project.runs.list(kind="judge-gcpc")[-1]["status"] == "failed"
+    assert project.runs.list(kind="judge-gcpc")[-1].status == "failed"
     integrity(project)
     stored = len(project.judging.units("gcpc"))
     report = judge_project(project, judge="gcpc", llm=make_llm(), progress=False)

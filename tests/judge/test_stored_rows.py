@@ -81,7 +81,7 @@ def _tokens(store: Store) -> dict[str, str]:
     names = {rules: "<rules>", rules[:12]: "<rules12>", ITEMS_PROMPT_VERSION: "<items-prompt>",
              HOLISTIC_PROMPT_VERSION: "<holistic-prompt>"}
     for row in store.checklists.list():
-        names[row["sha"]] = f"<checklist {row['task']}>"
+        names[row.sha] = f"<checklist {row.task}>"
     return names
 
 
