@@ -160,7 +160,20 @@ def _ssl_context() -> Future[ssl.SSLContext]:
     return _SSL_BUILDER.submit(httpx2.create_ssl_context)
 
 
-def _http_client() -> DefaultAioHttpClient | None:
+def _plain_http(base_url: str | None) -> bool:
+    """Whether the endpoint is plain HTTP (a local vLLM, llama.cpp or Ollama server): no TLS is ever
+    negotiated with it, so it needs no CA bundle. No base URL means OpenAI's, over HTTPS."""
+    return base_url is not None and base_url.lower().startswith("http://")
+
+
+def _no_ca_context() -> ssl.SSLContext:
+    """A verifying SSL context that trusts no certificate authority, for plain-HTTP endpoints: building
+    it reads no CA bundle, and should a server ever redirect to HTTPS, the connection fails its
+    certificate check instead of going unverified."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def _http_client(base_url: str | None) -> DefaultAioHttpClient | None:
     """The aiohttp transport (`openai[aiohttp]`), which openai recommends for high concurrency;
     None falls back to the client's default httpx2 transport. GCPC_HTTP_BACKEND=httpx forces it."""
     if os.environ.get("GCPC_HTTP_BACKEND", "aiohttp") != "aiohttp":
@@ -169,7 +182,7 @@ def _http_client() -> DefaultAioHttpClient | None:
         import aiohttp  # noqa: F401  (only probing that the extra is installed)
     except ImportError:
         return None
-    return DefaultAioHttpClient(verify=_ssl_context().result())
+    return DefaultAioHttpClient(verify=_no_ca_context() if _plain_http(base_url) else _ssl_context().result())
 
 
 @dataclass(frozen=True)
@@ -725,7 +738,8 @@ class LLM:
         the server reporting; None when neither says (no budget is applied)."""
         if self._mode is None and row is not None and row.mode in STRUCTURED_MODES:
             self._mode = self._stored_mode = row.mode
-        _ssl_context()  # start building it now (see _ssl_context)
+        if not _plain_http(config.base_url):
+            _ssl_context()  # start building it now (see _ssl_context)
 
     @classmethod
     def from_env(cls, model: str | None = None, *, store: Store | None = None, **overrides: Any) -> LLM:
@@ -797,7 +811,7 @@ class LLM:
                 base_url=self.config.base_url,
                 timeout=self.config.timeout,
                 max_retries=self.config.max_retries,
-                http_client=_http_client(),
+                http_client=_http_client(self.config.base_url),
             )
             self._state = _LoopState(loop, client, asyncio.Semaphore(self.config.concurrency))
         return self._state

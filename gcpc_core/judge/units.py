@@ -17,7 +17,7 @@ from ..checklist import Checklist, Rules, checklist_sha, fixed_checklist
 from ..evidence import EVIDENCE_KINDS, EvidenceView, build_evidence_view
 from ..llm import LLM, LLMCallError
 from ..models import EVENT_KINDS, Task, Trajectory
-from ..store import Store, derive_label, utcnow
+from ..store import Store, TrajectoryRef, derive_label, utcnow
 from ..store.judging import TrajectorySave
 from .calls import Outcome
 from .prompts import Messages
@@ -42,7 +42,8 @@ __all__ = [
 class Unit:
     """One trajectory to judge, with everything judging it needs except its events."""
 
-    trajectory: Trajectory
+    trajectory: Trajectory | TrajectoryRef
+    """Which trajectory: its id, task and content hash are all judging reads of it."""
     task: Task
     checklist: Checklist | None
     """The checklist the judge's spec names: the task's frozen one, the fixed one, or None."""
@@ -135,7 +136,7 @@ def plan_units(
     tasks = {t.id: t for t in store.trials.tasks()}
     by_task: dict[str, tuple[Checklist | None, str | None, str | None]] = {}
     plan = Plan(todo=[])
-    for traj in store.trials.trajectories():
+    for traj in store.trials.trajectory_refs():
         if traj.task not in by_task:
             by_task[traj.task] = _checklist_for(store, spec, traj.task, rules)
         checklist, sha, why_not = by_task[traj.task]

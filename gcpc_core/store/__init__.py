@@ -10,11 +10,11 @@ from .migrations import MIGRATIONS
 from .perturbations import PerturbationRow
 from .runs import LLMCallRow, LLMModeRow, RunProgress, RunRow
 from .studies import Rater, StudyAssignmentRow, StudyPairRow, StudyRow, StudyUnitRow
-from .trials import EventRow, ImportIssueRow, TrajectoryClash, event_rows
+from .trials import EventRow, ImportIssueRow, TrajectoryClash, TrajectoryRef, event_rows
 
 __all__ = [
     "MIGRATIONS", "EventRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
-    "Store", "TrajectoryClash", "derive_label", "event_rows", "utcnow",
+    "Store", "TrajectoryClash", "TrajectoryRef", "derive_label", "event_rows", "utcnow",
     "ChecklistRow", "ImportIssueRow", "LLMCallRow", "LLMModeRow", "RunProgress", "RunRow",
     "AnnotationRow", "Rater", "StudyAssignmentRow", "StudyPairRow", "StudyRow", "StudyUnitRow",
 ]

@@ -79,6 +79,13 @@ def _layout(cls: type[Row]) -> tuple[tuple[str, ...], frozenset[str], frozenset[
     return tuple(fields), frozenset(n for n, f in fields.items() if any(m is JSON for m in f.metadata)), frozenset(fields)
 
 
+@cache
+def _json_positions(cls: type[Row]) -> tuple[int, ...]:
+    """Positions of a row model's JSON columns in column order (rows are encoded on hot paths)."""
+    columns, json_cols, _ = _layout(cls)
+    return tuple(i for i, c in enumerate(columns) if c in json_cols)
+
+
 class Row(BaseModel):
     """One table row, declared once: its fields are the table's columns (in table order), each with a
     docstring; JSON fields are marked `JSON`. Reads build a row from the stored values, writes take
@@ -121,8 +128,11 @@ class Row(BaseModel):
         columns, json_cols, known = _layout(cls)
         if not row.keys() <= known:
             raise ValueError(f"{cls.TABLE} has no column(s) {sorted(set(row) - known)}")
-        get = row.get
-        return tuple(dumps(get(c)) if c in json_cols and get(c) is not None else get(c) for c in columns)
+        values = [row.get(c) for c in columns]
+        for i in _json_positions(cls):
+            if values[i] is not None:
+                values[i] = dumps(values[i])
+        return tuple(values)
 
     def db_values(self) -> tuple:
         """This row's values in column order, JSON columns encoded."""

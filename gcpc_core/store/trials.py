@@ -6,7 +6,7 @@ import json
 from collections.abc import Collection, Iterable
 from typing import ClassVar
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 from sqlite_utils import Database
 
 from ..models import CtrfTest, Event, Task, Trajectory, VerifierTest
@@ -65,6 +65,22 @@ class ImportIssueRow(Row):
     """What happened to it (`skipped`)."""
     reason: str
     """Why it was skipped."""
+
+
+class TrajectoryRef(BaseModel):
+    """What judging a trajectory needs of its `trajectories` row (a projection of three columns, not
+    a table's `Row`): which it is, its task, and the hash that says whether a stored judgment is of
+    this very log. Planning a run reads only these: the full `Trajectory` (outcome, timings, verifier
+    results) costs a validation per trial before the first request can go out."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+
+    id: str
+    """Trajectory id (the trial folder's name)."""
+    task: str
+    """Id of the task it is a trial of."""
+    content_hash: str
+    """Hash of the imported log: a judgment of another hash is of another log."""
 
 
 class TrialRepository(Repository):
@@ -187,6 +203,12 @@ class TrialRepository(Repository):
         where, args = ("task = ?", [task]) if task else (None, [])
         rows = self.db["trajectories"].rows_where(where, args, order_by="task, id")
         return [_traj_from_row(r) for r in rows]
+
+    def trajectory_refs(self) -> list[TrajectoryRef]:
+        """Every trajectory's `TrajectoryRef`, in the order of `trajectories()`."""
+        rows = self.db["trajectories"].rows_where(  # a NULL hash reads as "", as in `Trajectory`
+            select="id, task, coalesce(content_hash, '') AS content_hash", order_by="task, id")
+        return [TrajectoryRef.model_validate(r) for r in rows]
 
     def get_trajectory(self, traj_id: str) -> Trajectory | None:
         rows = list(self.db["trajectories"].rows_where("id = ?", [traj_id]))

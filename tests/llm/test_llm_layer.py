@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import time
 from typing import Literal
 
@@ -463,3 +464,15 @@ def test_run_sync_restores_the_garbage_collector(fake_openai: FakeOpenAI, make_l
     before = gc.get_threshold()
     ask(make_llm())
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_a_plain_http_endpoint_gets_no_ca_bundle_and_an_https_one_the_verifying_default() -> None:
+    """A local server over HTTP needs no CA bundle (reading it delays the first request); the context
+    it gets still verifies, so a redirect to HTTPS fails its certificate check rather than going through."""
+    from gcpc_core.llm import _http_client
+
+    plain = _http_client("http://127.0.0.1:8000/v1")._transport.ssl_context  # type: ignore[union-attr]
+    assert plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname and plain.cert_store_stats()["x509_ca"] == 0
+    tls = _http_client("https://api.openai.com/v1")._transport.ssl_context  # type: ignore[union-attr]
+    assert tls.verify_mode == ssl.CERT_REQUIRED and tls.cert_store_stats()["x509_ca"] > 0
+    assert _http_client(None)._transport.ssl_context.cert_store_stats()["x509_ca"] > 0  # type: ignore[union-attr]

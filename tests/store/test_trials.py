@@ -57,3 +57,13 @@ def test_events_skipped_by_kind_are_not_read_and_an_unknown_kind_is_still_refuse
     with pytest.raises(ValidationError, match="kind"):
         store.trials.events(traj.id, skip_kinds=narration)
     store.close()
+
+
+def test_trajectory_refs_are_the_trajectories_id_task_and_hash_in_the_same_order(demo_copy: Path) -> None:
+    store = Store(demo_copy)
+    full = store.trials.trajectories()
+    assert [(r.id, r.task, r.content_hash) for r in store.trials.trajectory_refs()] == [
+        (t.id, t.task, t.content_hash) for t in full]
+    with store.atomic() as db:  # a row from before hashes were stored
+        db.execute("UPDATE trajectories SET content_hash = NULL WHERE id = ?", [full[0].id])
+    assert store.trials.trajectory_refs()[0].content_hash == "" == store.trials.trajectories()[0].content_hash
