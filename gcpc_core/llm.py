@@ -616,6 +616,23 @@ def _strip_fences(text: str) -> str:
     return stripped.strip()
 
 
+def _validate_text(text: str, response_model: type[T]) -> T:
+    """The reply text as a `response_model`. JSON forbids raw control characters inside strings, but a
+    server decoding under a grammar may write them (llama-cpp-python with Gemma 3 270M wrote newlines
+    inside a quote): such text is unambiguous, so it is read as Python's non-strict parser reads it,
+    then validated the same way. Any other broken JSON stays an error."""
+    try:
+        return response_model.model_validate_json(text)
+    except ValidationError as exc:
+        if not any(err["type"] == "json_invalid" for err in exc.errors(include_url=False)):
+            raise
+        try:
+            data = json.loads(text, strict=False)
+        except ValueError:
+            raise exc from None
+        return response_model.model_validate(data)
+
+
 def interpret_reply(body: Mapping[str, Any], response_model: type[T]) -> tuple[T, str]:
     """Validate a chat-completion body against `response_model`: (instance, reply text).
 
@@ -640,7 +657,7 @@ def interpret_reply(body: Mapping[str, Any], response_model: type[T]) -> tuple[T
     if not text.strip():
         raise LLMReplyError("reply is empty", reason="empty", raw=_clip(_canonical(body)), usage=usage)
     try:
-        return response_model.model_validate_json(_strip_fences(text)), text
+        return _validate_text(_strip_fences(text), response_model), text
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         json_broken = any(err["type"] == "json_invalid" for err in errors)

@@ -147,6 +147,19 @@ def test_malformed_json_raises_and_is_not_cached(fake_openai: FakeOpenAI, make_l
     assert fake_openai.request_count == 2
 
 
+def test_raw_control_characters_inside_strings_are_read_and_other_broken_json_is_not(
+    fake_openai: FakeOpenAI, make_llm, store
+) -> None:
+    """A grammar-constrained server wrote a raw newline inside a string (invalid JSON, unambiguous):
+    the reply is read; the same text cut short is still `invalid_json`."""
+    fake_openai.on("question one", fault_malformed('{"verdict": "Yes",\n "reason": "line one\nline two"}'))
+    assert ask(make_llm()).parsed.reason == "line one\nline two"
+    fake_openai.on("question two", fault_malformed('{"verdict": "Yes", "reason": "line one\nline'))
+    with pytest.raises(LLMReplyError) as caught:
+        ask(make_llm(), "question two")
+    assert caught.value.reason == "invalid_json"
+
+
 def test_schema_violation_raises(fake_openai: FakeOpenAI, make_llm) -> None:
     fake_openai.on("question one", Reply.json({"verdict": "Maybe", "reason": "?"}))
     with pytest.raises(LLMReplyError) as caught:
