@@ -152,7 +152,7 @@ class ChecklistDraft(DecodingBounds, BaseModel):
     model_config = ConfigDict(extra="forbid")
     decoding_bounds: ClassVar[Mapping[str, int]] = {
         "items": 15, "waivers": 15, "verifier_refs": 8, "probes": 2,
-        "id": 16, "text": 320, "task_quote": 300, "pattern": 200, "flags": 4, "verifier_ref": 200, "reason": 200,
+        "id": 16, "text": 320, "task_quote": 200, "pattern": 200, "flags": 4, "verifier_ref": 200, "reason": 200,
     }
 
     items: list[ChecklistItem]
@@ -163,8 +163,10 @@ EXTRA_ITEMS = 2
 """Items a task's grammar allows beyond one per verifier test node: the generated and judge items
 the instruction asks for beside what the tests check."""
 ITEM_TOKENS = 110
-"""Reply tokens one item takes (measured on Gemma 3 270M's replies: keys, route, a one-line text,
-a sentence of quote, a ref or two: 80–110 tokens), and the JSON around the lists."""
+"""Reply tokens a typical item takes: keys and route (~30), a one-line text and a sentence of quote
+(~25 each), a ref or two (~30); the hand-written items of the test suite's checklists take 60–100.
+Not the grammar's worst case (a 200-character quote of digits alone is 200 Gemma tokens): a reply
+that runs to its bounds is still cut, and repaired once with twice the bound."""
 WAIVER_TOKENS = 50
 REPLY_FRAME_TOKENS = 20
 
