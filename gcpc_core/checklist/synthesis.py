@@ -151,8 +151,8 @@ class ChecklistDraft(DecodingBounds, BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     decoding_bounds: ClassVar[Mapping[str, int]] = {
-        "items": 15, "waivers": 15, "verifier_refs": 8, "probes": 2,
-        "id": 16, "text": 320, "task_quote": 200, "pattern": 200, "flags": 4, "verifier_ref": 200, "reason": 200,
+        "items": 15, "waivers": 15, "verifier_refs": 8, "probes": 1,
+        "id": 16, "text": 320, "task_quote": 200, "pattern": 120, "flags": 4, "verifier_ref": 200, "reason": 160,
     }
 
     items: list[ChecklistItem]
@@ -179,19 +179,28 @@ def item_bound(task: Task, rules: Rules) -> int:
     return max(budget.min_items, min(budget.max_items, len(task.tests) + EXTRA_ITEMS))
 
 
+PARAM_SUFFIX_CHARS = 40
+"""Room a verifier ref gets beyond the task's longest test node id: a `[param]` suffix."""
+
+
 @functools.cache
-def _bounded_draft(items: int, refs: int) -> type[ChecklistDraft]:
-    bounds = {**ChecklistDraft.decoding_bounds, "items": items, "waivers": refs, "verifier_refs": refs}
+def _bounded_draft(items: int, refs: int, ref_chars: int) -> type[ChecklistDraft]:
+    bounds = {**ChecklistDraft.decoding_bounds, "items": items, "waivers": refs, "verifier_refs": refs,
+              "verifier_ref": ref_chars}
     # the same name and JSON schema: cache keys and validation are those of ChecklistDraft
     return type("ChecklistDraft", (ChecklistDraft,), {"decoding_bounds": bounds, "__doc__": ChecklistDraft.__doc__})
 
 
 def draft_model(task: Task, rules: Rules) -> type[ChecklistDraft]:
-    """`ChecklistDraft` with grammar bounds for this task: `item_bound` items, and no more waivers or
-    refs per item than the task has test nodes (at least one, so a list can hold one stray ref).
-    Only the decoding schema differs; a reply validates exactly as a `ChecklistDraft`."""
-    refs = max(1, min(ChecklistDraft.decoding_bounds["verifier_refs"], len(task.tests)))
-    return _bounded_draft(item_bound(task, rules), refs)
+    """`ChecklistDraft` with grammar bounds for this task: `item_bound` items, no more waivers or
+    refs per item than the task has test nodes (at least one, so a list can hold one stray ref), and
+    no ref longer than its longest node id with a `[param]` suffix (seen: Gemma 3 270M filling every
+    ref of a waiver list with 200 characters of the instruction). Only the decoding schema differs; a
+    reply validates exactly as a `ChecklistDraft`."""
+    bounds = ChecklistDraft.decoding_bounds
+    refs = max(1, min(bounds["verifier_refs"], len(task.tests)))
+    longest = max((len(test.node_id) for test in task.tests), default=0)
+    return _bounded_draft(item_bound(task, rules), refs, min(bounds["verifier_ref"], longest + PARAM_SUFFIX_CHARS))
 
 
 def reply_bound(llm: LLM, task: Task, rules: Rules) -> int | None:

@@ -434,6 +434,7 @@ def test_grammar_bounds_are_no_looser_than_the_gates(task: Task, rules) -> None:
     many = task.model_copy(update={"tests": task.tests * 10})
     assert item_bound(few, rules) == contract.budget.min_items and item_bound(many, rules) == contract.budget.max_items
     assert draft_model(few, rules).decoding_bounds["verifier_refs"] == 1
+    assert draft_model(few, rules).decoding_bounds["verifier_ref"] == len(few.tests[0].node_id) + 40
     # only the grammar differs: the schema a reply is validated against, and so the cache key, are ChecklistDraft's
     model = draft_model(task, rules)
     assert model is draft_model(task, rules) and model.model_json_schema() == ChecklistDraft.model_json_schema()
