@@ -13,6 +13,7 @@ prompt, so a rules change also changes every request (and so misses the response
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from ..decoding import DecodingBounds
 from ..judge.budget import REASON_CONTEXT_OVERFLOW, fit_prompt, repair_room
 from ..judge.calls import UNREPAIRABLE_CALL_ERRORS
 from ..llm import LLM, LLMCallError, LLMReplyError, RunTotals
+from ..llm_server import count_prompt_tokens
 from ..runs import Progress, ProgressBar
 from ..models import Task
 from ..store import ChecklistRow, Store, utcnow
@@ -35,6 +37,7 @@ from .schema import Checklist, ChecklistItem, Waiver
 
 __all__ = [
     "CONTRACT_PROSE_FILE",
+    "EXTRA_ITEMS",
     "PROMPT_VERSION",
     "REPAIR_GATES_PROMPT",
     "REPAIR_REPLY_PROMPT",
@@ -46,7 +49,10 @@ __all__ = [
     "SynthesisResult",
     "budget_candidates",
     "build_messages",
+    "draft_model",
+    "item_bound",
     "record_synthesis",
+    "reply_bound",
     "synthesize_checklist",
     "synthesize_checklist_async",
     "synthesize_project",
@@ -138,17 +144,75 @@ MAX_REPAIR_ECHO = 20_000
 class ChecklistDraft(DecodingBounds, BaseModel):
     """What the model writes: items and waivers. Task id and source are filled in by code,
     so a model can neither relabel a checklist nor claim to be human. Its grammar bounds (for a
-    server that constrains decoding to the schema) stop a loop of items or an endless string well
-    above what a real checklist needs; the gates still judge whatever is written."""
+    server that constrains decoding to the schema) are no looser than the gates allow — no more items
+    than the contract's `max_items` (G6), no text longer than G3's `max_chars` — and end a quote or a
+    reason at a few sentences; a request narrows them further to its task (`draft_model`). The gates
+    still judge whatever is written, bounded or not."""
 
     model_config = ConfigDict(extra="forbid")
     decoding_bounds: ClassVar[Mapping[str, int]] = {
-        "items": 60, "waivers": 60, "verifier_refs": 8, "probes": 3,
-        "id": 16, "text": 300, "task_quote": 500, "pattern": 200, "flags": 4, "verifier_ref": 300, "reason": 300,
+        "items": 15, "waivers": 15, "verifier_refs": 8, "probes": 1,
+        "id": 16, "text": 320, "task_quote": 200, "pattern": 120, "flags": 4, "verifier_ref": 200, "reason": 160,
     }
 
     items: list[ChecklistItem]
     waivers: list[Waiver]
+
+
+EXTRA_ITEMS = 2
+"""Items a task's grammar allows beyond one per verifier test node: the generated and judge items
+the instruction asks for beside what the tests check."""
+ITEM_TOKENS = 110
+"""Reply tokens a typical item takes: keys and route (~30), a one-line text and a sentence of quote
+(~25 each), a ref or two (~30); the hand-written items of the test suite's checklists take 60–100.
+Not the grammar's worst case (a 200-character quote of digits alone is 200 Gemma tokens): a reply
+that runs to its bounds is still cut, and repaired once with twice the bound."""
+WAIVER_TOKENS = 50
+REPLY_FRAME_TOKENS = 20
+
+
+def item_bound(task: Task, rules: Rules) -> int:
+    """How many items a task's grammar allows: one per verifier test node plus `EXTRA_ITEMS`, within
+    the contract's budget. A small model under a grammar keeps adding items until a bound stops it,
+    and each costs seconds on a CPU; a task with more test nodes gets more room."""
+    budget = rules.contract.budget
+    return max(budget.min_items, min(budget.max_items, len(task.tests) + EXTRA_ITEMS))
+
+
+PARAM_SUFFIX_CHARS = 40
+"""Room a verifier ref gets beyond the task's longest test node id: a `[param]` suffix."""
+
+
+@functools.cache
+def _bounded_draft(items: int, refs: int, ref_chars: int) -> type[ChecklistDraft]:
+    bounds = {**ChecklistDraft.decoding_bounds, "items": items, "waivers": refs, "verifier_refs": refs,
+              "verifier_ref": ref_chars}
+    # the same name and JSON schema: cache keys and validation are those of ChecklistDraft
+    return type("ChecklistDraft", (ChecklistDraft,), {"decoding_bounds": bounds, "__doc__": ChecklistDraft.__doc__})
+
+
+def draft_model(task: Task, rules: Rules) -> type[ChecklistDraft]:
+    """`ChecklistDraft` with grammar bounds for this task: `item_bound` items, no more waivers or
+    refs per item than the task has test nodes (at least one, so a list can hold one stray ref), and
+    no ref longer than its longest node id with a `[param]` suffix (seen: Gemma 3 270M filling every
+    ref of a waiver list with 200 characters of the instruction). Only the decoding schema differs; a
+    reply validates exactly as a `ChecklistDraft`."""
+    bounds = ChecklistDraft.decoding_bounds
+    refs = max(1, min(bounds["verifier_refs"], len(task.tests)))
+    longest = max((len(test.node_id) for test in task.tests), default=0)
+    return _bounded_draft(item_bound(task, rules), refs, min(bounds["verifier_ref"], longest + PARAM_SUFFIX_CHARS))
+
+
+def reply_bound(llm: LLM, task: Task, rules: Rules) -> int | None:
+    """The initial synthesis call's reply bound. An unbounded layer (a real server, no
+    `max_completion_tokens`) stays unbounded. A bounded one — a slow local server, whose bound is set
+    for judge replies — gets at least what a checklist of `item_bound` items and one waiver takes:
+    cut at the judges' bound, a checklist never closes and every synthesis is `truncated`."""
+    configured = llm.config.max_completion_tokens
+    if configured is None:
+        return None
+    needed = REPLY_FRAME_TOKENS + item_bound(task, rules) * ITEM_TOKENS + WAIVER_TOKENS
+    return max(configured, needed)
 
 
 class Attempt(BaseModel):
@@ -283,7 +347,7 @@ async def _attempt(
     max_completion_tokens: int | None = None,
 ) -> _Outcome:
     try:
-        result = await llm.complete(messages, ChecklistDraft, prompt_version=PROMPT_VERSION, tag=task.id,
+        result = await llm.complete(messages, draft_model(task, rules), prompt_version=PROMPT_VERSION, tag=task.id,
                                     max_completion_tokens=max_completion_tokens)
     except LLMReplyError as error:
         failure = GateFailure(item_id="-", gate="G6", message=f"reply is not a valid checklist ({error.reason}): {error}")
@@ -295,6 +359,16 @@ async def _attempt(
         kind=kind, cache_hit=result.cache_hit, llm_key=result.key, sha=checklist_sha(checklist), failures=failures
     )
     return _Outcome(attempt, checklist=checklist, reply_text=result.text)
+
+
+async def _within_window(llm: LLM, messages: list[dict[str, str]], bound: int | None) -> int | None:
+    """`bound`, lowered to what the context window leaves after `messages` when it exceeds the
+    configured bound (which the prompt budget already reserved); never below the configured bound."""
+    configured = llm.config.max_completion_tokens
+    if bound is None or configured is None or bound <= configured or not llm.context_window:
+        return bound
+    prompt, _ = await count_prompt_tokens(llm, messages, ChecklistDraft)
+    return max(configured, min(bound, llm.context_window - prompt))
 
 
 def _repair_messages(messages: list[dict[str, str]], first: _Outcome) -> list[dict[str, str]]:
@@ -322,16 +396,18 @@ async def synthesize_checklist_async(task: Task, *, llm: LLM, rules: Rules) -> S
     budget = f" ({fit.note})" if fit.note else ""
     outcomes: list[_Outcome] = []
     try:
-        outcomes.append(await _attempt("initial", messages, task, llm, rules))
+        bound = await _within_window(llm, messages, reply_bound(llm, task, rules))
+        outcomes.append(await _attempt("initial", messages, task, llm, rules, bound))
         if outcomes[0].attempt.failures:
             repair = _repair_messages(messages, outcomes[0])
             error = outcomes[0].error
-            room = await repair_room(llm, repair, ChecklistDraft, error) if error is not None else None
+            room = await repair_room(llm, repair, ChecklistDraft, error, had=bound) if error is not None else None
             if room is not None and room.full:
                 budget += f" ({room.full})"
             else:
+                repair_bound = room.max_completion_tokens if room is not None else None
                 outcomes.append(await _attempt("repair", repair, task, llm, rules,
-                                               room.max_completion_tokens if room is not None else None))
+                                               repair_bound or await _within_window(llm, repair, bound)))
     except LLMCallError as error:
         if error.reason not in UNREPAIRABLE_CALL_ERRORS:
             return SynthesisResult(

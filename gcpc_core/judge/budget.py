@@ -181,16 +181,16 @@ class RepairRoom:
 
 
 async def repair_room(
-    llm: LLM, messages: Messages, response_model: type[BaseModel], cut: LLMReplyError
+    llm: LLM, messages: Messages, response_model: type[BaseModel], cut: LLMReplyError, *, had: int | None = None
 ) -> RepairRoom:
     """The reply bound for the repair of `cut`. A reply cut at the bound (`truncated`) is repaired
-    with `REPAIR_TOKENS_FACTOR` times the bound it had (the configured one, else the tokens the
-    server reported writing), capped by what the window leaves after the repair prompt (`messages`);
-    when that is no more than the cut reply had, there is no room. Other reply errors keep the
-    layer's bound."""
+    with `REPAIR_TOKENS_FACTOR` times the bound it had (`had` when the call set its own, else the
+    configured one, else the tokens the server reported writing), capped by what the window leaves
+    after the repair prompt (`messages`); when that is no more than the cut reply had, there is no
+    room. Other reply errors keep the layer's bound."""
     if cut.reason != REASON_TRUNCATED:
         return RepairRoom()
-    had = llm.config.max_completion_tokens or cut.usage.completion_tokens
+    had = had or llm.config.max_completion_tokens or cut.usage.completion_tokens
     wanted = had * REPAIR_TOKENS_FACTOR if had else None
     if llm.context_window:
         prompt, exact = await count_prompt_tokens(llm, messages, response_model)

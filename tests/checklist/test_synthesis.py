@@ -14,8 +14,12 @@ from fake_openai import FAKE_MODEL, FakeOpenAI, Reply, fault_malformed, request_
 from gcpc_core.checklist import Checklist, checklist_sha, load_rules, run_gates
 from gcpc_core.checklist.synthesis import (
     PROMPT_VERSION,
+    EXTRA_ITEMS,
     ChecklistDraft,
     build_messages,
+    draft_model,
+    item_bound,
+    reply_bound,
     synthesize_checklist,
     synthesize_project,
 )
@@ -415,6 +419,60 @@ def test_a_timed_out_repair_keeps_the_first_draft(fake_openai: FakeOpenAI, make_
 def test_repair_of_a_cut_reply_gets_a_larger_bound(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
     fake_openai.on(ON_REPAIR_REPLY, Reply.json(VALID))
     fake_openai.on(ON_TASK, Reply(content='{"items": [{"id": "C1", ', finish_reason="length"))
-    [result] = synthesize_project(project, llm=make_llm(max_completion_tokens=400), rules=rules, progress=False).results
+    [result] = synthesize_project(project, llm=make_llm(max_completion_tokens=4000), rules=rules, progress=False).results
     assert result.status == "frozen" and result.attempts[0].reply_error == "truncated"
-    assert [r["max_completion_tokens"] for r in fake_openai.requests] == [400, 800]  # not cut again at 400
+    assert [r["max_completion_tokens"] for r in fake_openai.requests] == [4000, 8000]  # not cut again at 4000
+
+
+def test_grammar_bounds_are_no_looser_than_the_gates(task: Task, rules) -> None:
+    """A bound looser than a gate lets a small model write what the gates reject anyway, at seconds a token."""
+    contract = rules.contract
+    bounds = ChecklistDraft.decoding_bounds
+    assert bounds["items"] <= contract.budget.max_items and bounds["text"] <= contract.item.max_chars
+    assert item_bound(task, rules) == min(contract.budget.max_items, len(task.tests) + EXTRA_ITEMS)
+    few = task.model_copy(update={"tests": task.tests[:1]})
+    many = task.model_copy(update={"tests": task.tests * 10})
+    assert item_bound(few, rules) == contract.budget.min_items and item_bound(many, rules) == contract.budget.max_items
+    assert draft_model(few, rules).decoding_bounds["verifier_refs"] == 1
+    assert draft_model(few, rules).decoding_bounds["verifier_ref"] == len(few.tests[0].node_id) + 40
+    # only the grammar differs: the schema a reply is validated against, and so the cache key, are ChecklistDraft's
+    model = draft_model(task, rules)
+    assert model is draft_model(task, rules) and model.model_json_schema() == ChecklistDraft.model_json_schema()
+    assert model.decoding_schema()["properties"]["items"]["maxItems"] == item_bound(task, rules)
+    assert model.model_validate(VALID).model_dump() == ChecklistDraft.model_validate(VALID).model_dump()
+
+
+def test_a_bounded_layer_gives_synthesis_room_for_a_whole_checklist(fake_openai: FakeOpenAI, make_llm,
+                                                                    project: Store, task: Task, rules) -> None:
+    """A local server's bound is set for judge replies; cut there, a checklist never closes (`truncated`)."""
+    fake_openai.on(ON_TASK, Reply.json(VALID))
+    llm = make_llm(max_completion_tokens=256, structured_mode="json_object")
+    [result] = synthesize_project(project, llm=llm, rules=rules, progress=False).results
+    assert result.status == "frozen", result.reason
+    [sent] = fake_openai.requests
+    bound = reply_bound(llm, task, rules)
+    assert bound > 256 and sent["max_tokens"] == sent["max_completion_tokens"] == bound
+    assert sent["response_format"]["schema"]["properties"]["items"]["maxItems"] == item_bound(task, rules)
+    assert reply_bound(make_llm(max_completion_tokens=8000), task, rules) == 8000  # never below the configured one
+
+
+def test_an_unbounded_layer_stays_unbounded(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:
+    """A real server without a configured bound gets none, and `parse` mode gets the plain schema."""
+    fake_openai.on(ON_TASK, Reply.json(VALID))
+    [result] = run_project(project, make_llm, rules).results
+    assert result.status == "frozen"
+    [sent] = fake_openai.requests
+    assert "max_completion_tokens" not in sent and "max_tokens" not in sent
+    assert "maxItems" not in json.dumps(sent["response_format"])
+
+
+def test_a_synthesis_bound_above_the_window_is_lowered_to_fit(fake_openai: FakeOpenAI, make_llm, project: Store,
+                                                              task: Task, rules) -> None:
+    fake_openai.on(ON_TASK, Reply.json(VALID))
+    prompt = _tokens(make_llm(), build_messages(task, rules))
+    window = prompt + 300
+    llm = make_llm(max_completion_tokens=200, context_window=window, structured_mode="json_object")
+    [result] = synthesize_project(project, llm=llm, rules=rules, progress=False).results
+    assert result.status == "frozen", result.reason
+    [sent] = fake_openai.requests
+    assert 200 <= sent["max_tokens"] <= 300 < reply_bound(llm, task, rules)
