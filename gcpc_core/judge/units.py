@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from ..checklist import Checklist, Rules, checklist_sha, fixed_checklist
 from ..evidence import EVIDENCE_KINDS, EvidenceView, build_evidence_view
 from ..llm import LLM, LLMCallError
-from ..models import EVENT_KINDS, Task, Trajectory
+from ..models import EVENT_KINDS, Task
 from ..store import Store, TrajectoryRef, derive_label, utcnow
 from ..store.judging import TrajectorySave
 from .calls import Outcome
@@ -42,7 +42,7 @@ __all__ = [
 class Unit:
     """One trajectory to judge, with everything judging it needs except its events."""
 
-    trajectory: Trajectory | TrajectoryRef
+    trajectory: TrajectoryRef
     """Which trajectory: its id, task and content hash are all judging reads of it."""
     task: Task
     checklist: Checklist | None
@@ -74,9 +74,10 @@ def _checklist_for(store: Store, spec: JudgeSpec, task: str, rules: Rules) -> tu
 
 def unit_for(store: Store, judge: str, trajectory_id: str, sha: str | None, rules: Rules) -> Unit | str:
     """Rebuild the unit a batch request was made for, or say why it cannot be (a string)."""
-    traj = store.trials.get_trajectory(trajectory_id)
-    if traj is None:
+    stored = store.trials.get_trajectory(trajectory_id)
+    if stored is None:
         return f"trajectory {trajectory_id} is no longer in the project"
+    traj = TrajectoryRef(id=stored.id, task=stored.task, content_hash=stored.content_hash)
     task = store.trials.get_task(traj.task)
     if task is None:
         return f"task {traj.task} is no longer in the project"
