@@ -12,7 +12,6 @@ from annotations.tokens import RATE_PATH
 from gcpc_core.demo import ensure_demo_project
 from gcpc_core.llm import llm_status
 from gcpc_core.review.ui import RESUME_PAGE_KEY, SIGN_IN_PROBLEM_KEY, access, sign_in, signed_in
-from gcpc_core.review.text import md_escape
 from gcpc_core.store import SchemaTooNew, Store
 
 st.set_page_config(page_title="GCPC", layout="wide")
@@ -29,10 +28,13 @@ def demo_db_path() -> str:
     return str(ensure_demo_project())
 
 
-def stop_with_error(message: str) -> NoReturn:
-    """Show only `message` (Markdown) as an error, and stop: the project cannot be opened."""
+def stop_with_error(message: str, detail: str | None = None) -> NoReturn:
+    """Show only `message` (Markdown) as an error, with `detail` (plain text: it may quote the file) under it,
+    and stop: the project cannot be opened."""
     def project_problem() -> None:
         st.error(message)
+        if detail:
+            st.text(detail)
 
     # a navigation of this page alone: otherwise Streamlit lists the files of pages/ in a sidebar
     st.navigation([st.Page(project_problem, title="GCPC", default=True)], position="hidden").run()
@@ -46,7 +48,8 @@ if not Path(db_path).is_file():
 try:
     store = open_store(db_path)
 except SchemaTooNew as exc:  # a newer GCPC's DB: named with both versions, left unchanged
-    stop_with_error(md_escape(exc, limit=1000))
+    stop_with_error("This project DB was written by a newer version of GCPC, so this one does not open it:",
+                    str(exc))
 st.session_state["db_path"] = db_path
 st.session_state["store"] = store
 

@@ -163,7 +163,8 @@ def test_the_cli_refuses_a_short_environment_key(store: Store, monkeypatch: pyte
 
     monkeypatch.setenv(LINK_KEY_ENV, "")
     small_project(store, tasks=1, per_stratum=2)
-    code = main(["study", "create", "--db", str(store.path), "--n-tasks", "1", "--per-task", "2", "--raters-per-unit", "1", "--seed", "0"])
+    code = main(["study", "create", "--db", str(store.path), "--n-tasks", "1", "--per-task", "2",
+                 "--raters-per-unit", "1", "--seed", "0"])
     err = capsys.readouterr().err
     assert code == 2 and f"${LINK_KEY_ENV} is empty" in err and "Traceback" not in err
     assert store.studies.list() == []  # nothing stored
