@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NoReturn
 
 import streamlit as st
 
@@ -11,7 +12,7 @@ from annotations.tokens import RATE_PATH
 from gcpc_core.demo import ensure_demo_project
 from gcpc_core.llm import llm_status
 from gcpc_core.review.ui import RESUME_PAGE_KEY, SIGN_IN_PROBLEM_KEY, access, sign_in, signed_in
-from gcpc_core.store import Store
+from gcpc_core.store import SchemaTooNew, Store
 
 st.set_page_config(page_title="GCPC", layout="wide")
 
@@ -27,16 +28,28 @@ def demo_db_path() -> str:
     return str(ensure_demo_project())
 
 
-db_path = os.environ.get("GCPC_DB") or demo_db_path()
-if not Path(db_path).is_file():
-    def project_missing() -> None:
-        st.error(f"Project DB not found: {db_path}. Create it with `python -m gcpc_core import --db FILE "
-                 "--tasks … --trials …` (or `python -m gcpc_core demo --db FILE`), then set GCPC_DB to it.")
+def stop_with_error(message: str, detail: str | None = None) -> NoReturn:
+    """Show only `message` (Markdown) as an error, with `detail` (plain text: it may quote the file) under it,
+    and stop: the project cannot be opened."""
+    def project_problem() -> None:
+        st.error(message)
+        if detail:
+            st.text(detail)
 
     # a navigation of this page alone: otherwise Streamlit lists the files of pages/ in a sidebar
-    st.navigation([st.Page(project_missing, title="GCPC", default=True)], position="hidden").run()
+    st.navigation([st.Page(project_problem, title="GCPC", default=True)], position="hidden").run()
     st.stop()
-store = open_store(db_path)
+
+
+db_path = os.environ.get("GCPC_DB") or demo_db_path()
+if not Path(db_path).is_file():
+    stop_with_error(f"Project DB not found: {db_path}. Create it with `python -m gcpc_core import --db FILE "
+                    "--tasks … --trials …` (or `python -m gcpc_core demo --db FILE`), then set GCPC_DB to it.")
+try:
+    store = open_store(db_path)
+except SchemaTooNew as exc:  # a newer GCPC's DB: named with both versions, left unchanged
+    stop_with_error("This project DB was written by a newer version of GCPC, so this one does not open it:",
+                    str(exc))
 st.session_state["db_path"] = db_path
 st.session_state["store"] = store
 

@@ -31,6 +31,8 @@ import hmac
 import ipaddress
 import os
 import secrets
+import stat
+import tempfile
 import threading
 import time
 import tomllib
@@ -44,6 +46,7 @@ __all__ = [
     "LINK_KEY_ENV",
     "PUBLIC_URL_ENV",
     "RATE_PATH",
+    "LinkKeyError",
     "LinkRefused",
     "SignInLimiter",
     "access_mode",
@@ -64,6 +67,8 @@ PUBLIC_URL_ENV = "GCPC_PUBLIC_URL"
 """The app's public address for rater links (e.g. `https://gcpc.example.org`), when the address it
 serves is not the one raters reach (a proxy in front)."""
 LINK_KEY_ENV = "GCPC_LINK_KEY"
+LINK_KEY_MIN_CHARS = 32
+"""Shortest link key accepted (the key file holds 64 hex characters, 256 bits)."""
 RATE_PATH = "rate"
 """URL path of `pages/rate.py` under `st.navigation`."""
 STREAMLIT_CONFIG = Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml"
@@ -73,6 +78,10 @@ PROXY_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip", "x-forwarded-host"
 
 class LinkRefused(ValueError):
     """Rater links would be handed out while the app lets anyone without a token be admin."""
+
+
+class LinkKeyError(ValueError):
+    """The link key is unusable: empty, too short, or in a file others may read or write."""
 
 
 def new_token() -> str:
@@ -87,18 +96,74 @@ def hash_token(token: str) -> str:
 
 def link_key(db_path: str | Path, env: Mapping[str, str] | None = None) -> bytes:
     """The key rater tokens are derived with: `$GCPC_LINK_KEY`, else `<db>.link-key` (created once,
-    mode 0600, beside the DB but not in it)."""
+    mode 0600, beside the DB but not in it).
+
+    A key that is empty or short, or a key file that others could read or replace, is refused
+    (`LinkKeyError`) rather than used: tokens derived from a guessable key follow from the DB alone.
+    """
     configured = (os.environ if env is None else env).get(LINK_KEY_ENV)
-    if configured:
+    if configured is not None:
+        if len(configured.strip()) < LINK_KEY_MIN_CHARS:
+            raise LinkKeyError(
+                f"${LINK_KEY_ENV} is {_too_short(configured.strip())}: set it to at least {LINK_KEY_MIN_CHARS} "
+                f"random characters (e.g. `python -c 'import secrets; print(secrets.token_hex(32))'`), or unset it "
+                "to use the key file beside the project DB.")
         return configured.encode()
     path = Path(f"{db_path}.link-key")
+    if not path.exists():
+        _create_key_file(path)
+    return _read_key_file(path)
+
+
+def _create_key_file(path: Path) -> None:
+    """Write a new key to a private temporary file, then link it into place: the key file appears
+    complete or not at all, and when two processes race, the first link wins and both read its key."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mkstemp: mode 0600
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_bytes().strip()
-    with os.fdopen(fd, "w") as out:
-        out.write(secrets.token_hex(32))
-    return path.read_bytes().strip()
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(secrets.token_hex(32) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            return  # another caller made it first: its key is the one
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)  # the new name survives a crash too
+        finally:
+            os.close(folder)
+    finally:
+        os.unlink(temp)
+
+
+def _read_key_file(path: Path) -> bytes:
+    """The key in `path`, refused unless it is a regular file of this user's that nobody else may read
+    or write, holding a key of `LINK_KEY_MIN_CHARS` or more."""
+    try:
+        with path.open("rb") as f:
+            info = os.fstat(f.fileno())
+            key = f.read().strip()
+    except OSError as exc:
+        raise LinkKeyError(f"link key {path} cannot be read: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise LinkKeyError(f"link key {path} is not a regular file")
+    if info.st_uid != os.geteuid():
+        raise LinkKeyError(f"link key {path} is owned by uid {info.st_uid}, not by this user (uid {os.geteuid()}): "
+                           "whoever owns it can change the key. Make it yours (chown) or remove it and issue new "
+                           "links.")
+    if info.st_mode & 0o077:
+        raise LinkKeyError(f"link key {path} has mode {stat.S_IMODE(info.st_mode):04o}: group or others may read "
+                           f"or write it, and with it forge rater links. Run `chmod 600 {path}` (or remove it and "
+                           "issue new links).")
+    if len(key) < LINK_KEY_MIN_CHARS:
+        raise LinkKeyError(f"link key {path} is {_too_short(key.decode(errors='replace'))}: remove it to have a new "
+                           "key made (links issued before stop working; issue new ones).")
+    return key
+
+
+def _too_short(key: str) -> str:
+    return "empty" if not key else f"too short ({len(key)} characters; at least {LINK_KEY_MIN_CHARS})"
 
 
 def derive_token(key: bytes, study_id: str, rater: str, nonce: str) -> str:

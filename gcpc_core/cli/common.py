@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from ..store import Store
+from ..store import SchemaTooNew, Store
 
 __all__ = [
     "DEFAULT_SEED",
@@ -73,11 +73,15 @@ def reported(verb: str, *errors: type[Exception], finished: str | None = None) -
         fail(verb, f"interrupted; finished {finished} are stored, rerun the same command to resume", code=130)
 
 
-def open_db(verb: str, db: Path) -> Store:
-    """The existing project DB: a mistyped path must not silently create an empty project."""
-    if not Path(db).is_file():
+def open_db(verb: str, db: Path, *, create: bool = False) -> Store:
+    """The existing project DB (a mistyped path must not silently create an empty project), or with
+    `create` a new one if missing. A DB that a newer GCPC wrote is refused, naming it and both versions."""
+    if not create and not Path(db).is_file():
         fail(verb, f"{db}: no such project DB")
-    return Store(db)
+    try:
+        return Store(db)
+    except SchemaTooNew as exc:
+        fail(verb, exc)
 
 
 def require_llm(verb: str, model: str | None) -> None:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from .common import ENDPOINT_FROM, add_model, fail
+from .common import ENDPOINT_FROM, add_model, fail, open_db
 
 __all__ = ["add_llm"]
 
@@ -18,11 +18,8 @@ __all__ = ["add_llm"]
 def _cmd_check(args: argparse.Namespace) -> int:
     from ..llm import LLMConfig
     from ..llm_server import check_endpoint
-    from ..store import Store
 
-    if args.db is not None and not Path(args.db).is_file():
-        fail("llm check", f"{args.db}: no such project DB")
-    store = Store(args.db) if args.db is not None else None
+    store = open_db("llm check", args.db) if args.db is not None else None
     report = check_endpoint(LLMConfig.from_env(args.model), store=store)
     if args.json:
         print(json.dumps(report.as_dict(), sort_keys=True))

@@ -18,7 +18,7 @@ from ..ingest import load_condition_map
 from ..ingest.archive import ArchiveError, unpack_for_import
 from ..ingest.trials import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, TrialError
 from ..stages import recorded_import
-from ..store import Store
+from ..store import SchemaTooNew, Store
 from .common import add_db, add_deprecated, add_format, add_quiet, add_seed, fail, open_db, reported
 from .compare import add_label_choice, chosen_labels
 
@@ -43,7 +43,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     with reported("import", TrialError, OSError):
         mapping = load_condition_map(args.conditions) if args.conditions else None
     report = recorded_import(
-        Store(args.db),
+        open_db("import", args.db, create=True),
         tasks_dir=folders["--tasks"],
         trials_dir=folders["--trials"],
         condition_map=mapping,
@@ -138,7 +138,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         tasks_dir, trials_dir = demo.write_demo_corpus(Path(args.out), seed=args.seed)
         print(f"demo corpus (simulated data) written: {tasks_dir} and {trials_dir}")
     if args.db is not None:
-        report = demo.build_demo_project(Path(args.db), seed=args.seed)
+        with reported("demo", SchemaTooNew):  # --db a newer GCPC wrote: named, left unchanged
+            report = demo.build_demo_project(Path(args.db), seed=args.seed)
         for line in report.summary_lines():
             print(line)
         counts = Store(args.db).project.counts()

@@ -116,7 +116,8 @@ def _cmd_study_link(args: argparse.Namespace) -> int:
     base_url = _links_base_url("study link", args.base_url)
     store, study_id = _open_study(args)
     if args.show:
-        link = rater_link(store, study_id, args.rater, base_url)
+        with reported("study link", ValueError):  # an unusable link key (LinkKeyError), named
+            link = rater_link(store, study_id, args.rater, base_url)
         if link is None:
             fail("study link", f"no link of {args.rater!r} can be shown again (none issued here, or the link key "
                  "changed): issue a new one with `study link` without --show")

@@ -6,14 +6,14 @@ from .checklists import ChecklistRow
 from .common import derive_label, utcnow
 from .db import Store
 from .judging import JudgeBatchRow, JudgeReplyRow, JudgeRun, JudgeUnitRow, JudgmentRow, ScoreRow
-from .migrations import MIGRATIONS
+from .migrations import MIGRATIONS, SchemaTooNew
 from .perturbations import PerturbationRow
 from .runs import LLMCallRow, LLMModeRow, RunProgress, RunRow
 from .studies import Rater, StudyAssignmentRow, StudyPairRow, StudyRow, StudyUnitRow
 from .trials import EventRow, ImportIssueRow, TrajectoryClash, TrajectoryRef, event_rows
 
 __all__ = [
-    "MIGRATIONS", "EventRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
+    "MIGRATIONS", "SchemaTooNew", "EventRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
     "Store", "TrajectoryClash", "TrajectoryRef", "derive_label", "event_rows", "utcnow",
     "ChecklistRow", "ImportIssueRow", "LLMCallRow", "LLMModeRow", "RunProgress", "RunRow",
     "AnnotationRow", "Rater", "StudyAssignmentRow", "StudyPairRow", "StudyRow", "StudyUnitRow",

@@ -3,12 +3,14 @@
 Each thread gets its own connection (Streamlit serves sessions from several threads), every
 connection runs in WAL mode with foreign keys on and a busy timeout, and each logical write is one
 `atomic()` transaction so a failure never leaves half a trial. Opening a `Store` applies the
-migrations the file has not seen yet. The tables of each stage are read and written through the
-repository that hangs off the store (`store.trials`, `store.judging`, …).
+migrations the file has not seen yet, once however many processes open it at the same time, and
+refuses (`SchemaTooNew`) a file that a newer GCPC has migrated, before writing to it. The tables of
+each stage are read and written through the repository that hangs off the store (`store.trials`, …).
 """
 
 from __future__ import annotations
 
+import fcntl
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -20,7 +22,7 @@ from sqlite_utils import Database
 from .annotations import AnnotationRepository
 from .checklists import ChecklistRepository
 from .judging import JudgingRepository
-from .migrations import MIGRATIONS
+from .migrations import MIGRATIONS, SchemaTooNew, refuse_newer_schema
 from .perturbations import PerturbationRepository
 from .project import ProjectRepository
 from .runs import RunRepository
@@ -41,7 +43,7 @@ class Store:
         self.path = Path(path)
         self._local = threading.local()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        MIGRATIONS.apply(self.db)
+        self._set_up()
         self.trials = TrialRepository(self)
         self.runs = RunRepository(self)
         self.checklists = ChecklistRepository(self)
@@ -58,12 +60,32 @@ class Store:
         if db is None:
             conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
             db = Database(conn)
-            db.execute(f"PRAGMA page_size = {PAGE_SIZE};")  # takes effect in a new DB only, before WAL
-            db.enable_wal()
+            try:
+                refuse_newer_schema(db, self.path)  # before anything is written
+            except SchemaTooNew:
+                conn.close()
+                raise
             db.execute("PRAGMA foreign_keys = ON;")
             db.execute("PRAGMA synchronous = NORMAL;")
             self._local.db = db
         return db
+
+    def _set_up(self) -> None:
+        """Switch the file to WAL and apply the pending migrations, exactly once however many processes open
+        it at the same time: a DB that is set up already takes no lock; otherwise the openers take turns on
+        an exclusive `flock` of `<db>.lock` (SQLite's own locks cannot queue them: switching the journal
+        mode fails at once with "database is locked" while another connection does it) and each looks
+        again once it holds it. The migrations run in one write transaction, which waits for other writers."""
+        db = self.db
+        if db.journal_mode == "wal" and not MIGRATIONS.pending(db):
+            return
+        with open(f"{self.path}.lock", "a") as lock:  # "a": made if missing, never truncated
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed (or the process ends)
+            refuse_newer_schema(db, self.path)  # again: a newer GCPC may have migrated it meanwhile
+            db.execute(f"PRAGMA page_size = {PAGE_SIZE};")  # takes effect in a new DB only, before WAL
+            db.enable_wal()
+            with self.atomic():
+                MIGRATIONS.apply(db)
 
     @contextmanager
     def atomic(self) -> Iterator[Database]:

@@ -7,12 +7,38 @@ has not seen yet.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 from .common import derive_label
 
 MIGRATIONS = Migrations("gcpc")
+
+
+class SchemaTooNew(RuntimeError):
+    """The project DB carries migrations this code does not know: a newer GCPC wrote it, and this one
+    would misread its tables or write rows the newer one does not expect."""
+
+
+def known_migrations() -> list[str]:
+    """The names of this code's migrations, oldest first: all a DB without any has pending."""
+    return [m.name for m in MIGRATIONS.pending(Database(memory=True))]
+
+
+def refuse_newer_schema(db: Database, path: Path) -> None:
+    """Raise `SchemaTooNew`, naming the file and both schema versions (applied migrations), when `db` has
+    a migration this code does not know. Reads only: called before anything is written."""
+    applied = [m.name for m in MIGRATIONS.applied(db)]
+    known = known_migrations()
+    unknown = [name for name in applied if name not in known]
+    if unknown:
+        names = ", ".join(map(repr, unknown[:5])) + (", …" if unknown[5:] else "")  # repr: the file's text, quoted
+        raise SchemaTooNew(
+            f"{path}: this project DB was written by a newer version of GCPC (schema version {len(applied)}, with "
+            f"migrations this code does not know: {names}); this code's schema version is {len(known)}. "
+            "Open it with the newer GCPC (upgrade this one); the file was left unchanged.")
 
 
 @MIGRATIONS()

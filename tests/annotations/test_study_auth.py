@@ -182,7 +182,7 @@ def test_a_link_can_be_shown_again_and_a_new_one_replaces_it(store: Store, study
     # the link key lives beside the DB, not in it: a copy of the DB alone rebuilds no link
     key = Path(f"{store.path}.link-key")
     assert key.stat().st_mode & 0o077 == 0 and key.read_bytes() not in Path(store.path).read_bytes()
-    key.write_text("another key")
+    key.write_text("another key " * 4)
     assert rater_link(store, study.study_id, "ann", base) is None
 
 
