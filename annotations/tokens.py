@@ -390,4 +390,8 @@ class SignInLimiter:
             now = self._clock()
             for failures, key in ((self._sessions, session), (self._addresses, address)):
                 failures.setdefault(key, deque()).append(now)
+            for failures in (self._sessions, self._addresses):  # forget who has not failed within the window
+                for key in [k for k, times in failures.items() if times[-1] <= now - self.window_s]:
+                    del failures[key]
+            self._next_slot = {k: t for k, t in self._next_slot.items() if k in self._addresses}
         return SignIn(False, throttled, waited)

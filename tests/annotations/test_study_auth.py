@@ -277,6 +277,8 @@ def test_guessers_sharing_the_admins_address_slow_it_down_but_never_lock_the_adm
 
     fake.now += 61  # the failures age out: full speed again
     assert limits.attempt("later", "loopback", "s3cret", "s3cret", mode="protected") == SignIn(True)
+    assert limits.attempt("later", "10.0.0.9", "guess", "s3cret", mode="protected").admin is False
+    assert (set(limits._sessions), set(limits._addresses)) == ({"later"}, {"10.0.0.9"})  # the rest forgotten
 
 
 def test_checks_from_one_address_are_bounded_per_window_however_many_sessions() -> None:
