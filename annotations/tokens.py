@@ -18,9 +18,15 @@ again at any time, while the DB alone still holds no working link; issuing a new
   is admin, and rater links are refused, because a rater who deleted `?token=` would have had every
   admin page, which include reading arbitrary server paths (the Runs page).
 
+A request is `local` only when its `Host` (and `Origin`, when sent) names a loopback address: a page of
+another site whose name resolves to 127.0.0.1 (DNS rebinding) is not the owner. The committed config also
+sets `server.allowedHosts` to the loopback names, so Streamlit refuses such a WebSocket outright.
+
 Rater links to anything but a loopback address are handed out (CLI and app) only when an admin token
 is configured: otherwise the rater could drop `?token=` and be the owner. A visitor carrying a rater
-token is always a rater only. Failed admin sign-ins are limited per client (`SignInLimiter`).
+token is always a rater only. Failed admin sign-ins are limited per browser session and throttled per
+client address (`SignInLimiter`); the address is the TCP peer unless `$GCPC_TRUSTED_PROXIES` names the
+proxy in front (`client_address`).
 """
 
 from __future__ import annotations
@@ -37,8 +43,10 @@ import threading
 import time
 import tomllib
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlencode, urlsplit
 
 __all__ = [
@@ -47,10 +55,14 @@ __all__ = [
     "PUBLIC_URL_ENV",
     "RATE_PATH",
     "LinkKeyError",
+    "TRUSTED_PROXIES_ENV",
+    "AddressSet",
     "LinkRefused",
+    "SignIn",
     "SignInLimiter",
     "access_mode",
     "check_links_allowed",
+    "client_address",
     "default_base_url",
     "derive_token",
     "hash_token",
@@ -74,6 +86,15 @@ RATE_PATH = "rate"
 STREAMLIT_CONFIG = Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml"
 """The repository's committed Streamlit config: where `streamlit run app.py` serves by default."""
 PROXY_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip", "x-forwarded-host")
+TRUSTED_PROXIES_ENV = "GCPC_TRUSTED_PROXIES"
+"""Addresses or networks of the reverse proxies in front of the app (`127.0.0.1,10.0.0.0/8`): only their
+`X-Forwarded-For` names the client a failed sign-in is counted against."""
+UVICORN_TRUSTED_ENV = "FORWARDED_ALLOW_IPS"
+"""uvicorn's own list (default `127.0.0.1,::1`): from these peers it replaces the client address Streamlit
+reports with an `X-Forwarded-For` entry, whatever the entry says."""
+UVICORN_TRUSTED_DEFAULT = "127.0.0.1,::1"
+LOOPBACK_CLIENT = "loopback"
+"""The client key of every loopback peer (127.0.0.0/8, ::1): one machine, whichever address it used."""
 
 
 class LinkRefused(ValueError):
@@ -212,13 +233,29 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
+def _url_host(url: str) -> str | None:
+    """The host name of a URL (`//host:port` for a Host header); None when there is none or it is malformed
+    (user info included: no browser sends that)."""
+    try:
+        parts = urlsplit(url)
+        return parts.hostname if parts.username is None and parts.password is None else None
+    except ValueError:
+        return None
+
+
 def access_mode(configured: str | None, bound_address: str | None, headers: Mapping[str, str] | None = None) -> str:
     """`protected`, `local` or `open` (see the module docstring). A request that came through a
-    proxy (forwarding headers) is never local: the proxy makes a loopback-bound app public."""
+    proxy (forwarding headers) is never local: the proxy makes a loopback-bound app public. Nor is one
+    whose `Host` or `Origin` names anything but a loopback address: a browser sends the name it resolved,
+    and a foreign name resolving to 127.0.0.1 is a DNS-rebinding page of another site. (A request without
+    either header, as in AppTest, is judged by the bound address alone.)"""
     if configured:
         return "protected"
-    proxied = any(h in {k.lower() for k in (headers or {})} for h in PROXY_HEADERS)
-    return "local" if is_loopback(bound_address) and not proxied else "open"
+    named = {k.lower(): v for k, v in (headers or {}).items()}
+    proxied = any(h in named for h in PROXY_HEADERS)
+    foreign = any(not is_loopback(_url_host(f"//{named['host']}" if h == "host" else named[h]))
+                  for h in ("host", "origin") if h in named)
+    return "local" if is_loopback(bound_address) and not proxied and not foreign else "open"
 
 
 def is_admin(presented: str | None, configured: str | None, *, mode: str) -> bool:
@@ -242,38 +279,184 @@ def check_links_allowed(base_url: str, configured: str | None) -> None:
         "loopback address (http://127.0.0.1:…) for local use.")
 
 
-class SignInLimiter:
-    """At most `max_failures` failed admin sign-ins per client within `window_s` seconds; process-wide
-    (one per server), thread-safe. A successful sign-in does not reset the count."""
+@dataclass(frozen=True)
+class AddressSet:
+    """Addresses and networks, as `$GCPC_TRUSTED_PROXIES` and uvicorn's `$FORWARDED_ALLOW_IPS` list them
+    (comma-separated; `*` is everything; a loopback address stands for every loopback address)."""
 
-    def __init__(self, max_failures: int = 10, window_s: float = 300.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.max_failures, self.window_s, self._clock = max_failures, window_s, clock
-        self._failures: dict[str, deque[float]] = {}
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    everything: bool = False
+
+    @classmethod
+    def parse(cls, value: str, *, source: str) -> AddressSet:
+        """Parse `value`; a malformed entry is a ValueError naming `source` (the variable) and the entry."""
+        items = [item.strip() for item in value.split(",") if item.strip()]
+        if "*" in items:
+            return cls(everything=True)
+        try:
+            networks = tuple(ipaddress.ip_network(item, strict=False) for item in items)
+        except ValueError as exc:
+            raise ValueError(f"{source}: {exc} (expected addresses or networks separated by commas, "
+                             "e.g. 127.0.0.1,10.0.0.0/8)") from None
+        if any(n.is_loopback for n in networks):  # one loopback address stands for all: the same machine
+            networks += (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"))
+        return cls(networks)
+
+    def __contains__(self, host: object) -> bool:
+        if self.everything:
+            return True
+        try:
+            address = ipaddress.ip_address(str(host))
+        except ValueError:
+            return False
+        return any(address in network for network in self.networks)
+
+    def covers(self, other: AddressSet) -> bool:
+        """Whether every address of `other` is in this set."""
+        if self.everything:
+            return True
+        return not other.everything and all(
+            any(n.version == m.version and n.subnet_of(m) for m in self.networks) for n in other.networks)
+
+
+def _forwarded_hosts(values: Iterable[str]) -> list[str]:
+    """The hosts of `X-Forwarded-For` header values, left (first hop) to right (last), ports dropped."""
+    hosts = []
+    for value in values:
+        for item in value.split(","):
+            item = item.strip()
+            if item.startswith("[") and "]" in item:
+                item = item[1:item.index("]")]
+            elif item.count(":") == 1:
+                item = item.split(":")[0]
+            if item:
+                hosts.append(item)
+    return hosts
+
+
+def _client_key(host: str) -> str:
+    """One key per machine: loopback addresses are all `loopback`; IPs in their canonical spelling."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host[:64]
+    return LOOPBACK_CLIENT if address.is_loopback else str(address)
+
+
+def client_address(reported: str | None, forwarded_for: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+    """The client a failed sign-in is counted against: what no client can forge.
+
+    Without `$GCPC_TRUSTED_PROXIES` that is the TCP peer. Streamlit reports the peer as uvicorn leaves it,
+    and uvicorn replaces the peer with an `X-Forwarded-For` entry when the peer is one it trusts
+    (`$FORWARDED_ALLOW_IPS`, default loopback): so any loopback process could name itself anew on every
+    guess. A reported address (`reported`, None for loopback as `st.context.ip_address` gives it) that is
+    among the forwarded entries is therefore taken for "a peer uvicorn trusts" (`loopback` by default),
+    never for the entry; one that is not among them is the peer itself.
+
+    With `$GCPC_TRUSTED_PROXIES` (the proxies in front), the client is the right-most hop of
+    `X-Forwarded-For` + peer that is not a trusted proxy: the entry the first trusted proxy wrote, which the
+    client cannot choose."""
+    env = os.environ if env is None else env
+    trusted = AddressSet.parse(env.get(TRUSTED_PROXIES_ENV, ""), source=TRUSTED_PROXIES_ENV)
+    uvicorn = AddressSet.parse(env.get(UVICORN_TRUSTED_ENV, UVICORN_TRUSTED_DEFAULT), source=UVICORN_TRUSTED_ENV)
+    hops = _forwarded_hosts(forwarded_for)
+    reported = reported or "127.0.0.1"
+    rewritable = uvicorn.everything or bool(uvicorn.networks)
+    if rewritable and _client_key(reported) in {_client_key(h) for h in hops}:  # uvicorn may have put it there
+        loopback_only = bool(uvicorn.networks) and all(n.is_loopback for n in uvicorn.networks)
+        peer = LOOPBACK_CLIENT if loopback_only else f"a peer in {UVICORN_TRUSTED_ENV}"
+        peer_trusted = trusted.covers(uvicorn)
+    else:
+        peer, peer_trusted = _client_key(reported), reported in trusted
+    if not peer_trusted:
+        return peer
+    for hop in reversed(hops):
+        if hop not in trusted:
+            return _client_key(hop)
+    return _client_key(hops[0]) if hops else peer
+
+
+class SignIn(NamedTuple):
+    """One sign-in attempt: `admin` True (signed in), False (wrong; counted) or None (refused unchecked:
+    this session failed too often); `throttled`: the client's address had failed too often, so the check
+    waited its turn (`waited_s` seconds)."""
+
+    admin: bool | None
+    throttled: bool = False
+    waited_s: float = 0.0
+
+
+class SignInLimiter:
+    """Failed admin sign-ins: a budget per browser session, and a throttle per client address that delays
+    checks instead of refusing them. Process-wide (one per server), thread-safe.
+
+    Why both: many people can share one address (every SSH tunnel, socat relay or same-host proxy arrives
+    as loopback, the real admin included), so refusing an address after N failures would let anyone lock
+    the admin out with N wrong guesses; and a session is free to open, so a per-session budget alone does
+    not bound guessing. Hence:
+
+    - a session with `max_failures` failures within `window_s` is refused (unchecked) until they age out;
+      that costs nobody else anything;
+    - an address with `max_failures` failures within `window_s` gets one check per `spacing_s` seconds,
+      first come first served, across all its sessions: it checks at most `max_failures + window_s /
+      spacing_s` tokens per window (70 per 5 minutes by default), however many sessions it opens, and the
+      real admin behind it is delayed, never refused (by at most `spacing_s` for each check queued ahead;
+      a session runs one script, so queues at most one check, at a time).
+
+    A successful sign-in resets nothing."""
+
+    def __init__(self, max_failures: int = 10, window_s: float = 300.0, spacing_s: float = 5.0,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.max_failures, self.window_s, self.spacing_s = max_failures, window_s, spacing_s
+        self._clock, self._sleep = clock, sleep
+        self._sessions: dict[str, deque[float]] = {}
+        self._addresses: dict[str, deque[float]] = {}
+        self._next_slot: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def _recent(self, client: str) -> deque[float]:
-        now = self._clock()
-        times = self._failures.setdefault(client, deque())
-        while times and times[0] <= now - self.window_s:
+    def _recent(self, failures: dict[str, deque[float]], key: str) -> deque[float]:
+        """`key`'s failures within the window (older ones dropped; a key without any is forgotten)."""
+        times = failures.get(key, deque())
+        while times and times[0] <= self._clock() - self.window_s:
             times.popleft()
+        if not times:
+            failures.pop(key, None)
         return times
 
-    def wait_s(self, client: str) -> float:
-        """Seconds until `client` may try again (0: now)."""
+    def wait_s(self, session: str) -> float:
+        """Seconds until `session` may try again (0: now)."""
         with self._lock:
-            times = self._recent(client)
+            times = self._recent(self._sessions, session)
             if len(times) < self.max_failures:
                 return 0.0
             return max(0.0, times[0] + self.window_s - self._clock())
 
-    def attempt(self, client: str, presented: str | None, configured: str | None, *, mode: str) -> bool | None:
-        """Check a presented admin token: True (admin), False (wrong; counted), None (refused unchecked:
-        too many recent failures)."""
-        if self.wait_s(client) > 0:
-            return None
-        if is_admin(presented, configured, mode=mode):
-            return True
+    def attempt(self, session: str, address: str, presented: str | None, configured: str | None, *,
+                mode: str) -> SignIn:
+        """Check a presented admin token for `session` from client `address` (see the class docstring)."""
+        if self.wait_s(session) > 0:
+            return SignIn(None)
         with self._lock:
-            self._recent(client).append(self._clock())
-        return False
+            failures = self._recent(self._addresses, address)
+            throttled = len(failures) >= self.max_failures
+            if throttled:  # one check per `spacing_s`, the first one after the latest failure
+                now = self._clock()
+                slot = max(now, self._next_slot.get(address, failures[-1] + self.spacing_s))
+                self._next_slot[address] = slot + self.spacing_s
+                waited = slot - now
+            else:
+                self._next_slot.pop(address, None)
+                waited = 0.0
+        if waited > 0:
+            self._sleep(waited)
+        if is_admin(presented, configured, mode=mode):
+            return SignIn(True, throttled, waited)
+        with self._lock:
+            now = self._clock()
+            for failures, key in ((self._sessions, session), (self._addresses, address)):
+                failures.setdefault(key, deque()).append(now)
+            for failures in (self._sessions, self._addresses):  # forget who has not failed within the window
+                for key in [k for k, times in failures.items() if times[-1] <= now - self.window_s]:
+                    del failures[key]
+            self._next_slot = {k: t for k, t in self._next_slot.items() if k in self._addresses}
+        return SignIn(False, throttled, waited)

@@ -23,11 +23,13 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.components.v1 import declare_component
 from pandas.io.formats.style import Styler
 
 from annotations.blinding import BlindStep, preview
-from annotations.tokens import ADMIN_TOKEN_ENV, PUBLIC_URL_ENV, SignInLimiter, access_mode, is_admin, served_url
+from annotations.tokens import (ADMIN_TOKEN_ENV, PUBLIC_URL_ENV, SignInLimiter, access_mode, client_address, is_admin,
+                                served_url)
 
 from ..analysis.loader import frames_from_store
 from ..checklist import Rules, load_rules
@@ -89,7 +91,8 @@ RESUME_PAGE_KEY = "gcpc:resume_page"
 # ---------------------------------------------------------------- access
 
 SIGN_IN_LIMITS = SignInLimiter()
-"""Failed admin sign-ins (form or `?admin=`), per client address, for the whole server process."""
+"""Failed admin sign-ins (form or `?admin=`), per browser session and per client address, for the whole server
+process."""
 ADMIN_SESSION_KEY = "admin_token"
 SIGN_IN_PROBLEM_KEY = "gcpc:sign_in_problem"
 """Session key: why a `?admin=` sign-in failed, for the sign-in page to say."""
@@ -106,15 +109,23 @@ def signed_in() -> bool:
 
 
 def sign_in(presented: str) -> str | None:
-    """Check a presented admin token (limited per client); None on success, else why not."""
-    address = st.context.ip_address
-    client = address if isinstance(address, str) and address else "unknown"  # behind a proxy: one shared budget
-    result = SIGN_IN_LIMITS.attempt(client, presented, os.environ.get(ADMIN_TOKEN_ENV), mode=access())
-    if result:
+    """Check a presented admin token (limited per session, throttled per client address); None on success,
+    else why not."""
+    try:
+        client = client_address(st.context.ip_address, st.context.headers.get_all("x-forwarded-for"))
+    except ValueError as exc:  # a malformed $GCPC_TRUSTED_PROXIES: check nothing, say what is wrong
+        return f"Sign-in is not available: {exc}"
+    ctx = get_script_run_ctx()
+    session = ctx.session_id if ctx is not None else client
+    result = SIGN_IN_LIMITS.attempt(session, client, presented, os.environ.get(ADMIN_TOKEN_ENV), mode=access())
+    if result.admin:
         st.session_state[ADMIN_SESSION_KEY] = presented
         return None
-    if result is None:
-        return f"Too many failed sign-ins: try again in {SIGN_IN_LIMITS.wait_s(client):.0f} s."
+    if result.admin is None:
+        return f"Too many failed sign-ins: try again in {SIGN_IN_LIMITS.wait_s(session):.0f} s."
+    if result.throttled:
+        return (f"Wrong admin token. Many sign-ins from {client} failed lately, so each check now waits its turn "
+                f"(one every {SIGN_IN_LIMITS.spacing_s:.0f} s).")
     return "Wrong admin token."
 
 

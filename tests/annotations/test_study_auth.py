@@ -10,8 +10,10 @@ from study_helpers import small_study
 from annotations import add_rater, issue_link, open_rater_session, rater_link, reassign
 from annotations.tokens import (
     LinkRefused,
+    SignIn,
     SignInLimiter,
     access_mode,
+    client_address,
     check_links_allowed,
     default_base_url,
     hash_token,
@@ -140,6 +142,20 @@ def test_access_policy_fails_closed() -> None:
     assert access_mode(None, "127.0.0.1", {"X-Forwarded-For": "203.0.113.9"}) == "open"
     assert access_mode(None, "127.0.0.1", {"Host": "127.0.0.1:8501"}) == "local"
 
+
+def test_only_loopback_host_names_are_the_local_owner() -> None:
+    """DNS rebinding: a browser sends the name it resolved, so a foreign name resolving to 127.0.0.1 is
+    another site's page, and never the owner; without an admin token it is simply `open`."""
+    for host in ("127.0.0.1:8501", "localhost:8501", "LOCALHOST", "[::1]:8501", "127.0.0.2"):
+        assert access_mode(None, "127.0.0.1", {"Host": host}) == "local", host
+        assert access_mode(None, "127.0.0.1", {"host": host, "origin": f"http://{host}"}) == "local", host
+    for host in ("attacker.test:8501", "attacker.test", "127.0.0.1.nip.io:8501", "localhost.attacker.test",
+                 "sub.localhost", "[::1", "", "@127.0.0.1"):
+        assert access_mode(None, "127.0.0.1", {"Host": host}) == "open", host
+    for origin in ("http://attacker.test:8501", "null", "http://[::1"):  # a foreign page's script, whatever Host
+        assert access_mode(None, "127.0.0.1", {"Host": "127.0.0.1:8501", "Origin": origin}) == "open", origin
+    assert access_mode("s3cret", "127.0.0.1", {"Host": "attacker.test"}) == "protected"  # the token decides
+
     assert is_admin(None, None, mode="local") and is_admin("anything", "", mode="local")
     assert not is_admin(None, None, mode="open") and not is_admin("anything", None, mode="open")
     assert not is_admin(None, "s3cret", mode="protected") and not is_admin("wrong", "s3cret", mode="protected")
@@ -207,16 +223,98 @@ def test_cli_refuses_public_links_without_an_admin_token(store: Store, study, mo
     assert capsys.readouterr().out.strip() == f"ann: {invite_link(study.tokens['ann'], 'https://rate.example')}"
 
 
-def test_failed_sign_ins_are_limited_per_client() -> None:
-    now = [0.0]
-    limiter = SignInLimiter(max_failures=3, window_s=60, clock=lambda: now[0])
+class FakeTime:
+    """A clock that only sleeping moves (and tests, by setting `now`)."""
+
+    def __init__(self) -> None:
+        self.now, self.slept = 0.0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def limiter(fake: FakeTime, **limits: float) -> SignInLimiter:
+    return SignInLimiter(clock=fake.clock, sleep=fake.sleep, **{"max_failures": 3, "window_s": 60, "spacing_s": 5,
+                                                                 **limits})
+
+
+def test_a_session_that_failed_too_often_is_refused_and_no_one_else_is() -> None:
+    fake = FakeTime()
+    limits = limiter(fake)
     for _ in range(3):
-        assert limiter.attempt("10.0.0.1", "guess", "s3cret", mode="protected") is False
-    assert limiter.attempt("10.0.0.1", "s3cret", "s3cret", mode="protected") is None  # refused unchecked
-    assert limiter.wait_s("10.0.0.1") == 60
-    assert limiter.attempt("10.0.0.2", "s3cret", "s3cret", mode="protected") is True  # another client
-    now[0] = 30.0
-    assert limiter.attempt("10.0.0.1", "s3cret", "s3cret", mode="protected") is None
-    now[0] = 60.5
-    assert limiter.wait_s("10.0.0.1") == 0
-    assert limiter.attempt("10.0.0.1", "s3cret", "s3cret", mode="protected") is True
+        assert limits.attempt("s1", "10.0.0.1", "guess", "s3cret", mode="protected").admin is False
+    assert limits.attempt("s1", "10.0.0.1", "s3cret", "s3cret", mode="protected").admin is None  # refused unchecked
+    assert limits.wait_s("s1") == 60
+    assert limits.attempt("s2", "10.0.0.2", "s3cret", "s3cret", mode="protected") == SignIn(True)  # another client
+    fake.now = 30.0
+    assert limits.attempt("s1", "10.0.0.1", "s3cret", "s3cret", mode="protected").admin is None
+    fake.now = 60.5
+    assert limits.wait_s("s1") == 0
+    assert limits.attempt("s1", "10.0.0.1", "s3cret", "s3cret", mode="protected").admin is True
+    assert not fake.slept  # 3 failures from 10.0.0.1, then one more check: not throttled yet (the 4th waits)
+
+
+def test_guessers_sharing_the_admins_address_slow_it_down_but_never_lock_the_admin_out() -> None:
+    """A guesser opening a new session per guess, from the admin's own address (loopback), gets
+    `max_failures` fast checks, then one every `spacing_s`; the admin, in a session of its own, waits its
+    turn and is let in."""
+    fake = FakeTime()
+    limits = limiter(fake)
+    results = [limits.attempt(f"guesser-{i}", "loopback", f"guess-{i}", "s3cret", mode="protected") for i in range(3)]
+    assert results == [SignIn(False)] * 3 and not fake.slept
+    started = fake.now
+    for i in range(3, 13):
+        result = limits.attempt(f"guesser-{i}", "loopback", f"guess-{i}", "s3cret", mode="protected")
+        assert result.admin is False and result.throttled  # checked, never refused: each session is fresh
+    assert fake.now - started == 10 * 5  # ten checks, five seconds apart: the sessions bought no speed
+    admin = limits.attempt("admin", "loopback", "s3cret", "s3cret", mode="protected")
+    assert admin == SignIn(True, True, 5.0)  # delayed by one slot, then in
+    assert limits.attempt("elsewhere", "10.0.0.9", "s3cret", "s3cret", mode="protected") == SignIn(True)  # others: at once
+
+    fake.now += 61  # the failures age out: full speed again
+    assert limits.attempt("later", "loopback", "s3cret", "s3cret", mode="protected") == SignIn(True)
+    assert limits.attempt("later", "10.0.0.9", "guess", "s3cret", mode="protected").admin is False
+    assert (set(limits._sessions), set(limits._addresses)) == ({"later"}, {"10.0.0.9"})  # the rest forgotten
+
+
+def test_checks_from_one_address_are_bounded_per_window_however_many_sessions() -> None:
+    fake = FakeTime()
+    limits = limiter(fake, max_failures=10, window_s=300, spacing_s=5)
+    checked = 0
+    while fake.now < 300:
+        assert limits.attempt(f"s{checked}", "loopback", "guess", "s3cret", mode="protected").admin is False
+        checked += 1
+    assert checked <= 10 + 300 / 5
+
+
+def test_the_counted_client_is_the_tcp_peer_whatever_x_forwarded_for_says() -> None:
+    """uvicorn (under Streamlit) replaces a loopback peer with the X-Forwarded-For entry, so Streamlit
+    reports whatever the client wrote: a reported address that came from the header is a loopback peer."""
+    assert client_address(None, [], {}) == "loopback"  # st.context.ip_address gives None for loopback
+    for forged in ("203.0.113.9", "198.18.0.1, 203.0.113.9", "[2001:db8::1]:4711", "unknown"):
+        reported = forged.split(",")[-1].strip().strip("[").split("]")[0]  # what uvicorn made of it
+        assert client_address(reported, [forged], {}) == "loopback", forged
+    assert client_address("10.0.0.3", ["203.0.113.9"], {}) == "10.0.0.3"  # an untrusted peer: not replaced
+    assert client_address("10.0.0.3", [], {}) == "10.0.0.3"
+    assert client_address("::ffff:10.0.0.3", [], {}) == "::ffff:a00:3"  # one spelling per address
+    # uvicorn told to trust every peer: any header value may be forged, so all of them are one client
+    assert client_address("203.0.113.9", ["203.0.113.9"], {"FORWARDED_ALLOW_IPS": "*"}) == "a peer in FORWARDED_ALLOW_IPS"
+    # uvicorn told to trust nobody: what it reports is the peer
+    assert client_address("203.0.113.9", ["203.0.113.9"], {"FORWARDED_ALLOW_IPS": ""}) == "203.0.113.9"
+
+
+def test_behind_a_trusted_proxy_the_client_is_the_entry_that_proxy_wrote() -> None:
+    env = {"GCPC_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}
+    assert client_address("203.0.113.7", ["203.0.113.7"], env) == "203.0.113.7"  # nginx on this host
+    # the client's own header is kept to the left of what the proxy appended: it cannot choose its key
+    assert client_address("203.0.113.7", ["6.6.6.6, 203.0.113.7"], env) == "203.0.113.7"
+    assert client_address("203.0.113.7", ["6.6.6.6, 203.0.113.7, 10.1.2.3"], env) == "203.0.113.7"  # two proxies
+    assert client_address("10.0.0.3", ["203.0.113.7"], env) == "203.0.113.7"  # a trusted proxy elsewhere
+    assert client_address("192.0.2.1", ["203.0.113.7"], env) == "192.0.2.1"  # a peer that is no trusted proxy
+    assert client_address(None, [], env) == "loopback"
+    with pytest.raises(ValueError, match=r"GCPC_TRUSTED_PROXIES: .*'nginx'.*expected addresses or networks"):
+        client_address(None, [], {"GCPC_TRUSTED_PROXIES": "nginx"})

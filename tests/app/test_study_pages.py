@@ -247,6 +247,7 @@ def served_everywhere() -> Iterator[None]:
 def test_the_committed_streamlit_config_binds_loopback_and_hides_details() -> None:
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
     assert config["server"]["address"] == "127.0.0.1"
+    assert config["server"]["allowedHosts"] == ["localhost", "127.0.0.1", "::1"]  # no DNS-rebinding page connects
     assert config["client"]["showErrorDetails"] == "none"  # raters never see tracebacks
     assert config["client"]["toolbarMode"] == "minimal"  # no Deploy button
 

@@ -3,8 +3,9 @@ whose study holds 10,000-step records (tests/drills/long_log.py) and one record 
 corrupt: the admin token leaves the URL at once, a rater without a token reaches no admin page,
 invisible characters are shown and searchable, raters never see a traceback, long records are paged
 with the answer controls on the first screen, rater links name the address the app is served at, and
-no Deploy button is shown. An app open to everyone without an admin token has no admin and refuses
-rater links."""
+no Deploy button is shown. Behind a real reverse proxy (tests/reverse_proxy.py, adding X-Forwarded-For to
+HTTP and WebSocket requests), an app without an admin token has no admin and refuses rater links, a forged
+X-Forwarded-For buys no fresh sign-in budget, and a trusted proxy's forwarded client is what is counted."""
 
 from __future__ import annotations
 
@@ -13,19 +14,23 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import copy_db
 from playwright.sync_api import expect
+from reverse_proxy import running_proxy
 
 from annotations import DesignParams, create_study
+from annotations.tokens import SignInLimiter
 from drills.long_log import BIDI_TEXT, LONG_TASK, add_long_log_study, long_events
 from gcpc_core.models import Task, Trajectory
 from gcpc_core.review.text import show_invisible
 from gcpc_core.store import Store
 
 from .conftest import ADMIN_TOKEN, REVIEWER
-from .helpers import _RUN_COUNTER_JS, App, Server, Watch, running, server_env
+from .helpers import App, Server, Watch, running, server_env
 
 FIRST_RENDER_BOUND_S = 15.0
 NEXT_BOUND_S = 10.0
@@ -186,19 +191,21 @@ def test_raters_never_see_error_details_and_admins_do(long: App, long_project: t
 # ---------------------------------------------------------------- an app open to everyone
 
 
+@dataclass
+class Front:
+    """A server as a reverse proxy in front of it serves it (what `App` needs of a server)."""
+
+    url: str
+    db: Path
+    link = Server.link
+
+
 @pytest.fixture
-def proxied(demo_server: Server, chromium, watch: Watch) -> Iterator[App]:  # noqa: ANN001 - the launcher fixture
-    """The demo server (no admin token, loopback) reached through a proxy: open to everyone."""
-    context = chromium().new_context(viewport={"width": 1400, "height": 1000},
-                                     extra_http_headers={"X-Forwarded-For": "203.0.113.7"})
-    context.set_default_timeout(30_000)
-    context.add_init_script(_RUN_COUNTER_JS)
-    tab = context.new_page()
-    watch.attach(tab)
-    try:
-        yield App(tab, demo_server, watch)
-    finally:
-        context.close()
+def proxied(demo_server: Server, page, watch: Watch, tmp_path: Path) -> Iterator[App]:  # noqa: ANN001
+    """The demo server (no admin token, loopback) reached through a real reverse proxy that adds
+    X-Forwarded-For to every request, the WebSocket upgrade included: open to everyone."""
+    with running_proxy(demo_server.url, "203.0.113.7", tmp_path / "proxy.log") as url:
+        yield App(page, Front(url, demo_server.db), watch)
 
 
 def test_without_an_admin_token_an_app_open_to_everyone_has_no_admin_and_no_raters(proxied: App) -> None:
@@ -214,3 +221,63 @@ def test_without_an_admin_token_an_app_open_to_everyone_has_no_admin_and_no_rate
     expect(proxied.main.get_by_text("This app is not set up for study raters yet. Please tell the study organisers.")
            ).to_be_visible()
     assert proxied.main.locator("h1").count() == 0
+
+
+# ---------------------------------------------------------------- the sign-in limit behind proxies
+
+
+GUESSES = SignInLimiter().max_failures
+"""Failed sign-ins a client gets at full speed (the server's default limiter)."""
+THROTTLED = re.compile(r"^Wrong admin token\. Many sign-ins from (\S+) failed lately, so each check now waits")
+
+
+@pytest.fixture
+def guarded(demo_master: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Server]:
+    """The demo project with an admin token, on a server of its own (a fresh sign-in limiter); the test's
+    `trusted_proxies` parameter is its $GCPC_TRUSTED_PROXIES."""
+    db = copy_db(demo_master, tmp_path / "demo.db")
+    extra = {"GCPC_TRUSTED_PROXIES": request.param} if getattr(request, "param", None) else {}
+    env = server_env(db, tmp_path / "home", GCPC_ADMIN_TOKEN=ADMIN_TOKEN, GCPC_REVIEWER=REVIEWER, **extra)
+    with running(Server("guarded", db, tmp_path / "server.log", env)) as server:
+        yield server
+
+
+def guess(app: App, value: str) -> str:
+    """Sign in with `value` in a fresh session (a page load) and return what the sign-in page says."""
+    app.open("", admin=value)
+    alert = app.main.locator('[data-testid="stAlert"]').first
+    expect(alert).to_be_visible()
+    return alert.inner_text().strip()
+
+
+def test_a_forged_x_forwarded_for_buys_no_fresh_budget_and_guessers_never_lock_the_admin_out(
+        guarded: Server, page, watch: Watch, tmp_path: Path) -> None:  # noqa: ANN001 - playwright's Page
+    """Guessers on the server's machine (an SSH tunnel, socat: loopback peers, as the admin is) use up the
+    fast budget; one that writes a new X-Forwarded-For on every guess (the proxy here reports a fresh
+    address per request; no trusted proxy is configured) is counted as what it is, a loopback peer, and
+    waits its turn; and the real admin on loopback is then delayed, not locked out."""
+    direct = App(page, guarded, watch)
+    for i in range(GUESSES):
+        assert guess(direct, f"guess-{i}") == "Wrong admin token.", i
+    with running_proxy(guarded.url, "random", tmp_path / "proxy.log") as url:
+        message = guess(App(page, Front(url, guarded.db), watch), "forged")
+        assert THROTTLED.match(message) and THROTTLED.match(message)[1] == "loopback", message
+    direct.open("runs", admin=ADMIN_TOKEN)
+    expect(direct.title()).to_have_text("Runs")
+
+
+@pytest.mark.parametrize("guarded", ["127.0.0.1"], indirect=True)
+def test_behind_a_trusted_proxy_the_limit_counts_the_forwarded_client(guarded: Server, page, watch: Watch,  # noqa: ANN001
+                                                                      tmp_path: Path) -> None:
+    """With $GCPC_TRUSTED_PROXIES naming the proxy, its X-Forwarded-For entry is the client: a guesser
+    behind it is throttled by its own address, a client elsewhere is not, and the admin behind the same
+    proxy is let in."""
+    with running_proxy(guarded.url, "203.0.113.7", tmp_path / "proxy.log") as url:
+        remote = App(page, Front(url, guarded.db), watch)
+        for i in range(GUESSES):
+            assert guess(remote, f"guess-{i}") == "Wrong admin token.", i
+        message = guess(remote, "one-more")
+        assert THROTTLED.match(message) and THROTTLED.match(message)[1] == "203.0.113.7", message
+        assert guess(App(page, guarded, watch), "a-typo") == "Wrong admin token."  # loopback: another client
+        remote.open("runs", admin=ADMIN_TOKEN)
+        expect(remote.title()).to_have_text("Runs")

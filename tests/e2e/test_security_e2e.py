@@ -1,7 +1,8 @@
 """Security in a real browser, on a server exposed to raters ($GCPC_ADMIN_TOKEN set) whose only trial
 carries hostile text (tests/drills/hostile.py): markup, script, `javascript:` links, remote markdown
 images, ANSI escapes and a 1 MB single line are shown as text, run nothing, load nothing, and the
-pages stay responsive. Rater tokens and admin rights are enforced by what the browser gets to see."""
+pages stay responsive. Rater tokens and admin rights are enforced by what the browser gets to see. A page
+of another site whose name resolves to 127.0.0.1 (DNS rebinding) is never the local owner."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import copy_db
 from playwright.sync_api import expect
 
 from drills.hostile import HOSTILE, TRIAL_ID
@@ -22,7 +24,7 @@ from gcpc_core.ingest.archive import uploads_dir
 from gcpc_core.store import Store
 
 from .conftest import ADMIN_TOKEN, HOSTILE_RATER, REVIEWER
-from .helpers import App, Server, Watch, running, server_env
+from .helpers import CHROMIUM, CHROMIUM_ARGS, App, Server, Watch, running, server_env
 
 RENDER_BOUND_S = 30.0
 """A page holding the 1 MB line must finish rendering (script run done, DOM settled) within this."""
@@ -245,3 +247,86 @@ def test_an_uploaded_archive_climbing_out_is_refused_and_a_good_one_imports(empt
         timeout=120_000)
     assert len(Store(empty.server.db).trials.trajectories()) == 36
     assert_inert(empty, "runs, uploads")
+
+
+# ---------------------------------------------------------------- DNS rebinding
+
+
+REBINDING_HOST = "attacker.test"
+"""A foreign name the rebinding browser resolves to 127.0.0.1, as a DNS-rebinding attacker's name would."""
+WEBSOCKET_PROBE_JS = """async (url) => new Promise(resolve => {
+  // What a script of the page's origin gets when it opens the app's WebSocket itself.
+  const ws = new WebSocket(url, ['streamlit']);
+  const seen = {opened: false, closeCode: null};
+  ws.onopen = () => { seen.opened = true; ws.close(); };
+  ws.onclose = (event) => { seen.closeCode = event.code; resolve(seen); };
+  setTimeout(() => resolve(seen), 10000);
+})"""
+
+
+@pytest.fixture
+def rebinding(chromium, watch: Watch) -> Iterator[object]:  # noqa: ANN001 - the package's browser launcher
+    """A tab of a browser of its own that resolves `attacker.test` to 127.0.0.1."""
+    browser = chromium().browser_type.launch(
+        executable_path=str(CHROMIUM), headless=True,
+        args=[*CHROMIUM_ARGS, f"--host-resolver-rules=MAP {REBINDING_HOST} 127.0.0.1"])
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(30_000)
+        tab = context.new_page()
+        watch.attach(tab)
+        yield tab
+    finally:
+        browser.close()
+
+
+def websocket_probe(tab, host: str, port: int) -> dict:  # noqa: ANN001 - playwright's Page
+    return tab.evaluate(WEBSOCKET_PROBE_JS, f"ws://{host}:{port}/_stcore/stream")
+
+
+def test_a_dns_rebinding_page_gets_no_admin_page_and_no_websocket(demo_server: Server, rebinding) -> None:  # noqa: ANN001
+    """The demo server has no admin token (local mode): the committed `server.allowedHosts` refuses the
+    WebSocket of a foreign Host, so the page never connects, and a script of that origin cannot open one."""
+    events: list[str] = []  # what became of the app's own WebSockets (it retries after a refusal)
+
+    def record(socket) -> None:  # noqa: ANN001 - playwright's WebSocket
+        socket.on("socketerror", lambda error: events.append(f"error: {error}"))
+        socket.on("close", lambda _: events.append("closed"))
+        socket.on("framereceived", lambda _: events.append("frame"))
+
+    rebinding.on("websocket", record)
+    rebinding.goto(f"http://{REBINDING_HOST}:{demo_server.port}/runs")
+    deadline = time.monotonic() + 20
+    while "closed" not in events and time.monotonic() < deadline:
+        rebinding.wait_for_timeout(100)
+    assert events[:2] == ["error: Error during WebSocket handshake: Unexpected response code: 403", "closed"], events
+    assert rebinding.locator('[data-testid="stSidebar"]').count() == 0
+    assert rebinding.locator('[data-testid="stMain"] h1').count() == 0
+    assert "Runs" not in rebinding.locator("body").inner_text()
+    assert websocket_probe(rebinding, REBINDING_HOST, demo_server.port) == {"opened": False, "closeCode": 1006}
+
+    rebinding.goto(f"{demo_server.url}/runs")  # the control: the app's own address connects, and is the owner
+    expect(rebinding.locator('[data-testid="stMain"] h1')).to_have_text("Runs")
+    assert websocket_probe(rebinding, "127.0.0.1", demo_server.port)["opened"] is True
+
+
+@pytest.fixture
+def any_host_server(demo_master: Path, tmp_path: Path) -> Iterator[Server]:
+    """The demo project served (no admin token, loopback) with `server.allowedHosts` opened to every name,
+    as an owner who overrode the committed config would: the app's own Host check is all that is left."""
+    db = copy_db(demo_master, tmp_path / "demo.db")
+    env = server_env(db, tmp_path / "home", GCPC_REVIEWER=REVIEWER, STREAMLIT_SERVER_ALLOWED_HOSTS="*")
+    with running(Server("any-host", db, tmp_path / "server.log", env)) as server:
+        yield server
+
+
+def test_a_foreign_host_name_is_never_the_local_owner(any_host_server: Server, rebinding) -> None:  # noqa: ANN001
+    app = App(rebinding, any_host_server, Watch())
+    for path in ("runs", "study_admin", ""):
+        rebinding.goto(f"http://{REBINDING_HOST}:{any_host_server.port}/{path}")
+        app.settled()  # this time the WebSocket is let in
+        expect(app.main.get_by_text(re.compile("has no admin token, so no page is open"))).to_be_visible()
+        assert rebinding.locator('[data-testid="stSidebar"]').count() == 0
+        assert app.main.locator("h1").all_inner_texts() == ["GCPC"]
+    app.open("runs")  # the control: at 127.0.0.1 the same server is the owner's
+    expect(app.title()).to_have_text("Runs")
