@@ -3,6 +3,11 @@
 The file is human-written and versioned with the other rules; a study freezes the parsed anchors and
 the full text when it is created, so later edits to the file never change a running study. Raters read
 the whole file (the rate page's Guidelines dialog): it is written for them and names no code or file.
+
+A study's guidelines can also come from elsewhere (a design record that `study import` read), so they are
+shown only through `safe_markdown`: headings, list items, bold and inline code keep their look, and every
+other character is escaped, so no link, image, HTML, colour directive or autolinked address in the text
+can make a rater's browser fetch anything or show something to click.
 """
 
 from __future__ import annotations
@@ -13,12 +18,24 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["GUIDELINES_PATH", "Anchor", "Guidelines", "GuidelinesError", "load_guidelines", "parse_guidelines"]
+from gcpc_core.review.text import md_escape
+
+__all__ = ["GUIDELINES_MAX_CHARS", "GUIDELINES_PATH", "Anchor", "Guidelines", "GuidelinesError", "load_guidelines",
+           "parse_guidelines", "safe_markdown"]
 
 GUIDELINES_PATH = Path(__file__).resolve().parents[1] / "rules" / "study_guidelines.md"
 
 _SECTION = re.compile(r"^##\s+(.+?)\s*$", re.M)
 _ANCHOR = re.compile(r"^\s*[-*]\s+\*\*(\d+)\s*[·:.\-–—]\s*(.+?)\*\*\s*[-–—:]\s*(.+?)\s*$")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+_ITEM = re.compile(r"^(\s*)(?:[-*+]|(\d{1,4})[.)])\s+(.*)$")
+_BOLD = re.compile(r"\\\*\\\*(.+?)\\\*\\\*")
+"""`**bold**` as `md_escape` leaves it: `\\*\\*bold\\*\\*`."""
+_CODE = re.compile(r"\\`(.+?)\\`")
+"""`` `code` `` as `md_escape` leaves it."""
+_ESCAPED = re.compile(r"\\(.)")
+GUIDELINES_MAX_CHARS = 100_000
+"""Longest guidelines text a study accepts (the repository's file has about 4,000 characters)."""
 
 
 class GuidelinesError(ValueError):
@@ -88,3 +105,27 @@ def parse_guidelines(text: str) -> Guidelines:
 def load_guidelines(path: str | Path | None = None) -> Guidelines:
     """The repository's `rules/study_guidelines.md`, or another guidelines file."""
     return parse_guidelines(Path(path or GUIDELINES_PATH).read_text(encoding="utf-8"))
+
+
+def _inline(text: str) -> str:
+    """One line's text escaped, then bold and inline code let through (code spans are literal in Markdown,
+    so their content is shown unescaped; everything else stays escaped, links and images included)."""
+    shown = md_escape(text, limit=len(text) + 1)
+    shown = _CODE.sub(lambda m: "`" + _ESCAPED.sub(r"\1", m.group(1)) + "`", shown)
+    return _BOLD.sub(r"**\1**", shown)
+
+
+def safe_markdown(text: str) -> str:
+    """Guidelines text as Markdown that shows its headings, lists, bold and inline code and nothing live:
+    every other Markdown, HTML or directive character is escaped (`md_escape`), and `.` and `:` with them,
+    so that no address is autolinked. Blank lines keep paragraphs apart."""
+    out = []
+    for line in text.splitlines():
+        if heading := _HEADING.match(line):
+            out.append(f"{heading.group(1)} {_inline(heading.group(2))}")
+        elif item := _ITEM.match(line):
+            indent = "  " * (len(item.group(1).expandtabs(4)) // 2)
+            out.append(f"{indent}{item.group(2) + '.' if item.group(2) else '-'} {_inline(item.group(3))}")
+        else:
+            out.append(_inline(line) if line.strip() else "")
+    return "\n".join(out)
