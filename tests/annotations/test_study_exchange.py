@@ -259,3 +259,18 @@ def _token(store: Store, sid: str, rater: str) -> str:
     from annotations import issue_link
 
     return issue_link(store, sid, rater)
+
+
+def test_an_imported_history_is_held_to_the_version_cap(store: Store, tmp_path: Path) -> None:
+    from annotations.limits import ANSWER_VERSIONS_MAX
+
+    sid, units = noted_study(store, ["v0"])
+    unit = load_study(store, sid).units[units[0]]
+    for n in range(1, ANSWER_VERSIONS_MAX + 1):  # written past the rate page's cap: one version too many
+        add_annotation(store, kind="progress_rating", rater="ann", value={"rating": 1 + n % 5}, study_id=sid,
+                       task=unit.task, trajectory_id=unit.trajectory_id, unit_id=units[0], note=f"v{n}")
+    other = project_like(store, tmp_path / "other.db")
+    report = import_responses(other, export_jsonl(store, sid), source="long.jsonl")
+    assert report.added == ANSWER_VERSIONS_MAX and len(report.rejected) == 1
+    assert "cannot be changed again" in report.rejected[0][1]
+    assert [r.note for r in other.annotations.list(study_id=sid, rater="ann")] == [f"v{ANSWER_VERSIONS_MAX - 1}"]
