@@ -56,16 +56,17 @@ class DesignError(ValueError):
     """The requested design cannot be built (no candidates, too few raters, …)."""
 
 
-RATER_NAME = re.compile(r"\w(?:[\w .'@-]{0,62}[\w.])?")
-"""A rater name: 1–64 letters, digits and `_`, with spaces, `.`, `'`, `@` and `-` inside. Names are shown on
-admin pages and in messages, so nothing in one may read as markup, a link or a control character."""
+RATER_NAME = re.compile(r"\w(?:[\w .'-]{0,62}[\w.])?")
+"""A rater name: 1–64 letters, digits and `_`, with spaces, `.`, `'` and `-` inside. Names are shown on
+admin pages and in messages, so nothing in one may read as markup, a link (no `@`: an address is linked
+even when escaped) or a control character."""
 
 
 def check_rater_name(name: object) -> str:
     """`name` stripped, or ValueError saying why it cannot be a rater name (see `RATER_NAME`)."""
     if not isinstance(name, str) or not RATER_NAME.fullmatch(name.strip()):
         raise ValueError(f"rater name {name!r} is not allowed: use 1 to 64 letters, digits and _ (with spaces, "
-                         "'.', \"'\", '@' or '-' inside)")
+                         "'.', \"'\" or '-' inside)")
     return name.strip()
 
 

@@ -98,7 +98,7 @@ def test_an_assignment_given_twice_or_to_a_pair_that_does_not_exist_is_refused(s
 
 
 @pytest.mark.parametrize("name", ["[click me](http://evil.test)", "![x](http://127.0.0.1:9/p.png)", "", "  ",
-                                  "ann\u202eb", "a" * 65, "<b>x</b>"])
+                                  "ann\u202eb", "a" * 65, "<b>x</b>", "ann@phish.test"])
 def test_a_rater_name_that_is_not_a_name_is_refused(store: Store, other: Store, name: str) -> None:
     def rename(record: dict) -> None:
         record["raters"].append({"rater": name, "is_simulated": False})
@@ -155,8 +155,11 @@ def test_guidelines_with_remote_images_and_links_are_stored_but_shown_without_th
     text = load_study(other, "s1").guidelines.text
     assert PROBE in text  # stored as written ...
     shown = safe_markdown(text)
-    outside_code = shown.replace("`[code](x)`", "")
-    for live in ("![", "](", "<img", "http://", "www.phish.test", "help@phish.test", ":red["):
+    code = re.findall(r"`([^`]*)`", shown)
+    assert {"http://phish.test/login", PROBE, "www.phish.test", "http://phish.test/a", "help@phish.test",
+            "[code](x)"} <= set(code)  # addresses are shown as code, which the browser never links
+    outside_code = re.sub(r"`[^`]*`", "", shown)
+    for live in ("![", "](", "<img", "://", "www.", "@", ":red["):
         assert not re.search(r"(?<!\\)" + re.escape(live), outside_code), live  # ... never shown live
     assert "## Progress scale" in shown  # headings and bold still read as such
     assert "- **1 · No progress** — " in shown
