@@ -46,7 +46,8 @@ from .limits import ANSWER_VERSIONS_MAX, FREE_TEXT_MAX_CHARS, free_text
 from .study import StudyInfo, load_study, preference_value, project_terms, rating_value
 from .targets import add_annotation
 
-__all__ = ["RESPONSE_COLUMNS", "DesignRecordError", "ImportReport", "export_csv", "export_jsonl", "import_responses", "response_rows"]
+__all__ = ["RESPONSE_COLUMNS", "DesignRecordError", "ImportReport", "export_csv", "export_jsonl", "import_responses",
+           "response_rows"]
 
 RESPONSE_COLUMNS = (
     "study_id", "annotation_id", "kind", "unit_id", "pair_id", "task", "trajectory_id", "left_id", "right_id",
@@ -225,8 +226,9 @@ def _restore_plan(store: Store, record: dict) -> dict:
     terms = project_terms(store, design).merged(BlindingTerms.model_validate(record["design"].get("blinding") or {}))
     return {
         "study": {"id": record["study_id"], "name": record.get("name"), "status": record.get("status", "open"),
-                  "created_at": record.get("created_at"), "seed": record.get("seed"), "params": record["params"],
-                  "design": {**record["design"], "guidelines": guidelines.model_dump(mode="json"),
+                  "created_at": record.get("created_at"), "seed": design.params.seed, "params": design.params.model_dump(mode="json"),
+                  # only what was checked is stored: the parsed design, guidelines and merged terms
+                  "design": {"design": design.model_dump(mode="json"), "guidelines": guidelines.model_dump(mode="json"),
                              "blinding": terms.model_dump(mode="json")},
                   "design_sha": record["design_sha"], "is_simulated": int(bool(record.get("is_simulated")))},
         "units": [u.model_dump() for u in design.units], "pairs": [p.model_dump() for p in design.pairs],
