@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from gcpc_core.analysis.agreement import alpha_table, usable_preferences, usable_ratings
 from gcpc_core.store import AnnotationRow, Store
 
+from .design import check_rater_name
 from .frames import preferences_frame, ratings_frame
 from .study import CHOICES, load_study, mint_token
 
@@ -226,8 +227,9 @@ def move_assignment(store: Store, study_id: str, *, kind: str, target: str, from
 def add_rater(store: Store, study_id: str, rater: str) -> str:
     """A new rater with an empty queue (fill it by reassignment); returns their secret token."""
     load_study(store, study_id)
-    return mint_token(store, study_id, rater.strip(),
-                      lambda token_hash: store.studies.add_rater(study_id, rater.strip(), token_hash=token_hash))
+    name = check_rater_name(rater)
+    return mint_token(store, study_id, name,
+                      lambda token_hash: store.studies.add_rater(study_id, name, token_hash=token_hash))
 
 
 def issue_link(store: Store, study_id: str, rater: str) -> str:

@@ -135,6 +135,12 @@ class BlindingTerms(BaseModel):
     skills: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()
 
+    def merged(self, other: BlindingTerms) -> BlindingTerms:
+        """Every name of either set: terms that come from elsewhere (a study's design record) are only ever
+        added to the project's own, so an import can widen blinding but never narrow it."""
+        return BlindingTerms(**{name: tuple(sorted(set(getattr(self, name)) | set(getattr(other, name))))
+                                for name in type(self).model_fields})
+
 
 def _model_variants(name: str) -> set[str]:
     """`bedrock/us.anthropic.claude-haiku-4-5-v1:0` → itself, and every `/`- and `.`-suffix, with and without `:N`."""

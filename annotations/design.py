@@ -24,6 +24,7 @@ import hashlib
 import itertools
 import json
 import random
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -39,6 +40,7 @@ __all__ = [
     "DesignUnit",
     "StudyDesign",
     "assign_balanced",
+    "check_rater_name",
     "build_pairs",
     "make_design",
     "sample_units",
@@ -52,6 +54,20 @@ _CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: codes are re
 
 class DesignError(ValueError):
     """The requested design cannot be built (no candidates, too few raters, …)."""
+
+
+RATER_NAME = re.compile(r"\w(?:[\w .'-]{0,62}[\w.])?")
+"""A rater name: 1–64 letters, digits and `_`, with spaces, `.`, `'` and `-` inside. Names are shown on
+admin pages and in messages, so nothing in one may read as markup, a link (no `@`: an address is linked
+even when escaped) or a control character."""
+
+
+def check_rater_name(name: object) -> str:
+    """`name` stripped, or ValueError saying why it cannot be a rater name (see `RATER_NAME`)."""
+    if not isinstance(name, str) or not RATER_NAME.fullmatch(name.strip()):
+        raise ValueError(f"rater name {name!r} is not allowed: use 1 to 64 letters, digits and _ (with spaces, "
+                         "'.', \"'\" or '-' inside)")
+    return name.strip()
 
 
 class Candidate(BaseModel):

@@ -12,6 +12,13 @@ hashed from its content), so importing the same file twice adds nothing. A JSONL
 into a project without the study first recreates the study from its design record (raters get no
 link until an admin issues one), so export → import reproduces the study.
 
+A design record is trusted only as far as it checks out (`_restore_plan`): a record that does not is
+refused with the file, its line and the problem (`DesignRecordError`), before anything of the file is
+written. Its blinding terms are merged into the project's own, never put in their place; its guidelines
+must parse to the scale they claim (and are only ever shown through `guidelines.safe_markdown`); its
+raters must have valid names and its assignments name only its raters and its units or pairs. An
+imported history is held to `limits.ANSWER_VERSIONS_MAX` versions per answer, as the rate page is.
+
 CSV cells are neutralised against spreadsheet formula injection (`gcpc_core.csv_safe`) and the
 import reverses it, so a comment such as ``=HYPERLINK(…)`` is text in a spreadsheet and comes back
 exactly; JSONL is written as stored. Free text is held to `limits.FREE_TEXT_MAX_CHARS` both ways:
@@ -32,12 +39,15 @@ from datetime import datetime
 from gcpc_core.csv_safe import csv_value, write_csv_rows
 from gcpc_core.store import Store
 
-from .design import StudyDesign
-from .limits import FREE_TEXT_MAX_CHARS, free_text
-from .study import StudyInfo, load_study, preference_value, rating_value
+from .blinding import BlindingTerms
+from .design import DesignParams, StudyDesign, check_rater_name
+from .guidelines import GUIDELINES_MAX_CHARS, Guidelines, parse_guidelines
+from .limits import ANSWER_VERSIONS_MAX, FREE_TEXT_MAX_CHARS, free_text
+from .study import StudyInfo, load_study, preference_value, project_terms, rating_value
 from .targets import add_annotation
 
-__all__ = ["RESPONSE_COLUMNS", "ImportReport", "export_csv", "export_jsonl", "import_responses", "response_rows"]
+__all__ = ["RESPONSE_COLUMNS", "DesignRecordError", "ImportReport", "export_csv", "export_jsonl", "import_responses",
+           "response_rows"]
 
 RESPONSE_COLUMNS = (
     "study_id", "annotation_id", "kind", "unit_id", "pair_id", "task", "trajectory_id", "left_id", "right_id",
@@ -127,24 +137,105 @@ class ImportReport:
         return out
 
 
-def _restore_study(store: Store, record: dict) -> None:
-    """Recreate a study from an export's design record (its trajectories must be in this project)."""
-    design = StudyDesign.model_validate(record["design"]["design"])
-    if design.sha != record["design_sha"]:
+class DesignRecordError(ValueError):
+    """A design record `study import` refuses: the whole file is refused and nothing is written."""
+
+
+def _assignments(rows: object, raters: set[str], units: set[str], pairs: set[str]) -> list[dict]:
+    """The record's assignment rows, each only to a rater of the study and a unit or pair of the design."""
+    if not isinstance(rows, list):
+        raise ValueError("assignments must be a list")
+    out, seen = [], set()
+    for i, a in enumerate(rows, 1):
+        if not isinstance(a, dict) or set(a) - EXPORTED_ASSIGNMENT or not {"rater", "kind", "target"} <= set(a):
+            raise ValueError(f"assignment {i} must have rater, kind and target (and only {sorted(EXPORTED_ASSIGNMENT)})")
+        where = f"assignment {i} ({a['kind']} {a['target']!r} to {a['rater']!r})"
+        if a["rater"] not in raters:
+            raise ValueError(f"{where}: {a['rater']!r} is not a rater of the study")
+        targets = {"progress_rating": units, "preference": pairs}.get(a["kind"])
+        if targets is None:
+            raise ValueError(f"{where}: kind must be one of {STUDY_KINDS}")
+        if a["target"] not in targets:
+            raise ValueError(f"{where}: no such {'unit' if a['kind'] == 'progress_rating' else 'pair'} in the design")
+        if a.get("reassigned_from") not in (None, *raters):
+            raise ValueError(f"{where}: reassigned from {a['reassigned_from']!r}, who is not a rater of the study")
+        position = a.get("position")
+        if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+            raise ValueError(f"{where}: position must be a whole number from 0, not {position!r}")
+        if (a["rater"], a["kind"], a["target"]) in seen:
+            raise ValueError(f"{where}: assigned twice")
+        seen.add((a["rater"], a["kind"], a["target"]))
+        if not isinstance(a.get("assigned_at", ""), str):
+            raise ValueError(f"{where}: assigned_at must be a time")
+        out.append(dict(a))
+    return out
+
+
+def _restore_plan(store: Store, record: dict) -> dict:
+    """The `store.studies.insert` arguments that recreate a study from an export's design record, or
+    ValueError naming what in the record cannot be trusted. Everything the record brings is checked
+    against itself and this project: the design against its sha, the units against this project's
+    trajectories, pairs and assignments against the units and raters, rater names (`check_rater_name`),
+    the guidelines against their own text (re-parsed: the scale a rater answers on is the one the text
+    shows), and the blinding terms are the project's own merged with the record's, never the record's alone."""
+    if not isinstance(record.get("design"), dict):
+        raise ValueError("design must be an object with design, guidelines and blinding")
+    design = StudyDesign.model_validate(record["design"].get("design"))
+    if design.sha != record.get("design_sha"):
         raise ValueError("design record does not match its design_sha")
+    if DesignParams.model_validate(record.get("params")) != design.params or record.get("seed") != design.params.seed:
+        raise ValueError("params or seed differ from the design's own")
+    if record.get("status", "open") not in ("open", "closed"):
+        raise ValueError(f"status must be open or closed, not {record.get('status')!r}")
+    if not isinstance(record.get("name"), (str, type(None))):
+        raise ValueError("name must be text")
+    if record.get("created_at") is not None:
+        datetime.fromisoformat(str(record["created_at"]))  # ValueError on a malformed time
+    units = {u.unit_id: u for u in design.units}
+    pairs = {p.pair_id: p for p in design.pairs}
+    if len(units) != len(design.units) or len(pairs) != len(design.pairs) or set(units) & set(pairs):
+        raise ValueError("unit and pair codes must be distinct")
     missing = [u.trajectory_id for u in design.units if store.trials.get_trajectory(u.trajectory_id) is None]
     if missing:
         raise ValueError(f"{len(missing)} trajectories of the study are not in this project, e.g. {missing[0]}")
-    store.studies.insert(
-        {"id": record["study_id"], "name": record.get("name"), "status": record.get("status", "open"),
-         "created_at": record.get("created_at"), "seed": record["seed"], "params": record["params"],
-         "design": record["design"], "design_sha": record["design_sha"],
-         "is_simulated": int(bool(record.get("is_simulated")))},
-        units=[u.model_dump() for u in design.units], pairs=[p.model_dump() for p in design.pairs],
-        raters=[{"rater": r["rater"], "token_hash": None, "is_simulated": int(bool(r.get("is_simulated")))}
-                for r in record["raters"]],
-        assignments=record.get("assignments") or [a.model_dump() for a in design.assignments],
-    )
+    for u in design.units:
+        task = store.trials.get_trajectory(u.trajectory_id).task  # type: ignore[union-attr]
+        if u.task != task:
+            raise ValueError(f"unit {u.unit_id}: trajectory {u.trajectory_id} is of task {task}, not {u.task}")
+    for p in design.pairs:
+        if p.left_unit not in units or p.right_unit not in units or p.left_unit == p.right_unit:
+            raise ValueError(f"pair {p.pair_id} must compare two distinct units of the design")
+        if {units[p.left_unit].task, units[p.right_unit].task} != {p.task}:
+            raise ValueError(f"pair {p.pair_id} compares units of another task than its own ({p.task})")
+    if not isinstance(record.get("raters"), list) or not all(isinstance(r, dict) for r in record["raters"]):
+        raise ValueError("raters must be a list of objects")
+    raters = [check_rater_name(r.get("rater")) for r in record["raters"]]
+    if len(set(raters)) != len(raters):
+        raise ValueError("rater names must be distinct")
+    absent = [r for r in design.params.raters if r not in raters]
+    if absent:
+        raise ValueError(f"rater {absent[0]!r} of the design is not among the raters")
+    assignments = _assignments(record["assignments"] if record.get("assignments") is not None
+                               else [a.model_dump() for a in design.assignments], set(raters), set(units), set(pairs))
+    guidelines = Guidelines.model_validate(record["design"].get("guidelines"))
+    if len(guidelines.text) > GUIDELINES_MAX_CHARS:
+        raise ValueError(f"guidelines have {len(guidelines.text):,} characters, over the limit of "
+                         f"{GUIDELINES_MAX_CHARS:,}")
+    if parse_guidelines(guidelines.text) != guidelines:
+        raise ValueError("guidelines do not match their own text (scale, confidence or sha)")
+    terms = project_terms(store, design).merged(BlindingTerms.model_validate(record["design"].get("blinding") or {}))
+    return {
+        "study": {"id": record["study_id"], "name": record.get("name"), "status": record.get("status", "open"),
+                  "created_at": record.get("created_at"), "seed": design.params.seed, "params": design.params.model_dump(mode="json"),
+                  # only what was checked is stored: the parsed design, guidelines and merged terms
+                  "design": {"design": design.model_dump(mode="json"), "guidelines": guidelines.model_dump(mode="json"),
+                             "blinding": terms.model_dump(mode="json")},
+                  "design_sha": record["design_sha"], "is_simulated": int(bool(record.get("is_simulated")))},
+        "units": [u.model_dump() for u in design.units], "pairs": [p.model_dump() for p in design.pairs],
+        "raters": [{"rater": name, "token_hash": None, "is_simulated": int(bool(r.get("is_simulated")))}
+                   for name, r in zip(raters, record["raters"])],
+        "assignments": assignments,
+    }
 
 
 def _records(text: str) -> Iterator[tuple[int, dict]]:
@@ -231,7 +322,8 @@ def _validate(row: dict, study: StudyInfo, raters: set[str], assigned: set[tuple
         json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:32]
     return {"kind": kind, "rater": rater, "value": value, "study_id": study.id, "task": study.task_of(kind, target),
             "note": note, "confidence": confidence, "client_token": token, "source": row.get("source") or "import",
-            "is_simulated": _bool(row.get("is_simulated")), "created_at": created_at, **keys}
+            "is_simulated": _bool(row.get("is_simulated")), "created_at": created_at,
+            "max_versions": ANSWER_VERSIONS_MAX, **keys}
 
 
 def import_responses(
@@ -242,6 +334,7 @@ def import_responses(
     report = ImportReport(source=source)
     valid: list[tuple[str, int, int, dict]] = []
     studies: dict[str, tuple[StudyInfo, set[str], set[tuple[str, str, str]]]] = {}
+    plans: dict[str, dict] = {}
 
     def context(sid: str) -> tuple[StudyInfo, set[str], set[tuple[str, str, str]]]:
         if sid not in studies:
@@ -249,18 +342,36 @@ def import_responses(
                             {(a.rater, a.kind, a.target) for a in store.studies.assignments(sid, active=None)})
         return studies[sid]
 
-    for n, record in _records(text):
+    records = list(_records(text))
+    for n, record in records:  # every design record first: a refused one refuses the file before any write
+        if record.get("record") != "study":
+            continue
+        sid = record.get("study_id")
+        try:
+            if not isinstance(sid, str) or not sid.strip():
+                raise ValueError("study_id must be a non-empty string")
+            existing = store.studies.get(sid)
+            if existing is not None and existing.design_sha != record.get("design_sha"):
+                raise ValueError("this project holds that study with a different design")
+            if existing is None and sid not in plans:
+                plans[sid] = _restore_plan(store, record)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DesignRecordError(f"{source or 'input'}: line {n}: design record of study {sid!r} refused: {exc}; "
+                                    "nothing was imported") from None
+    for sid, plan in plans.items():  # one transaction each: a study is stored whole or not at all
+        try:
+            store.studies.insert(plan["study"], units=plan["units"], pairs=plan["pairs"], raters=plan["raters"],
+                                 assignments=plan["assignments"])
+        except ValueError as exc:
+            raise DesignRecordError(f"{source or 'input'}: design record of study {sid!r} refused: {exc}; "
+                                    f"studies imported before it: {report.created_studies or 'none'}") from None
+        report.created_studies.append(sid)
+    for n, record in records:
         kind = record.get("record", "response")
         try:
             if kind == "invalid":
                 raise ValueError(record["error"])
             if kind == "study":
-                existing = store.studies.get(record["study_id"])
-                if existing is None:
-                    _restore_study(store, record)
-                    report.created_studies.append(record["study_id"])
-                elif existing.design_sha != record["design_sha"]:
-                    raise ValueError(f"study {record['study_id']} exists here with a different design")
                 continue
             if kind != "response":
                 raise ValueError(f"unknown record type {kind!r}")

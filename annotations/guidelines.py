@@ -3,6 +3,12 @@
 The file is human-written and versioned with the other rules; a study freezes the parsed anchors and
 the full text when it is created, so later edits to the file never change a running study. Raters read
 the whole file (the rate page's Guidelines dialog): it is written for them and names no code or file.
+
+A study's guidelines can also come from elsewhere (a design record that `study import` read), so they are
+shown only through `safe_markdown`: headings, list items, bold and inline code keep their look, addresses
+are shown as code (the browser's Markdown links an address even when its characters are escaped), and
+every other character is escaped, so no link, image, HTML or colour directive in the text can make a
+rater's browser fetch anything or show something to click.
 """
 
 from __future__ import annotations
@@ -13,12 +19,25 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["GUIDELINES_PATH", "Anchor", "Guidelines", "GuidelinesError", "load_guidelines", "parse_guidelines"]
+from gcpc_core.review.text import md_escape, show_invisible
+
+__all__ = ["GUIDELINES_MAX_CHARS", "GUIDELINES_PATH", "Anchor", "Guidelines", "GuidelinesError", "load_guidelines",
+           "parse_guidelines", "safe_markdown"]
 
 GUIDELINES_PATH = Path(__file__).resolve().parents[1] / "rules" / "study_guidelines.md"
 
 _SECTION = re.compile(r"^##\s+(.+?)\s*$", re.M)
 _ANCHOR = re.compile(r"^\s*[-*]\s+\*\*(\d+)\s*[·:.\-–—]\s*(.+?)\*\*\s*[-–—:]\s*(.+?)\s*$")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+_ITEM = re.compile(r"^(\s*)(?:[-*+]|(\d{1,4})[.)])\s+(.*)$")
+_BOLD = re.compile(r"\\\*\\\*(.+?)\\\*\\\*")
+"""`**bold**` as `md_escape` leaves it: `\\*\\*bold\\*\\*`."""
+_LITERAL = re.compile(r"`[^`\n]+`|(?i:\b(?:[a-z][a-z0-9+.\-]*://|www\.)[^\s`<>]*?(?=[).,;:!?'\"]*(?:[\s`<>]|$))"
+                      r"|[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)")
+"""What is shown as inline code: code spans, and addresses (`scheme://…`, `www.…`, `name@host.tld`; an
+address ends before the punctuation that closes a sentence or a bracket)."""
+GUIDELINES_MAX_CHARS = 100_000
+"""Longest guidelines text a study accepts (the repository's file has about 4,000 characters)."""
 
 
 class GuidelinesError(ValueError):
@@ -88,3 +107,40 @@ def parse_guidelines(text: str) -> Guidelines:
 def load_guidelines(path: str | Path | None = None) -> Guidelines:
     """The repository's `rules/study_guidelines.md`, or another guidelines file."""
     return parse_guidelines(Path(path or GUIDELINES_PATH).read_text(encoding="utf-8"))
+
+
+def _escaped(part: str) -> str:
+    """Text between literals, escaped with its bold let through; a space at either end is kept (`md_escape`
+    collapses whitespace)."""
+    if not part.strip():
+        return " " if part else ""
+    body = _BOLD.sub(r"**\1**", md_escape(part, limit=len(part) + 1))
+    return (" " if part[0].isspace() else "") + body + (" " if part[-1].isspace() else "")
+
+
+def _inline(text: str) -> str:
+    """One line's text escaped, bold let through, and inline code and every address shown as code: the
+    browser's Markdown turns an address into a link even when its characters are escaped, never in code."""
+    out, at = [], 0
+    for m in _LITERAL.finditer(text):
+        literal = m.group()[1:-1] if m.group().startswith("`") else m.group()
+        out += [_escaped(text[at : m.start()]), f"`{show_invisible(literal)}`"]
+        at = m.end()
+    out.append(_escaped(text[at:]))
+    return "".join(out)
+
+
+def safe_markdown(text: str) -> str:
+    """Guidelines text as Markdown that shows its headings, lists, bold and inline code and nothing live:
+    every other Markdown, HTML or directive character is escaped (`md_escape`), and `.` and `:` with them,
+    and addresses are shown as code, so that none is autolinked. Blank lines keep paragraphs apart."""
+    out = []
+    for line in text.splitlines():
+        if heading := _HEADING.match(line):
+            out.append(f"{heading.group(1)} {_inline(heading.group(2))}")
+        elif item := _ITEM.match(line):
+            indent = "  " * (len(item.group(1).expandtabs(4)) // 2)
+            out.append(f"{indent}{item.group(2) + '.' if item.group(2) else '-'} {_inline(item.group(3))}")
+        else:
+            out.append(_inline(line) if line.strip() else "")
+    return "\n".join(out)

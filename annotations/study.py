@@ -18,16 +18,18 @@ from functools import cached_property
 from gcpc_core.store import AnnotationRow, Store, StudyAssignmentRow, StudyPairRow, StudyUnitRow
 
 from .blinding import BlindingTerms, BlindTrajectory, blind_trajectory, collect_terms
-from .design import KIND_ORDER, Candidate, DesignParams, StudyDesign, make_design
+from .design import KIND_ORDER, Candidate, DesignParams, StudyDesign, check_rater_name, make_design
 from .guidelines import Guidelines, load_guidelines
-from .limits import free_text
+from .limits import ANSWER_VERSIONS_MAX, COMMENT_MAX_CHARS, free_text
 from .tokens import derive_token, hash_token, invite_link, link_key, new_token
 from .targets import add_annotation, annotation_target
 
 __all__ = [
     "CHOICES",
+    "HISTORY_PAGE_SIZE",
     "Answer",
     "CreatedStudy",
+    "HistoryPage",
     "QueueItem",
     "RaterSession",
     "StudyInfo",
@@ -38,12 +40,15 @@ __all__ = [
     "mint_token",
     "open_rater_session",
     "preference_value",
+    "project_terms",
     "rater_link",
     "rating_value",
 ]
 
 CHOICES = ("A", "B", "tie")
 """Preference answers: A is the left trajectory of the pair as designed, B the right one."""
+HISTORY_PAGE_SIZE = 5
+"""Versions of an answer shown per page of the rater's answer history."""
 
 
 def rating_value(rating: object, guidelines: Guidelines) -> dict:
@@ -89,6 +94,17 @@ def rater_link(store: Store, study_id: str, rater: str, base_url: str | None = N
     return invite_link(token, base_url)
 
 
+def project_terms(store: Store, design: StudyDesign) -> BlindingTerms:
+    """The blinding terms this project's own data gives a design: every model, agent and id of the project
+    (not only the sampled ones), and the skills named by the sampled trajectories and their tasks."""
+    trajectories = [t for t in (store.trials.get_trajectory(u.trajectory_id) for u in design.units) if t is not None]
+    return collect_terms(
+        store.trials.trajectories(),
+        {t.id: store.trials.events(t.id) for t in trajectories},
+        [task for task in (store.trials.get_task(n) for n in design.tasks) if task is not None],
+    )
+
+
 def candidates(store: Store) -> list[Candidate]:
     """Every trajectory of the project as the sampler sees it."""
     return [Candidate(trajectory_id=t.id, task=t.task, outcome=t.outcome, condition=t.condition)
@@ -118,6 +134,8 @@ def create_study(
     guidelines: Guidelines | None = None,
 ) -> CreatedStudy:
     """Sample, freeze and store a study; one transaction, so a failure stores nothing."""
+    for rater in params.raters:
+        check_rater_name(rater)
     design = make_design(candidates(store), params)
     simulated = set(simulated_raters)
     unknown = simulated - set(params.raters)
@@ -125,12 +143,7 @@ def create_study(
         raise ValueError(f"simulated raters not among the raters: {sorted(unknown)}")
     study_id = study_id or f"study-{design.sha[:8]}"
     guidelines = guidelines or load_guidelines()
-    trajectories = [t for t in (store.trials.get_trajectory(u.trajectory_id) for u in design.units) if t is not None]
-    terms = collect_terms(
-        store.trials.trajectories(),  # every model, agent and id of the project, not only the sampled ones
-        {t.id: store.trials.events(t.id) for t in trajectories},
-        [task for task in (store.trials.get_task(n) for n in design.tasks) if task is not None],
-    )
+    terms = project_terms(store, design)
     key = link_key(store.path)
     nonces = {r: new_token() for r in params.raters if r not in simulated}
     tokens = {r: derive_token(key, study_id, r, nonce) for r, nonce in nonces.items()}
@@ -220,6 +233,24 @@ class Answer:
     confidence: int | None
     created_at: str
 
+    @classmethod
+    def of(cls, row: AnnotationRow) -> Answer:
+        return cls(value=row.value, note=row.note, confidence=row.confidence, created_at=row.created_at)
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """One page of a rater's answer history, newest first."""
+
+    versions: tuple[tuple[int, Answer], ...]
+    """(version number, 1 for the first answer; the answer) of each version on the page."""
+    total: int
+    """How many versions the answer has."""
+    page: int
+    """0-based page number."""
+    pages: int
+    """How many pages there are (at least 1)."""
+
 
 @dataclass(frozen=True)
 class SubmitResult:
@@ -235,11 +266,14 @@ class RaterSession:
     simulator) may build one directly for a rater of its choice.
     """
 
-    def __init__(self, store: Store, study: StudyInfo, rater: str, *, simulated: bool = False) -> None:
+    def __init__(self, store: Store, study: StudyInfo, rater: str, *, simulated: bool = False,
+                 token_hash: str | None = None) -> None:
         self._store = store
         self._study = study
         self.rater = rater
         self._simulated = simulated
+        self._token_hash = token_hash
+        """The hash of the token the session was opened with: every save re-checks it is still the rater's."""
 
     @property
     def guidelines(self) -> Guidelines:
@@ -304,29 +338,42 @@ class RaterSession:
             return {"trajectory_id": self._study.units[target].trajectory_id, "unit_id": target}
         return {"pair_id": target}
 
+    def _chain(self, kind: str, target: str) -> dict:
+        """The store's key of this rater's versions of their answer on an item of their queue."""
+        self._require(kind, target)
+        return {"kind": kind, "study_id": self._study.id, "rater": self.rater,
+                "target": annotation_target(kind, self._target_keys(kind, target))}
+
     def history(self, kind: str, target: str) -> list[Answer]:
         """This rater's versions of their answer, oldest first."""
-        self._require(kind, target)
-        keys = self._target_keys(kind, target)
-        rows = self._store.annotations.history(
-            kind=kind, study_id=self._study.id, rater=self.rater,
-            target=annotation_target(kind, keys))
-        return [Answer(value=r.value, note=r.note, confidence=r.confidence, created_at=r.created_at) for r in rows]
+        return [Answer.of(r) for r in self._store.annotations.history(**self._chain(kind, target))]
+
+    def history_page(self, kind: str, target: str, page: int = 0, per_page: int = HISTORY_PAGE_SIZE) -> HistoryPage:
+        """One page of this rater's versions of their answer, newest first: only that page is read, so a
+        long history opens as fast as a short one."""
+        chain = self._chain(kind, target)
+        total = self._store.annotations.versions(**chain)
+        pages = max(1, -(-total // per_page))
+        page = min(max(page, 0), pages - 1)
+        rows = self._store.annotations.history(**chain, newest_first=True, limit=per_page, offset=page * per_page)
+        return HistoryPage(versions=tuple((total - page * per_page - i, Answer.of(r)) for i, r in enumerate(rows)),
+                           total=total, page=page, pages=pages)
 
     def answer(self, kind: str, target: str) -> Answer | None:
         """This rater's current answer, or None."""
-        rows = self.history(kind, target)
-        return rows[-1] if rows else None
+        rows = self._store.annotations.history(**self._chain(kind, target), newest_first=True, limit=1)
+        return Answer.of(rows[0]) if rows else None
 
     def _submit(self, kind: str, target: str, value: dict, note: str | None, confidence: int | None,
                 client_token: str | None) -> SubmitResult:
         if not self.is_open:
             raise PermissionError("this study is closed: answers can no longer be changed")
-        note = free_text(note)
+        note = free_text(note, "comment", COMMENT_MAX_CHARS)
         row, created = add_annotation(
             self._store,
             kind=kind, rater=self.rater, value=value, study_id=self._study.id, task=self._study.task_of(kind, target),
             note=note, confidence=confidence, client_token=client_token, assignment=(kind, target),
+            token_hash=self._token_hash, max_versions=ANSWER_VERSIONS_MAX,
             source="simulated" if self._simulated else "app", is_simulated=self._simulated,
             **self._target_keys(kind, target),
         )
@@ -353,4 +400,5 @@ def open_rater_session(store: Store, token: str | None) -> RaterSession | None:
     found = store.studies.rater_by_token_hash(hash_token(token))
     if found is None:
         return None
-    return RaterSession(store, load_study(store, found.study_id), found.rater, simulated=found.is_simulated)
+    return RaterSession(store, load_study(store, found.study_id), found.rater, simulated=found.is_simulated,
+                        token_hash=hash_token(token))

@@ -3,8 +3,9 @@
 Layout and widgets only: the token-scoped `RaterSession` (annotations.study) decides what this rater
 may see and answer, and builds the blinded views. The answer controls come first, within the first
 screen; the records follow, a page of steps at a time. Log and task text is untrusted: it is shown
-with st.text / st.code only (invisible characters made visible). Guideline text is the project's own
-(rules/study_guidelines.md).
+with st.text / st.code only (invisible characters made visible). Guideline text may come from an imported
+study, so it is shown as `safe_markdown` (headings, lists, bold and code; no link, image or HTML). The answer
+history is shown a page of versions at a time.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import uuid
 
 import streamlit as st
 
-from annotations.limits import FREE_TEXT_MAX_CHARS
-from annotations.study import RaterSession, open_rater_session
+from annotations.blinding import preview
+from annotations.guidelines import safe_markdown
+from annotations.limits import ANSWER_VERSIONS_MAX, COMMENT_MAX_CHARS
+from annotations.study import HISTORY_PAGE_SIZE, RaterSession, open_rater_session
 from gcpc_core.review.ui import memo, render_plain, render_steps, require_store, show_text
 
 store = require_store(admin=False)  # raters are not admins; their token scopes the session below
@@ -48,7 +51,7 @@ if done == len(queue):
 
 @st.dialog("Rater guidelines", width="large")
 def show_guidelines() -> None:
-    st.markdown(guide.text)
+    st.markdown(safe_markdown(guide.text))
 
 
 def go(to: int) -> None:
@@ -152,19 +155,30 @@ else:
 note_col, save_col = st.columns([5, 1.2], vertical_alignment="bottom")
 note_col.text_area("Comment (optional)", key=f"{draft_key}:note", height=68,
                    placeholder="Anything the organisers should know",
-                   max_chars=FREE_TEXT_MAX_CHARS)
+                   max_chars=COMMENT_MAX_CHARS)
+page_key = f"{draft_key}:history_page"
+history = session.history_page(item.kind, item.target, st.session_state.get(page_key, 0))
+full = history.total >= ANSWER_VERSIONS_MAX
 save_col.button("Save and next", type="primary", shortcut="Ctrl+Enter", on_click=save, width="stretch",
-                disabled=not ready or not session.is_open)
+                disabled=not ready or not session.is_open or full)
 if not session.is_open:
     st.info("This study is closed: answers can no longer be changed.")
-history = session.history(item.kind, item.target)
-if history:
-    st.caption(f"Your saved answer: version {len(history)} of {len(history)}")
-    with st.expander(f"Your answer history ({len(history)} version{'s' if len(history) > 1 else ''})"):
-        for n, h in enumerate(history, 1):
+elif full:
+    st.info(f"This answer has {history.total} saved versions, the most kept for one answer: it can no longer be "
+            "changed. The last saved version stands.")
+if history.total:
+    st.caption(f"Your saved answer: version {history.total} of {history.total}")
+    with st.expander(f"Your answer history ({history.total} version{'s' if history.total > 1 else ''})"):
+        if history.pages > 1:
+            st.selectbox("History page", range(history.pages), key=page_key,
+                         format_func=lambda p: f"versions {history.total - p * HISTORY_PAGE_SIZE} to "
+                                               f"{max(history.total - (p + 1) * HISTORY_PAGE_SIZE + 1, 1)} "
+                                               "(newest first)")
+        for n, h in history.versions:
             value = h.value.get("rating", h.value.get("choice"))
             conf = f", confidence {h.confidence}" if h.confidence is not None else ""
-            show_text(f"{n}. {h.created_at}: {value}{conf}" + (f" — {h.note}" if h.note else ""))
+            note = f" — {preview(h.note, 2000)[0]}" if h.note else ""  # notes saved before the comment limit
+            show_text(f"{n}. {h.created_at}: {value}{conf}{note}")
 st.divider()
 
 # ---- the records (blinded once per item; paged) --------------------------------------------------------

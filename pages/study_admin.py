@@ -33,6 +33,7 @@ from annotations import (
     reassign,
     unit_progress,
 )
+from annotations.exchange import DesignRecordError
 from annotations.tokens import ADMIN_TOKEN_ENV
 from gcpc_core.review.ui import app_base_url, pin_choice, require_store
 
@@ -189,7 +190,12 @@ with data_tab:
                               type=["csv", "jsonl", "json"], key="study_admin_upload")
     allow = st.checkbox("Accept answers on items never assigned to that rater", key="study_admin_unassigned")
     if upload is not None and st.button("Import"):
-        report = import_responses(store, upload.getvalue().decode("utf-8"), study_id=study_id,
-                                  allow_unassigned=allow)
-        (st.success if report.ok else st.warning)("Import done." if report.ok else "Some rows were rejected.")
-        st.text("\n".join(report.lines()))
+        try:
+            report = import_responses(store, upload.getvalue().decode("utf-8"), study_id=study_id,
+                                      allow_unassigned=allow, source=upload.name)
+        except DesignRecordError as exc:  # names the file, the line and the problem; nothing was written
+            st.error("The file was refused.")
+            st.text(str(exc))
+        else:
+            (st.success if report.ok else st.warning)("Import done." if report.ok else "Some rows were rejected.")
+            st.text("\n".join(report.lines()))

@@ -88,12 +88,14 @@ def _cmd_study_export(args: argparse.Namespace) -> int:
 
 def _cmd_study_import(args: argparse.Namespace) -> int:
     from annotations import import_responses
+    from annotations.exchange import DesignRecordError
 
     store = open_db("study", args.db)
     with reported("study import", OSError, UnicodeDecodeError):
         text = Path(args.file).read_text(encoding="utf-8")
-    report = import_responses(store, text, study_id=args.study, allow_unassigned=args.allow_unassigned,
-                              source=str(args.file))
+    with reported("study import", DesignRecordError):  # names the file, the line and the problem; exit 2
+        report = import_responses(store, text, study_id=args.study, allow_unassigned=args.allow_unassigned,
+                                  source=str(args.file))
     for line in report.lines():
         print(line)
     return 0 if report.ok else 1
@@ -198,7 +200,10 @@ def add_study(sub: argparse._SubParsersAction) -> None:
     s = study_sub.add_parser("import", help="import responses collected elsewhere (CSV or JSONL)",
                              description="Validate and add responses in the export's shape. Idempotent: importing "
                              "the same file twice adds nothing. A JSONL export recreates its study when missing. "
-                             "Exit 0 when every row was accepted, 1 when some were rejected (listed with reason).")
+                             "Exit 0 when every row was accepted, 1 when some were rejected (listed with reason), 2 when a "
+                             "design record is refused (checked against this project: units, raters, assignments, "
+                             "guidelines; its blinding terms are added to the project's own): then nothing is "
+                             "imported.")
     _add_db_and_study(s, "study of rows that do not name one")
     s.add_argument("file", type=Path, help="CSV or JSONL file")
     s.add_argument("--allow-unassigned", action="store_true", help="accept answers on items never assigned to the rater")

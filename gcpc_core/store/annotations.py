@@ -18,6 +18,8 @@ from .studies import StudyRepository
 
 AnnotationKind = Literal["item_audit", "progress_rating", "preference"]
 
+_CHAIN = "kind = ? AND study_id IS ? AND target = ? AND rater = ?"
+"""The versions of one rater's answer on one target."""
 _NOT_SUPERSEDED = "NOT EXISTS (SELECT 1 FROM annotations AS b WHERE b.supersedes = annotations.id)"
 
 
@@ -85,7 +87,7 @@ class AnnotationRepository(Repository):
 
     def _current(self, db: Database, kind: str, study_id: str | None, target: str, rater: str) -> AnnotationRow | None:
         rows = db["annotations"].rows_where(
-            f"kind = ? AND study_id IS ? AND target = ? AND rater = ? AND {_NOT_SUPERSEDED}",
+            f"{_CHAIN} AND {_NOT_SUPERSEDED}",
             [kind, study_id, target, rater], order_by="id DESC", limit=1,
         )
         return next((AnnotationRow.from_db(r) for r in rows), None)
@@ -112,6 +114,8 @@ class AnnotationRepository(Repository):
         is_simulated: bool = False,
         created_at: str | None = None,
         assignment: tuple[str, str] | None = None,
+        token_hash: str | None = None,
+        max_versions: int | None = None,
     ) -> tuple[AnnotationRow, bool]:
         """Append one annotation in one transaction; returns (stored row, whether a row was written).
 
@@ -120,7 +124,11 @@ class AnnotationRepository(Repository):
         Otherwise the new row supersedes the current answer of (kind, study, target, rater); `target`
         is the key `annotations.targets.annotation_target` makes of the row's key columns.
         With `assignment=(kind, target)` the rater must hold that active assignment in an open
-        study, checked inside the same transaction as the write (PermissionError otherwise).
+        study, checked inside the same transaction as the write (PermissionError otherwise); with
+        `token_hash` too, the rater's invitation link must still be that one (not replaced or withdrawn
+        since the rater's page opened). With `max_versions`, a change to an answer that already has that
+        many versions is refused (ValueError) and nothing is written: the history stays append-only and
+        bounded, its last version current.
         """
         if not rater:
             raise ValueError("an annotation needs a rater")
@@ -134,12 +142,17 @@ class AnnotationRepository(Repository):
                     raise ValueError("client token already used for a different annotation")
                 return AnnotationRow.from_db(same), False
             if assignment is not None:
-                self._studies.require_assignment(db, study_id, rater, *assignment)
+                self._studies.require_assignment(db, study_id, rater, *assignment, token_hash=token_hash)
             current = self._current(db, kind, study_id, target, rater)
             if current is not None and (dumps(current.value), current.note, current.confidence) == (
                 dumps(value), note, confidence
             ):
                 return current, False
+            if max_versions is not None and current is not None:
+                versions = db["annotations"].count_where(_CHAIN, [kind, study_id, target, rater])
+                if versions >= max_versions:
+                    raise ValueError(f"this answer already has {versions} saved versions, the most kept for one "
+                                     "answer: it cannot be changed again (the last saved version stands)")
             row = AnnotationRow(
                 kind=kind, study_id=study_id, target=target, task=task, trajectory_id=trajectory_id, unit_id=unit_id,
                 pair_id=pair_id, item_id=item_id, judge=judge, label=label, rater=rater, value=value, note=note,
@@ -181,9 +194,18 @@ class AnnotationRepository(Repository):
         rows = self.db["annotations"].rows_where(" AND ".join(clauses) or None, args, order_by="id")
         return [AnnotationRow.from_db(r) for r in rows]
 
-    def history(self, *, kind: str, study_id: str | None, target: str, rater: str) -> list[AnnotationRow]:
-        """Every version of one rater's answer on one target, oldest first (the last is current)."""
+    def history(
+        self, *, kind: str, study_id: str | None, target: str, rater: str, newest_first: bool = False,
+        limit: int | None = None, offset: int = 0,
+    ) -> list[AnnotationRow]:
+        """Versions of one rater's answer on one target, oldest first (the last is current) or newest first;
+        `limit` and `offset` read one page of a long history without loading the rest."""
         rows = self.db["annotations"].rows_where(
-            "kind = ? AND study_id IS ? AND target = ? AND rater = ?", [kind, study_id, target, rater], order_by="id"
+            _CHAIN, [kind, study_id, target, rater], order_by="id DESC" if newest_first else "id",
+            limit=limit, offset=offset or None,
         )
         return [AnnotationRow.from_db(r) for r in rows]
+
+    def versions(self, *, kind: str, study_id: str | None, target: str, rater: str) -> int:
+        """How many versions one rater's answer on one target has."""
+        return self.db["annotations"].count_where(_CHAIN, [kind, study_id, target, rater])

@@ -239,12 +239,20 @@ class StudyRepository(Repository):
             " AND ".join(c for c, _ in clauses), [v for _, v in clauses], order_by="rater, kind DESC, position")
         return [StudyAssignmentRow.from_db(r) for r in rows]
 
-    def require_assignment(self, db: Database, study_id: str | None, rater: str, kind: str, target: str) -> None:
-        """PermissionError unless the study is open and (rater, kind, target) is on the rater's active queue;
-        reads through `db`, so inside the caller's transaction."""
+    def require_assignment(self, db: Database, study_id: str | None, rater: str, kind: str, target: str, *,
+                           token_hash: str | None = None) -> None:
+        """PermissionError unless the study is open, (rater, kind, target) is on the rater's active queue and,
+        with `token_hash`, the rater's current invitation token is still the one hashing to it (a link
+        replaced or withdrawn since the page opened saves nothing); reads through `db`, so inside the
+        caller's transaction."""
         study = next(iter(db["studies"].rows_where("id = ?", [study_id], select="status")), None)
         if study is None or study["status"] != "open":
             raise PermissionError(f"study {study_id!r} is not open for answers")
+        if token_hash is not None and not db["study_raters"].count_where(
+            "study_id = ? AND rater = ? AND token_hash = ?", [study_id, rater, token_hash]
+        ):
+            raise PermissionError("this link no longer works: it was replaced or withdrawn. "
+                                  "Please ask the study organisers for a new one.")
         if not db["study_assignments"].count_where(
             "study_id = ? AND rater = ? AND kind = ? AND target = ? AND active = 1", [study_id, rater, kind, target]
         ):

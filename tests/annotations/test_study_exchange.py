@@ -197,10 +197,13 @@ def test_free_text_up_to_the_limit_survives_csv_and_beyond_it_is_refused(store: 
 
     long = "=" + "x" * (FREE_TEXT_MAX_CHARS - 1)  # over Python's default CSV field limit (131,072), and a formula
     assert len(long) > 131_072
-    sid, units = noted_study(store, [long, "short"])
+    sid, units = noted_study(store, ["to be replaced", "short"])
+    unit = load_study(store, sid).units[units[0]]
+    add_annotation(store, kind="progress_rating", rater="ann", value={"rating": 3}, study_id=sid, task=unit.task,
+                   trajectory_id=unit.trajectory_id, unit_id=units[0], note=long)  # past the rater's comment limit
     ann = open_rater_session(store, _token(store, sid, "ann"))
-    with pytest.raises(ValueError, match="over the free-text limit"):
-        ann.submit_rating(units[1], 2, note=long + "y")
+    with pytest.raises(ValueError, match="comment has 262,145 characters, over the limit of 4,000"):
+        ann.submit_rating(units[1], 2, note=long + "y")  # a rater's comment: the much smaller limit
     with pytest.raises(ValueError, match="over the free-text limit"):  # the review app's audit notes: same limit
         record_item_audit(store, trajectory_id=load_study(store, sid).units[units[0]].trajectory_id, item_id="C1",
                           judge="probe", reviewer="ann", agree=True, note=long + "y")
@@ -256,3 +259,18 @@ def _token(store: Store, sid: str, rater: str) -> str:
     from annotations import issue_link
 
     return issue_link(store, sid, rater)
+
+
+def test_an_imported_history_is_held_to_the_version_cap(store: Store, tmp_path: Path) -> None:
+    from annotations.limits import ANSWER_VERSIONS_MAX
+
+    sid, units = noted_study(store, ["v0"])
+    unit = load_study(store, sid).units[units[0]]
+    for n in range(1, ANSWER_VERSIONS_MAX + 1):  # written past the rate page's cap: one version too many
+        add_annotation(store, kind="progress_rating", rater="ann", value={"rating": 1 + n % 5}, study_id=sid,
+                       task=unit.task, trajectory_id=unit.trajectory_id, unit_id=units[0], note=f"v{n}")
+    other = project_like(store, tmp_path / "other.db")
+    report = import_responses(other, export_jsonl(store, sid), source="long.jsonl")
+    assert report.added == ANSWER_VERSIONS_MAX and len(report.rejected) == 1
+    assert "cannot be changed again" in report.rejected[0][1]
+    assert [r.note for r in other.annotations.list(study_id=sid, rater="ann")] == [f"v{ANSWER_VERSIONS_MAX - 1}"]

@@ -348,3 +348,27 @@ def test_guidelines_are_written_for_raters() -> None:
     text = load_guidelines().text
     code = re.findall(r"\b[a-z_]+\.[a-z_]+\b|\b[a-z]+_[a-z_]+\b|\.(?:py|md|yaml|toml)\b|\bgcpc\b|python -m", text)
     assert not code, f"guidelines name code or files: {code}"
+
+
+def test_the_answer_history_shows_one_page_of_versions(demo_db: Path) -> None:
+    from annotations import open_rater_session
+
+    store = Store(demo_db)
+    token = issue_link(store, DEMO_STUDY_ID, "demo-you")
+    session = open_rater_session(store, token)
+    unit = session.queue()[session.resume_index()].target
+    for n in range(12):
+        session.submit_rating(unit, 1 + n % 5, note=f"version note {n + 1}")
+    at = app(token=token)  # resumes at the next open item: back to the one answered
+    next(b for b in at.button if b.label == "Previous").click().run()
+    assert not at.exception and unit in at.subheader[0].value
+    history = next(e for e in at.expander if "history (12 versions)" in e.label)
+    shown = [t.value for t in history.text]
+    assert [s.split(".", 1)[0] for s in shown] == ["12", "11", "10", "9", "8"], shown  # one page, newest first
+    assert shown[0].endswith("— version note 12")
+    pager = history.selectbox(key=f"rate:demo-you:progress_rating:{unit}:history_page")
+    assert pager.options == ["versions 12 to 8 (newest first)", "versions 7 to 3 (newest first)",
+                             "versions 2 to 1 (newest first)"]
+    pager.set_value(2).run()
+    history = next(e for e in at.expander if "history (12 versions)" in e.label)
+    assert [t.value.split(".", 1)[0] for t in history.text] == ["2", "1"]

@@ -146,3 +146,23 @@ def test_a_reissued_link_replaces_the_old_one(demo: App) -> None:
     assert demo.main.locator("h1").count() == 0 and demo.page.locator('[data-testid="stSidebar"]').count() == 0
     open_link(demo, new)
     rater_only(demo)
+
+
+def test_a_link_revoked_while_the_page_is_open_saves_nothing(demo: App) -> None:
+    """The page was opened with a good link; the organiser replaces it; the rater then clicks Save."""
+    from annotations import issue_link as reissue
+
+    session = open_link(demo, issue_link(demo))
+    _, unit = go_to(demo, session, "progress_rating")
+    demo.press("4")
+    save = demo.button("Save and next")
+    expect(save).to_be_enabled()
+    store = Store(demo.server.db)
+    before = len(store.annotations.list(study_id=DEMO_STUDY_ID, rater=DEMO_HUMAN_RATER, current=False))
+    reissue(store, DEMO_STUDY_ID, DEMO_HUMAN_RATER)  # revoked in the store, behind the open page's back
+    demo.click(save)
+    expect(demo.main.get_by_text("This link is not valid. Please ask the study organisers for a new one.")
+           ).to_be_visible()
+    expect(demo.toast("Saved.")).to_have_count(0)
+    assert session.answer("progress_rating", unit) is None
+    assert len(store.annotations.list(study_id=DEMO_STUDY_ID, rater=DEMO_HUMAN_RATER, current=False)) == before

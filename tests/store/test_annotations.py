@@ -170,3 +170,35 @@ def test_concurrent_edits_by_one_rater_form_one_chain(tmp_path: Path) -> None:
     assert len(history) == len(ratings)  # every distinct edit kept
     assert [r.supersedes for r in history] == [None] + [r.id for r in history[:-1]]  # a chain, no fork
     assert len(store.annotations.list(study_id=STUDY, rater="ann")) == 1
+
+
+def test_a_save_with_a_replaced_token_is_refused_inside_the_write(studied: Store) -> None:
+    rate(studied, "ann", "U1", 2, token_hash=f"hash-ann-{STUDY}")
+    studied.studies.set_rater_token_hash(STUDY, "ann", "hash-of-a-new-link")
+    with pytest.raises(PermissionError, match="this link no longer works"):
+        rate(studied, "ann", "U1", 4, token_hash=f"hash-ann-{STUDY}")
+    assert [r.value["rating"] for r in studied.annotations.list(study_id=STUDY, current=False)] == [2]
+
+
+def test_max_versions_refuses_a_change_past_the_cap_and_keeps_the_history(studied: Store) -> None:
+    for n in range(3):
+        rate(studied, "ann", "U1", 1 + n % 5, max_versions=3)
+    again, created = rate(studied, "ann", "U1", 3, max_versions=3)  # the same answer again: no change, no error
+    assert not created
+    with pytest.raises(ValueError, match="already has 3 saved versions"):
+        rate(studied, "ann", "U1", 5, max_versions=3)
+    chain = {"kind": "progress_rating", "study_id": STUDY, "target": "t1", "rater": "ann"}
+    assert studied.annotations.versions(**chain) == 3
+    assert [h.value["rating"] for h in studied.annotations.history(**chain)] == [1, 2, 3]
+    assert studied.annotations.list(study_id=STUDY, rater="ann")[0].id == again.id  # the last version stands
+    rate(studied, "ben", "U2", 5, max_versions=3)  # another rater's answer has its own count
+
+
+def test_history_reads_one_page_newest_first(studied: Store) -> None:
+    for n in range(7):
+        rate(studied, "ann", "U1", 1 + n % 5)
+    chain = {"kind": "progress_rating", "study_id": STUDY, "target": "t1", "rater": "ann"}
+    every = studied.annotations.history(**chain)
+    assert [h.id for h in studied.annotations.history(**chain, newest_first=True, limit=3)] == \
+        [h.id for h in every[::-1][:3]]
+    assert [h.id for h in studied.annotations.history(**chain, newest_first=True, limit=3, offset=6)] == [every[0].id]

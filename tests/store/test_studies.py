@@ -148,3 +148,11 @@ def test_a_row_edited_outside_gcpc_is_refused_when_read(studied: Store, table: s
             "study_assignments": lambda: studied.studies.assignments(STUDY)}[table]
     with pytest.raises(error, match=match):
         read()
+
+
+def test_require_assignment_with_a_token_hash_checks_it_is_still_the_raters(studied: Store) -> None:
+    with studied.atomic() as db:
+        studied.studies.require_assignment(db, STUDY, "ann", "progress_rating", "U1", token_hash=f"hash-ann-{STUDY}")
+    studied.studies.set_rater_token_hash(STUDY, "ann", "hash-of-a-new-link")  # the link is replaced
+    with studied.atomic() as db, pytest.raises(PermissionError, match="this link no longer works"):
+        studied.studies.require_assignment(db, STUDY, "ann", "progress_rating", "U1", token_hash=f"hash-ann-{STUDY}")
