@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
-from ..store import Store
+if TYPE_CHECKING:
+    from ..store import Store
 
 __all__ = [
     "DEFAULT_SEED",
     "ENDPOINT_FROM",
     "FORMATS",
+    "ITEM_JUDGE_CHOICES",
+    "JUDGE_CHOICES",
+    "Deferred",
     "Exit",
     "add_concurrency",
     "add_db",
@@ -75,9 +79,55 @@ def reported(verb: str, *errors: type[Exception], finished: str | None = None) -
 
 def open_db(verb: str, db: Path) -> Store:
     """The existing project DB: a mistyped path must not silently create an empty project."""
+    from ..store import Store
+
     if not Path(db).is_file():
         fail(verb, f"{db}: no such project DB")
     return Store(db)
+
+
+class Deferred(Sequence[str]):
+    """Choices that a stage defines (the registered judges, the export tables), read from it only when
+    argparse checks a value or lists them — parsing that verb, or its `--help` — so that building the
+    whole parser imports no stage (see `gcpc_core.defaults`). Give the option a `metavar` (argparse
+    lists the choices of one without it while the parser is built) and `%(choices)s` in its help."""
+
+    def __init__(self, read: Callable[[], Sequence[str]]) -> None:
+        self._read = read
+
+    @property
+    def _names(self) -> tuple[str, ...]:
+        return tuple(self._read())  # read on every use: the judge registry is live
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        return self._names[index]
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def _judges() -> Sequence[str]:
+    from ..judge.registry import JUDGES
+
+    return JUDGES
+
+
+def _item_judges() -> Sequence[str]:
+    from ..judge.registry import ITEM_JUDGES
+
+    return ITEM_JUDGES
+
+
+JUDGE_CHOICES = Deferred(_judges)
+"""`--judge` of a verb that takes any registered judge."""
+ITEM_JUDGE_CHOICES = Deferred(_item_judges)
+"""`--judge` of a verb that reads item verdicts."""
 
 
 def require_llm(verb: str, model: str | None) -> None:
