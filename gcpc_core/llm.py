@@ -1030,6 +1030,7 @@ class LLM:
         a bad reply is reported with. A reply bound above the configured one gets a timeout
         scaled alike: a slow server writes the longer reply in proportionally longer time.
         """
+        import httpx2
         import openai
 
         options: dict[str, Any] = {}
