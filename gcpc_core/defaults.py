@@ -8,7 +8,7 @@ few values a parser needs as defaults or choices live here, and the stages take 
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MAX_LOG_BYTES", "DEFAULT_PASS_THRESHOLD", "PERTURB_SCOPES"]
+__all__ = ["DEFAULT_MAX_LOG_BYTES", "DEFAULT_PASS_THRESHOLD", "DEMO_SEED", "PERTURB_SCOPES"]
 
 DEFAULT_PASS_THRESHOLD = 1.0
 """A trial is PASS when its reward is at least this."""
@@ -17,3 +17,5 @@ DEFAULT_MAX_LOG_BYTES = 25 * 2**20
 PERTURB_SCOPES: tuple[str, ...] = ("cited", "log")
 """Where an evidence perturbation replaces a cited span: the cited event only, or every evidence event
 holding it; the first is the default."""
+DEMO_SEED = 7
+"""The seed of the shipped demo corpus and project (`demo --seed` changes the simulated variation)."""

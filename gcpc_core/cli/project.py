@@ -11,8 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ..defaults import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD
-from ..demo_corpus import DEMO_SEED
+from ..defaults import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, DEMO_SEED
 from .common import Deferred, add_db, add_deprecated, add_format, add_quiet, add_seed, fail, open_db, reported
 from .compare import add_label_choice, chosen_labels
 
