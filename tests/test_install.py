@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import site
 import subprocess
 import sys
@@ -75,17 +74,16 @@ def _gcpc(venv: Path, cwd: Path, *args: str, env: dict[str, str] | None = None) 
                           env={**os.environ, **(env or {})})
 
 
-def test_the_gcpc_command_works_from_a_folder_outside_the_repository(venv: Path, elsewhere: Path,
-                                                                      demo_master: Path) -> None:
+def test_the_gcpc_command_works_from_a_folder_outside_the_repository(venv: Path, demo_copy: Path) -> None:
+    elsewhere = demo_copy.parent  # a temporary folder: no gcpc_core, rules/ or .streamlit/ here
     assert (venv / "gcpc").is_file()
     helped = _gcpc(venv, elsewhere, "--help")
     assert helped.returncode == 0, helped.stderr
     assert "app" in helped.stdout and "info" in helped.stdout
-    shutil.copy(demo_master, elsewhere / "project.db")
-    info = _gcpc(venv, elsewhere, "info", "--db", "project.db", "--json")
+    info = _gcpc(venv, elsewhere, "info", "--db", demo_copy.name, "--json")
     assert info.returncode == 0, info.stderr
     assert json.loads(info.stdout)["tasks"] == 3
-    as_module = subprocess.run([venv / "python", "-m", "gcpc_core", "info", "--db", "project.db", "--json"],
+    as_module = subprocess.run([venv / "python", "-m", "gcpc_core", "info", "--db", demo_copy.name, "--json"],
                                cwd=elsewhere, capture_output=True, text=True, timeout=300)
     assert as_module.returncode == 0, as_module.stderr
     assert json.loads(as_module.stdout) == json.loads(info.stdout)

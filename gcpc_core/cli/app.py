@@ -30,11 +30,11 @@ def _cmd_app(args: argparse.Namespace) -> int:
     if db:
         if not Path(db).is_file():
             fail("app", f"{db}: no such project DB")
-        env["GCPC_DB"] = str(Path(db).resolve())  # named from the caller's folder, read from the checkout
-    # Streamlit reads `.streamlit/config.toml` from the folder it starts in (and ~/.streamlit/): starting it in
-    # the checkout gives every `gcpc app` the committed settings (loopback address, no error details), which
-    # options given here still override.
-    os.chdir(REPO_ROOT)
+        env["GCPC_DB"] = str(Path(db).resolve())
+    # No change of folder is needed for the committed settings (loopback address, no error details): besides
+    # ~/.streamlit/ and the current folder's .streamlit/, Streamlit reads the .streamlit/config.toml beside the
+    # script it runs, last, so the checkout's wins (and options given here override it). Relative paths the
+    # caller passes on keep meaning what they meant in the caller's folder.
     sys.stdout.flush()
     os.execve(sys.executable, streamlit_command(args.streamlit_args), env)
     return 0  # not reached: the process is Streamlit's now
