@@ -79,6 +79,7 @@ def test_the_gcpc_command_works_from_a_folder_outside_the_repository(venv: Path,
     assert (venv / "gcpc").is_file()
     helped = _gcpc(venv, elsewhere, "--help")
     assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith("usage: gcpc ")
     assert "app" in helped.stdout and "info" in helped.stdout
     info = _gcpc(venv, elsewhere, "info", "--db", demo_copy.name, "--json")
     assert info.returncode == 0, info.stderr

@@ -18,16 +18,16 @@ from collections.abc import Sequence
 from . import app, checklists, compare, judging, llm, project, study, triage
 from .common import Exit
 
-__all__ = ["EXIT_BROKEN_PIPE", "build_parser", "main"]
+__all__ = ["EXIT_BROKEN_PIPE", "build_parser", "gcpc", "main"]
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 """Exit code when the reader closed stdout early (`export … | head`): a shell's code for a command
 ended by SIGPIPE, so a pipeline can still tell that the output was cut short."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m gcpc_core") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m gcpc_core",
+        prog=prog,
         description="GCPC: grounded checklist partial credit for agent trajectories.",
     )
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
@@ -42,8 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m gcpc_core") -> int:
+    parser = build_parser(prog)
     args, extra = parser.parse_known_args(argv)
     if extra and not hasattr(args, "streamlit_args"):  # only `app` passes options on (to streamlit)
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -60,3 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # and report that failure too, so stdout is pointed at /dev/null first.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+
+
+def gcpc() -> int:
+    """The `gcpc` command that `pip install -e .` installs: `main`, with usage lines naming it."""
+    return main(prog="gcpc")
