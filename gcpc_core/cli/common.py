@@ -132,7 +132,7 @@ ITEM_JUDGE_CHOICES = Deferred(_item_judges)
 
 def require_llm(verb: str, model: str | None) -> None:
     """Stop before any work when the endpoint or model is not configured, naming what to set."""
-    from ..llm import llm_status  # the LLM layer loads the openai client: only verbs that call it pay
+    from ..llm import llm_status
 
     ok, reason = llm_status(model)
     if not ok:
