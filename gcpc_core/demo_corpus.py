@@ -33,6 +33,8 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Literal
 
+from .defaults import DEMO_SEED
+
 __all__ = [
     "CONDITIONS",
     "DEMO_MARKER",
@@ -1828,9 +1830,6 @@ def _simulate_trial(spec: _TaskSpec, checksum: str, seed: int, condition: str, m
     return DemoTrial(name=name, task=spec.name, model=model, condition=condition, repeat=repeat, scenario=scenario,
                      reward=reward, files=files, workspace=session.ws)
 
-
-DEMO_SEED = 7
-"""The seed of the shipped demo corpus and project (`demo --seed` changes the simulated variation)."""
 
 
 def build_demo_corpus(seed: int = DEMO_SEED) -> DemoCorpus:

@@ -47,11 +47,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-import httpx2
-import openai
-import yaml
-from openai import AsyncOpenAI, DefaultAioHttpClient
-from openai.lib._parsing._completions import type_to_response_format_param
 from pydantic import BaseModel, ValidationError
 
 from .local_llm import LOCAL_MODEL_ALIAS, TINY_LOCAL_MODEL_NOTE
@@ -59,7 +54,15 @@ from .runs import recorded_run
 from .store import utcnow
 
 if TYPE_CHECKING:
+    import httpx2
+    import openai
+    from openai import AsyncOpenAI, DefaultAioHttpClient
+
     from .store import Store
+
+# `openai` (and its `httpx2`) are imported where a client is built or its errors are caught, never at
+# module level: loading the SDK takes ~1.4 s (over 500 modules), which every stage that only names
+# this layer (types, errors, `llm_status`) and every CLI verb would otherwise pay on start.
 
 __all__ = [
     "BATCH_ENDPOINT",
@@ -157,6 +160,8 @@ def _ssl_context() -> Future[ssl.SSLContext]:
     """The client's default SSL context (httpx2's: CA bundle, SSL_CERT_FILE honoured), built once per
     process in a background thread. Reading the CA bundle takes ~0.1 s with the GIL released, so
     starting it when an LLM is made overlaps run planning instead of delaying the first request."""
+    import httpx2
+
     return _SSL_BUILDER.submit(httpx2.create_ssl_context)
 
 
@@ -182,6 +187,8 @@ def _http_client(base_url: str | None) -> DefaultAioHttpClient | None:
         import aiohttp  # noqa: F401  (only probing that the extra is installed)
     except ImportError:
         return None
+    from openai import DefaultAioHttpClient
+
     return DefaultAioHttpClient(verify=_no_ca_context() if _plain_http(base_url) else _ssl_context().result())
 
 
@@ -307,6 +314,8 @@ class Price:
 
 def load_prices(path: str | Path | None = None) -> dict[str, Price]:
     """The price table: `llm_prices.yaml`, then the file named by `GCPC_PRICES` (or `path`) on top."""
+    import yaml
+
     table: dict[str, Price] = {}
     extra = path or os.environ.get(ENV_PRICES)
     for source in (DEFAULT_PRICES_PATH, Path(extra) if extra else None):
@@ -531,6 +540,8 @@ def _response_format(response_model: type[BaseModel], mode: StructuredMode) -> d
     llama-cpp-python's server (and Anyscale-style endpoints) constrain decoding to it; servers that
     do not know the field ignore it, and the schema travels in a system message as well."""
     if mode == "parse":
+        from openai.lib._parsing._completions import type_to_response_format_param
+
         return dict(type_to_response_format_param(response_model))  # type: ignore[arg-type]
     if mode == "json_schema":
         return {
@@ -823,7 +834,7 @@ class LLM:
     def _loop_state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
         if self._state is None or self._state.loop is not loop:
-            client = _Client(
+            client = _client_class()(
                 api_key=self.config.api_key or PLACEHOLDER_API_KEY,
                 base_url=self.config.base_url,
                 timeout=self.config.timeout,
@@ -943,6 +954,8 @@ class LLM:
         tag: str,
         max_completion_tokens: int | None = None,
     ) -> tuple[LLMResult[T], dict[str, Any]]:
+        import openai
+
         record = {"prompt_version": prompt_version, "tag": tag, "key": key}
         async with state.semaphore:
             state.in_flight_now += 1
@@ -1017,6 +1030,9 @@ class LLM:
         a bad reply is reported with. A reply bound above the configured one gets a timeout
         scaled alike: a slow server writes the longer reply in proportionally longer time.
         """
+        import httpx2
+        import openai
+
         options: dict[str, Any] = {}
         configured = self.config.max_completion_tokens
         if max_completion_tokens and configured and max_completion_tokens > configured:
@@ -1217,6 +1233,8 @@ class LLM:
 
         Returns the provider's batch object as a dict; raises LLMCallError when the endpoint fails.
         """
+        import openai
+
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
@@ -1233,6 +1251,8 @@ class LLM:
 
     async def retrieve_batch(self, batch_id: str) -> dict[str, Any]:
         """The provider's current batch object (status, output and error file ids, counts)."""
+        import openai
+
         try:
             return (await self._loop_state().client.batches.retrieve(batch_id)).model_dump()
         except openai.APIError as exc:
@@ -1241,6 +1261,8 @@ class LLM:
     async def batch_results(self, batch: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         """custom_id → result row (`response: {status_code, body}` and/or `error`) from a finished
         batch's output and error files."""
+        import openai
+
         client = self._loop_state().client
         rows: dict[str, dict[str, Any]] = {}
         for file_key in ("output_file_id", "error_file_id"):
@@ -1290,18 +1312,27 @@ def _gc_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
-class _Client(AsyncOpenAI):
-    """The `openai` client, except that a 5xx whose body names `response_format` is not retried: it
-    is the server's deterministic rejection of a structured mode (llama-cpp-python answers an unknown
-    `response_format.type` with HTTP 500), so retrying only delays the fallback by the backoff."""
+@functools.cache
+def _client_class() -> type[AsyncOpenAI]:
+    """The client class, made on first use (so that importing this module does not load `openai`)."""
+    from openai import AsyncOpenAI
 
-    def _should_retry(self, response: httpx2.Response) -> bool:
-        if response.status_code >= 500 and _names_response_format(_response_text(response)):
-            return False
-        return super()._should_retry(response)
+    class _Client(AsyncOpenAI):
+        """The `openai` client, except that a 5xx whose body names `response_format` is not retried: it
+        is the server's deterministic rejection of a structured mode (llama-cpp-python answers an unknown
+        `response_format.type` with HTTP 500), so retrying only delays the fallback by the backoff."""
+
+        def _should_retry(self, response: httpx2.Response) -> bool:
+            if response.status_code >= 500 and _names_response_format(_response_text(response)):
+                return False
+            return super()._should_retry(response)
+
+    return _Client
 
 
 def _response_text(response: httpx2.Response) -> str:
+    import httpx2
+
     try:
         return response.text
     except httpx2.ResponseNotRead:  # a streamed body: no rejection to see, the client decides
@@ -1369,6 +1400,8 @@ def _refused(exc: BaseException) -> bool:
 
 def call_error(exc: openai.APIError, *, endpoint: str = "", model: str = "", mode_set: bool = False) -> LLMCallError:
     """The failure as one clear message a user can act on, with a stable reason code."""
+    import openai
+
     where = endpoint or "the endpoint"
     if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
         return LLMCallError(f"request to {where} timed out after retries ({ENV_TIMEOUT} sets the seconds per try)",

@@ -25,8 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-import httpx2
-import openai
 from pydantic import BaseModel
 
 from .llm import ENV_CONTEXT_WINDOW, LLM, UNSETTLED_MODE, LLMConfig, LLMError, Message, call_error
@@ -79,12 +77,16 @@ def _root(base_url: str) -> str:
 
 
 async def _get_json(llm: LLM, path: str) -> Any:
+    import httpx2  # here, not at module level: the SDK's transport loads with `openai` (see .llm)
+
     response = await llm.client().get(path, cast_to=httpx2.Response,
                                       options={"max_retries": 0, "timeout": PROBE_TIMEOUT_S})
     return response.json()
 
 
 async def _post_json(llm: LLM, url: str, body: dict[str, Any]) -> Any:
+    import httpx2
+
     response = await llm.client().post(url, cast_to=httpx2.Response, body=body,
                                        options={"max_retries": 0, "timeout": PROBE_TIMEOUT_S})
     return response.json()
@@ -109,6 +111,8 @@ async def _tokenize(llm: LLM, kind: TokenizerKind, path: str, text: str) -> int 
 
 
 async def _probe(llm: LLM) -> ServerInfo:
+    import openai
+
     info = ServerInfo()
     entry: dict[str, Any] = {}
     try:
@@ -176,6 +180,8 @@ async def count_prompt_tokens(
     info = await server_info(llm)
     if info.tokenizer is None or info.tokenizer_path is None:
         return estimate_tokens(text) + overhead, False
+    import openai
+
     counts = _COUNTS.setdefault(llm, {})
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     if digest not in counts:

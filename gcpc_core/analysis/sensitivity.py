@@ -30,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ..defaults import PERTURB_SCOPES
 from ..evidence import EVIDENCE_KINDS, quote_occurs
 from ..models import Citation, Event
 from ..store import Store
@@ -48,7 +49,7 @@ __all__ = [
 ]
 
 Scope = Literal["cited", "log"]
-SCOPES: tuple[str, ...] = ("cited", "log")
+SCOPES = PERTURB_SCOPES
 FRAME_COLUMNS = (
     "trajectory_id", "task", "judge", "label", "item_id", "route", "model", "prompt_version", "seed", "scope", "status",
     "kind", "original_verdict", "verdict", "reason", "span_remaining", "recipe", "run_id",

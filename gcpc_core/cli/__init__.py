@@ -2,8 +2,9 @@
 
 Each verb is a thin wrapper: parse arguments, call one public function of a
 stage module, print a summary. Exit codes follow DESIGN.md. The verbs live by
-area (`project`, `checklists`, `judging`, `study`, `llm`); their shared options and
-checks in `common`.
+area (`project`, `checklists`, `judging`, `study`, `llm`, `app`); their shared options and
+checks in `common`. The parser is built from the standard library alone, so `--help` and every
+verb start at once; a verb imports the stages it calls when it runs.
 """
 
 from __future__ import annotations
@@ -14,19 +15,19 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from . import checklists, compare, judging, llm, project, study, triage
+from . import app, checklists, compare, judging, llm, project, study, triage
 from .common import Exit
 
-__all__ = ["EXIT_BROKEN_PIPE", "build_parser", "main"]
+__all__ = ["EXIT_BROKEN_PIPE", "build_parser", "gcpc", "main"]
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 """Exit code when the reader closed stdout early (`export … | head`): a shell's code for a command
 ended by SIGPIPE, so a pipeline can still tell that the output was cut short."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m gcpc_core") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m gcpc_core",
+        prog=prog,
         description="GCPC: grounded checklist partial credit for agent trajectories.",
     )
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
@@ -35,14 +36,19 @@ def build_parser() -> argparse.ArgumentParser:
         checklists.add_validate, checklists.add_checklist, checklists.add_synthesize,
         judging.add_judge, judging.add_score, judging.add_report, judging.add_perturb, judging.add_batch,
         compare.add_compare, compare.add_labels,
-        project.add_demo, study.add_study, triage.add_triage, llm.add_llm,
+        project.add_demo, study.add_study, triage.add_triage, llm.add_llm, app.add_app,
     ):  # in the order `--help` lists them
         add_verb(sub)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m gcpc_core") -> int:
+    parser = build_parser(prog)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not hasattr(args, "streamlit_args"):  # only `app` passes options on (to streamlit)
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        args.streamlit_args = extra
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # here, not at interpreter exit, so a closed pipe is caught below
@@ -54,3 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # and report that failure too, so stdout is pointed at /dev/null first.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+
+
+def gcpc() -> int:
+    """The `gcpc` command that `pip install -e .` installs: `main`, with usage lines naming it."""
+    return main(prog="gcpc")

@@ -6,9 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..checklist import ChecklistFileError, RulesError, load_checklist_file, load_rules, validate_files
-from ..checklist.draft import draft_checklist, draft_yaml
-from ..checklist.registry import register_checklist
 from .common import (
     ENDPOINT_FROM,
     add_concurrency,
@@ -26,6 +23,8 @@ __all__ = ["add_checklist", "add_synthesize", "add_validate"]
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from ..checklist import validate_files
+
     code, lines = validate_files(args.task_dir, args.checklist, args.rules)
     for line in lines:
         print(line)
@@ -35,6 +34,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_checklist_add(args: argparse.Namespace) -> int:
+    from ..checklist import ChecklistFileError, load_checklist_file
+    from ..checklist.registry import register_checklist
+
     store = open_db("checklist add", args.db)
     status = 0
     for path in args.files:
@@ -57,6 +59,8 @@ def _cmd_checklist_add(args: argparse.Namespace) -> int:
 
 
 def _cmd_checklist_draft(args: argparse.Namespace) -> int:
+    from ..checklist import RulesError, load_rules
+    from ..checklist.draft import draft_checklist, draft_yaml
     from ..ingest.tasks import TaskError, load_task
 
     verb = "checklist draft"

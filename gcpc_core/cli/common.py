@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
-from ..store import SchemaTooNew, Store
+if TYPE_CHECKING:
+    from ..store import Store
 
 __all__ = [
     "DEFAULT_SEED",
     "ENDPOINT_FROM",
     "FORMATS",
+    "ITEM_JUDGE_CHOICES",
+    "JUDGE_CHOICES",
+    "Deferred",
     "Exit",
     "add_concurrency",
     "add_db",
@@ -76,6 +80,8 @@ def reported(verb: str, *errors: type[Exception], finished: str | None = None) -
 def open_db(verb: str, db: Path, *, create: bool = False) -> Store:
     """The existing project DB (a mistyped path must not silently create an empty project), or with
     `create` a new one if missing. A DB that a newer GCPC wrote is refused, naming it and both versions."""
+    from ..store import SchemaTooNew, Store
+
     if not create and not Path(db).is_file():
         fail(verb, f"{db}: no such project DB")
     try:
@@ -84,9 +90,53 @@ def open_db(verb: str, db: Path, *, create: bool = False) -> Store:
         fail(verb, exc)
 
 
+class Deferred(Sequence[str]):
+    """Choices that a stage defines (the registered judges, the export tables), read from it only when
+    argparse checks a value or lists them — parsing that verb, or its `--help` — so that building the
+    whole parser imports no stage (see `gcpc_core.defaults`). Give the option a `metavar` (argparse
+    lists the choices of one without it while the parser is built) and `%(choices)s` in its help."""
+
+    def __init__(self, read: Callable[[], Sequence[str]]) -> None:
+        self._read = read
+
+    @property
+    def _names(self) -> tuple[str, ...]:
+        return tuple(self._read())  # read on every use: the judge registry is live
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        return self._names[index]
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def _judges() -> Sequence[str]:
+    from ..judge.registry import JUDGES
+
+    return JUDGES
+
+
+def _item_judges() -> Sequence[str]:
+    from ..judge.registry import ITEM_JUDGES
+
+    return ITEM_JUDGES
+
+
+JUDGE_CHOICES = Deferred(_judges)
+"""`--judge` of a verb that takes any registered judge."""
+ITEM_JUDGE_CHOICES = Deferred(_item_judges)
+"""`--judge` of a verb that reads item verdicts."""
+
+
 def require_llm(verb: str, model: str | None) -> None:
     """Stop before any work when the endpoint or model is not configured, naming what to set."""
-    from ..llm import llm_status  # the LLM layer loads the openai client: only verbs that call it pay
+    from ..llm import llm_status
 
     ok, reason = llm_status(model)
     if not ok:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from ..store import Store
 from .common import add_db, add_n_boot, add_seed, fail, open_db, reported
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 __all__ = ["add_compare", "add_label_choice", "add_labels", "add_run_label", "chosen_labels"]
 
@@ -69,6 +70,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_labels(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     store = open_db("labels", args.db)
     labelled = store.judging.labels()
     runs = pd.DataFrame([r.model_dump() for r in labelled])

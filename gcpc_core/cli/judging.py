@@ -6,11 +6,12 @@ import argparse
 import shlex
 from pathlib import Path
 
-from ..analysis.sensitivity import SCOPES
-from ..judge import ITEM_JUDGES, JUDGES
+from ..defaults import PERTURB_SCOPES
 from .compare import add_label_choice, add_run_label, chosen_labels
 from .common import (
     ENDPOINT_FROM,
+    ITEM_JUDGE_CHOICES,
+    JUDGE_CHOICES,
     add_concurrency,
     add_db,
     add_deprecated,
@@ -148,7 +149,8 @@ def add_judge(sub: argparse._SubParsersAction) -> None:
                        f"progress rating; probe: offline regex probes (no LLM). {ENDPOINT_FROM} Exit 0 ok, 1 some "
                        "trajectories failed (endpoint errors; rerun), 2 unusable setup.")
     add_db(p)
-    p.add_argument("--judge", required=True, choices=JUDGES, help="which judge")
+    p.add_argument("--judge", required=True, choices=JUDGE_CHOICES, metavar="JUDGE",
+                   help="which judge: %(choices)s")
     add_model(p)
     add_concurrency(p, 8)
     p.add_argument("--limit", type=int, help="judge at most this many trajectories now")
@@ -167,7 +169,8 @@ def add_score(sub: argparse._SubParsersAction) -> None:
                        "Yes, official FAIL adds an endpoint item judged No (raw verdicts are kept), then partial "
                        "credit, evidence coverage, Perfect and counts are written. Idempotent.")
     add_db(p)
-    p.add_argument("--judge", choices=JUDGES, help="only this judge")
+    p.add_argument("--judge", choices=JUDGE_CHOICES, metavar="JUDGE",
+                   help="only this judge: %(choices)s")
     p.set_defaults(func=_cmd_score)
 
 
@@ -205,7 +208,8 @@ def add_perturb(sub: argparse._SubParsersAction) -> None:
                        f"offline. {ENDPOINT_FROM} Exit 0 ok, 1 some items failed (endpoint errors; rerun), "
                        "2 unusable setup.")
     add_db(p)
-    p.add_argument("--judge", required=True, choices=ITEM_JUDGES, help="which judge's Yes items")
+    p.add_argument("--judge", required=True, choices=ITEM_JUDGE_CHOICES, metavar="JUDGE",
+                   help="which judge's Yes items: %(choices)s")
     p.add_argument("--label", metavar="LABEL",
                    help="perturb this labelled run of the judge instead of its default (the most recent run); "
                    "KIND=LABEL when a label names runs of two judges (`python -m gcpc_core labels --db …` lists "
@@ -213,7 +217,7 @@ def add_perturb(sub: argparse._SubParsersAction) -> None:
     add_model(p, "model name (default: $GCPC_MODEL); must be the model the items were judged with")
     p.add_argument("--limit", type=int, help="perturb at most this many items now (a seeded sample across tasks)")
     add_seed(p, "perturbation seed")
-    p.add_argument("--scope", choices=SCOPES, default=SCOPES[0],
+    p.add_argument("--scope", choices=PERTURB_SCOPES, default=PERTURB_SCOPES[0],
                    help="replace the span in the cited event only, or in every evidence event holding it "
                    "(default %(default)s)")
     p.add_argument("--per-item", action="store_true", help="the items were judged with `judge --per-item`")

@@ -6,26 +6,27 @@ import argparse
 import itertools
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from .. import demo, export
-from ..demo import DEMO_SEED
-from ..csv_safe import write_csv_rows
-from ..ingest import load_condition_map
-from ..ingest.archive import ArchiveError, unpack_for_import
-from ..ingest.trials import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, TrialError
-from ..stages import recorded_import
-from ..store import SchemaTooNew, Store
-from .common import add_db, add_deprecated, add_format, add_quiet, add_seed, fail, open_db, reported
+from ..defaults import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, DEMO_SEED
+from .common import Deferred, add_db, add_deprecated, add_format, add_quiet, add_seed, fail, open_db, reported
 from .compare import add_label_choice, chosen_labels
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 __all__ = ["add_demo", "add_export", "add_import", "add_info"]
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
+    from ..ingest import load_condition_map
+    from ..ingest.archive import ArchiveError, unpack_for_import
+    from ..ingest.trials import TrialError
+    from ..stages import recorded_import
+
     if args.tasks is None and args.trials is None:
         fail("import", "give --tasks and/or --trials")
     folders = {}
@@ -101,6 +102,8 @@ def _print_statuses(statuses: list) -> None:
 
 
 def _write_rows(rows: Iterable[dict], fmt: str, out: TextIO) -> int:
+    from ..csv_safe import write_csv_rows
+
     count = 0
     if fmt == "jsonl":
         for row in rows:
@@ -115,7 +118,15 @@ def _write_rows(rows: Iterable[dict], fmt: str, out: TextIO) -> int:
     return write_csv_rows(out, itertools.chain([first], flat), list(first))
 
 
+def _export_tables() -> Sequence[str]:
+    from ..export import EXPORTERS
+
+    return tuple(EXPORTERS)
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
+    from .. import export
+
     store = open_db("export", args.db)
     if args.all_runs and args.label:
         fail("export", "give --label or --all-runs, not both")
@@ -132,6 +143,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from .. import demo
+    from ..store import SchemaTooNew, Store
+
     if args.out is None and args.db is None:
         fail("demo", "give --out DIR and/or --db FILE")
     if args.out is not None:
@@ -195,7 +209,8 @@ def add_export(sub: argparse._SubParsersAction) -> None:
                        "item audits are of each judge's default run (the most recent), with a label column; "
                        "--label chooses other runs, --all-runs exports every labelled run.")
     add_db(p)
-    p.add_argument("--what", required=True, choices=tuple(export.EXPORTERS), help="which table")
+    p.add_argument("--what", required=True, choices=Deferred(_export_tables), metavar="TABLE",
+                   help="which table: %(choices)s")
     add_label_choice(p)
     p.add_argument("--all-runs", action="store_true",
                    help="every labelled judge run, the label column telling them apart (judgments, scores, "

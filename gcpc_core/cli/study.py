@@ -7,9 +7,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..store import Store
 from .common import add_db, add_deprecated, add_format, add_seed, fail, open_db, reported
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 __all__ = ["add_study"]
 

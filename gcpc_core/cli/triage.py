@@ -7,17 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from ..analysis.active import STRATA, compare, estimate_error, population, propose, should_stop, verifier_audits
-from ..analysis.calibration import audited_figures
-from ..analysis.frames import FrameContractError
-from ..analysis.loader import frames_from_store
-from ..analysis.triage import item_verdicts, triage
-from ..judge.registry import ITEM_JUDGES, item_judges_among
-from .common import add_db, add_seed, fail, open_db
+from .common import ITEM_JUDGE_CHOICES, add_db, add_seed, fail, open_db
 from .compare import add_label_choice, chosen_labels
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["add_triage"]
 
@@ -37,7 +33,8 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
                        "simulation (no DB). Exit 0 ok, 2 unusable input.")
     add_db(p, required=False)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
-    p.add_argument("--judge", choices=ITEM_JUDGES, help="only this judge's item verdicts")
+    p.add_argument("--judge", choices=ITEM_JUDGE_CHOICES, metavar="JUDGE",
+                   help="only this judge's item verdicts: %(choices)s")
     p.add_argument("--limit", type=int, default=30, help="print at most this many disagreements (default %(default)s; 0: all)")
     p.add_argument("--next", type=int, default=0, metavar="K", help="propose the next K audits per judge")
     p.add_argument("--target-width", type=float, default=0.10,
@@ -64,6 +61,8 @@ def _print(title: str, frame: pd.DataFrame) -> None:
 
 
 def _estimate(items: pd.DataFrame, audits: pd.DataFrame, judge: str, target: float) -> dict:
+    from ..analysis.active import estimate_error, population, should_stop
+
     est = estimate_error(population(items, audits, judge))
     return {"judge": judge, "estimate": est.estimate, "low": est.low, "high": est.high, "width": est.width,
             "n_audited": est.n_audited, "n_population": est.n_population, "stop": should_stop(est, target),
@@ -71,6 +70,15 @@ def _estimate(items: pd.DataFrame, audits: pd.DataFrame, judge: str, target: flo
 
 
 def _cmd_triage(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ..analysis.active import STRATA, compare, population, propose, verifier_audits
+    from ..analysis.calibration import audited_figures
+    from ..analysis.frames import FrameContractError
+    from ..analysis.loader import frames_from_store
+    from ..analysis.triage import item_verdicts, triage
+    from ..judge.registry import item_judges_among
+
     if args.simulate:
         table = compare(args.scenario, target_width=args.target_width, seeds=range(args.seeds))
         if args.json:

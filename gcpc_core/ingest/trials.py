@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..defaults import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD
 from ..models import Condition, CtrfTest, Event, Outcome, Trajectory
 from .bounded import FileRefused, hash_regular, is_regular, read_regular
 from .confine import first_escape, refusal, walk
@@ -39,8 +40,6 @@ __all__ = [
     "trial_fingerprint",
 ]
 
-DEFAULT_PASS_THRESHOLD = 1.0
-DEFAULT_MAX_LOG_BYTES = 25 * 2**20
 _MAX_JSON_BYTES = 8 * 2**20
 _MAX_REWARD_BYTES = 4096
 INGEST_VERSION = "2"

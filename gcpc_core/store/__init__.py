@@ -1,6 +1,7 @@
 """The project DB, and the only package that speaks SQL: `Store` holds the connection and the
 migrations; each stage's tables are read and written through its repository on the store."""
 
+from . import lean_import  # noqa: F401, I001  (first: every later import of sqlite_utils is the lean one)
 from .annotations import AnnotationRow
 from .checklists import ChecklistRow
 from .common import derive_label, utcnow
