@@ -14,7 +14,7 @@ import streamlit as st
 from gcpc_core.analysis import FrameContractError
 from gcpc_core.review.compare import default_pair, differing_table, run_choices, run_title
 from gcpc_core.review.text import md_escape
-from gcpc_core.review.ui import cached_compare, require_store
+from gcpc_core.review.ui import app_base_url, cached_compare, require_store
 
 store = require_store()
 st.title("Compare runs")
@@ -70,7 +70,7 @@ else:
     st.dataframe(result.sensitivity, hide_index=True, width="stretch")
 
 st.subheader(f"Items where the runs differ ({len(result.differing)})")
-differ = differing_table(result)
+differ = differing_table(result, app_base_url())
 st.dataframe(differ, hide_index=True, width="stretch", column_config={
     "audit_a": st.column_config.LinkColumn("audit A", display_text="open A", help="Open run A's verdict in the item audit"),
     "audit_b": st.column_config.LinkColumn("audit B", display_text="open B", help="Open run B's verdict in the item audit"),

@@ -3,7 +3,8 @@ interval as audits arrive, every disagreement ranked by how much correcting it w
 figures, judge calibration, and the raw figures beside the audited ones.
 
 Layout and widgets only: `gcpc_core.review.auditloop` computes everything. Links open the item audit
-on one item verdict (`audit?trajectory=…&judge=…&item=…`) and carry nothing else. Data values are
+on one item verdict (`<app URL>/audit?trajectory=…&judge=…&item=…`, absolute: `$GCPC_PUBLIC_URL` or the address
+the browser reached) and carry nothing else. Data values are
 shown through st.dataframe / st.text only.
 """
 
@@ -14,14 +15,15 @@ import streamlit as st
 from gcpc_core.analysis import FrameContractError
 from gcpc_core.review.auditloop import cached_judge_loop, cached_loop_data, history_figure, row_label
 from gcpc_core.review.text import md_escape
-from gcpc_core.review.ui import require_store, run_select
+from gcpc_core.review.ui import app_base_url, require_store, run_select
 
 store = require_store()
 st.title("Triage")
+base_url = app_base_url()
 runs = run_select(store, "triage")  # a judge with several labelled runs: which one
 try:
     with st.spinner("Ranking disagreements…"):
-        data = cached_loop_data(store, labels=runs)
+        data = cached_loop_data(store, base_url, labels=runs)
 except FrameContractError as exc:
     st.error("The analysis cannot run on this project's data: " + md_escape(exc, limit=400))
     st.stop()
@@ -52,7 +54,7 @@ judge = cols[0].selectbox("Judge", data.judges, key="triage:judge")
 k = cols[1].number_input("Proposals", min_value=1, max_value=200, value=10, key="triage:k")
 target = cols[2].number_input("Target interval width", min_value=0.01, max_value=1.0, value=0.10, step=0.01,
                               key="triage:target")
-loop = cached_judge_loop(store, judge, int(k), float(target), labels=runs)
+loop = cached_judge_loop(store, base_url, judge, int(k), float(target), labels=runs)
 est = loop.estimate
 m = st.columns(4)
 m[0].metric("Error rate (auditor ≠ judge)", f"{est.estimate:.3f}")

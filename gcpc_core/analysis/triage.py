@@ -103,10 +103,11 @@ def _shares(pairs: pd.DataFrame, threshold: float) -> pd.Series:
 
 
 def rank_disagreements(
-    found: pd.DataFrame, items: pd.DataFrame, scores: pd.DataFrame, *, threshold: float = 0.10
+    found: pd.DataFrame, items: pd.DataFrame, scores: pd.DataFrame, *, base_url: str, threshold: float = 0.10
 ) -> pd.DataFrame:
     """`found` (from `disagreements`) with ``delta_auc, delta_mean_pc, delta_share, impact, condition, rank, link``,
-    most impactful first. ``delta_share`` is the signed change of the matched-pair share that moves most."""
+    most impactful first (``link``: `audit_link` into the app at `base_url`). ``delta_share`` is the signed change
+    of the matched-pair share that moves most."""
     if found.empty:
         return pd.DataFrame(columns=TRIAGE_COLUMNS)
     require_columns(scores, ("trajectory_id", "judge", "outcome", "condition", "agent", "model", "trial_index"),
@@ -157,21 +158,23 @@ def rank_disagreements(
     out = out.sort_values(["impact", "_kind", "judge", "trajectory_id", "item_id"],
                           ascending=[False, True, True, True, True], kind="stable").reset_index(drop=True)
     out["rank"] = np.arange(1, len(out) + 1)
-    out["link"] = [audit_link(r.trajectory_id, r.judge, r.item_id) for r in out.itertuples(index=False)]
+    out["link"] = [audit_link(base_url, r.trajectory_id, r.judge, r.item_id) for r in out.itertuples(index=False)]
     return out[TRIAGE_COLUMNS]
 
 
-def audit_link(trajectory_id: str, judge: str, item_id: str, label: str | None = None) -> str:
-    """Relative URL of the item audit page opened on one item verdict (what the audit page reads from its
-    query); `label` names the judge run when it is not the judge's default."""
+def audit_link(base_url: str, trajectory_id: str, judge: str, item_id: str, label: str | None = None) -> str:
+    """Absolute URL of the item audit page of the app at `base_url` opened on one item verdict (what the audit
+    page reads from its query); `label` names the judge run when it is not the judge's default. Absolute, so
+    the link works where it is pasted (a terminal, a ticket, a spreadsheet), not only inside the app."""
     query = {"trajectory": trajectory_id, "judge": judge, "item": item_id} | ({"label": label} if label else {})
-    return "audit?" + urlencode(query)
+    return f"{base_url.rstrip('/')}/audit?{urlencode(query)}"
 
 
-def triage(frames: dict[str, pd.DataFrame | None], *, threshold: float = 0.10) -> pd.DataFrame:
-    """Every disagreement of a project's frames, ranked (`TRIAGE_COLUMNS`); empty when there are no item verdicts."""
+def triage(frames: dict[str, pd.DataFrame | None], *, base_url: str, threshold: float = 0.10) -> pd.DataFrame:
+    """Every disagreement of a project's frames, ranked (`TRIAGE_COLUMNS`), linking into the app at `base_url`;
+    empty when there are no item verdicts."""
     items, scores = frames.get("items"), frames.get("scores")
     if items is None or items.empty or scores is None or scores.empty:
         return pd.DataFrame(columns=TRIAGE_COLUMNS)
     found = disagreements(item_verdicts(items, frames.get("ctrf"), frames.get("audits")))
-    return rank_disagreements(found, items, scores, threshold=threshold)
+    return rank_disagreements(found, items, scores, base_url=base_url, threshold=threshold)

@@ -49,13 +49,15 @@ class JudgeLoop:
     proposals: pd.DataFrame
 
 
-def loop_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[str, str] | None = None) -> LoopData:
+def loop_data(store: Store, base_url: str, n_boot: int = CALIBRATION_BOOT,
+              labels: Mapping[str, str] | None = None) -> LoopData:
     """Disagreements ranked by impact, calibration against auditors and verifier, raw vs audited figures, of
-    each judge's default run unless `labels` chooses another (links then name the chosen run)."""
+    each judge's default run unless `labels` chooses another (links, into the app at `base_url`, then name the
+    chosen run)."""
     frames = frames_from_store(store, labels=labels)
     items = frames["items"]
     judges = item_judges_among(items["judge"].unique())
-    ranked = _with_run_links(triage(frames), labels)
+    ranked = _with_run_links(triage(frames, base_url=base_url), labels, base_url)
     reference = reference_labels(items, frames["ctrf"], frames["audits"]) if len(items) else pd.DataFrame()
     empty = pd.DataFrame()
     calibration = calibration_table(reference, n_boot=n_boot) if len(reference) else empty
@@ -65,26 +67,27 @@ def loop_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[str,
     return LoopData(judges, ranked, calibration, by_route, figures, len(overrides))
 
 
-def _with_run_links(found: pd.DataFrame, labels: Mapping[str, str] | None) -> pd.DataFrame:
+def _with_run_links(found: pd.DataFrame, labels: Mapping[str, str] | None, base_url: str) -> pd.DataFrame:
     """`found` with its audit links naming the chosen run of each judge `labels` chooses."""
     if labels and len(found):
         found = found.copy()
-        found["link"] = [audit_link(r.trajectory_id, r.judge, r.item_id, labels.get(r.judge))
+        found["link"] = [audit_link(base_url, r.trajectory_id, r.judge, r.item_id, labels.get(r.judge))
                          for r in found.itertuples(index=False)]
     return found
 
 
 def judge_loop(
-    store: Store, judge: str, k: int, target_width: float, seed: int = 0, labels: Mapping[str, str] | None = None
+    store: Store, base_url: str, judge: str, k: int, target_width: float, seed: int = 0,
+    labels: Mapping[str, str] | None = None,
 ) -> JudgeLoop:
-    """`judge`'s error rate (auditor consensus ≠ raw verdict), its history and the next `k` audits with links,
-    in its default run unless `labels` chooses another."""
+    """`judge`'s error rate (auditor consensus ≠ raw verdict), its history and the next `k` audits with links
+    into the app at `base_url`, in its default run unless `labels` chooses another."""
     frames = frames_from_store(store, labels=labels)
     pop = population(frames["items"], frames["audits"], judge)
     est = estimate_error(pop)
     history = estimate_history(pop, frames["audits"])
     nxt = propose(pop, k, seed=seed)
-    nxt["link"] = [audit_link(r.trajectory_id, r.judge, r.item_id, (labels or {}).get(judge))
+    nxt["link"] = [audit_link(base_url, r.trajectory_id, r.judge, r.item_id, (labels or {}).get(judge))
                    for r in nxt.itertuples(index=False)]
     return JudgeLoop(est, should_stop(est, target_width), history, nxt)
 

@@ -49,10 +49,11 @@ def compare_view(store: Store, a: str, b: str, n_boot: int = 2000, seed: int = 0
                         perturbations=frames["perturbations"])
 
 
-def differing_table(result: RunComparison) -> pd.DataFrame:
-    """The differing items with a link into the item audit on run A's verdict and one on run B's."""
+def differing_table(result: RunComparison, base_url: str) -> pd.DataFrame:
+    """The differing items with a link into the item audit (of the app at `base_url`) on run A's verdict and
+    one on run B's."""
     out = result.differing.copy()
     (judge_a, label_a), (judge_b, label_b) = result.a, result.b
-    out["audit_a"] = [audit_link(t, judge_a, i, label_a) for t, i in zip(out["trajectory_id"], out["item_id"])]
-    out["audit_b"] = [audit_link(t, judge_b, i, label_b) for t, i in zip(out["trajectory_id"], out["item_id"])]
+    out["audit_a"] = [audit_link(base_url, t, judge_a, i, label_a) for t, i in zip(out["trajectory_id"], out["item_id"])]
+    out["audit_b"] = [audit_link(base_url, t, judge_b, i, label_b) for t, i in zip(out["trajectory_id"], out["item_id"])]
     return out

@@ -397,6 +397,25 @@ def test_links_open_the_audit_page_on_a_trajectory(demo_db: Path) -> None:
     assert at.selectbox(key="audit:trajectory").value == without and without in {t.id for t in store.trials.trajectories()}
 
 
+@pytest.mark.parametrize("public", ["https://audit.example/gcpc", None])
+def test_triage_and_compare_links_are_absolute(demo_db: Path, monkeypatch: pytest.MonkeyPatch,
+                                               public: str | None) -> None:
+    """The audit links in the Triage and Compare tables open as they stand, pasted anywhere: `$GCPC_PUBLIC_URL`,
+    else the address the app is served at (never `audit?…` relative to whatever page holds them)."""
+    if public:
+        monkeypatch.setenv("GCPC_PUBLIC_URL", public)
+    else:
+        monkeypatch.delenv("GCPC_PUBLIC_URL", raising=False)
+    from annotations.tokens import default_base_url
+
+    start = (public or default_base_url(env={})) + "/audit?trajectory="  # unset: the committed config's address
+    for page, columns in (("triage", ("link",)), ("compare", ("audit_a", "audit_b"))):
+        at = open_page(page)
+        assert not at.exception, at.exception
+        links = [v for frame in at.dataframe for c in columns if c in frame.value.columns for v in frame.value[c]]
+        assert links and all(link.startswith(start) for link in links), (page, links[:2])
+
+
 def test_pairs_page_highlights_changed_items(demo_db: Path) -> None:
     at = open_page("pairs")
     assert not at.exception

@@ -26,7 +26,7 @@ def metric(app: App, label: str) -> str:
 
 def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_counts(demo: App) -> None:
     store = Store(demo.server.db)
-    top = triage(frames_from_store(store)).iloc[0]
+    top = triage(frames_from_store(store), base_url=demo.server.url).iloc[0]
     had_audit = any(a.item_id == top["item_id"] for a in item_audits(store, trajectory_id=top["trajectory_id"],
                                                                         judge="probe"))
 
@@ -79,10 +79,10 @@ def test_auditing_the_proposals_in_order_narrows_the_error_rate_and_the_figures(
     for step in range(4):
         demo.open("triage")
         expect(demo.main.get_by_role("heading", name="Raw and audited figures")).to_be_visible()
-        loop = judge_loop(store, "probe", 10, 0.10)
+        loop = judge_loop(store, demo.server.url, "probe", 10, 0.10)
         widths.append(float(metric(demo, "Width")))
         assert widths[-1] == float(f"{loop.estimate.width:.3f}")
-        figure_widths.append(loop_data(store, n_boot=50).figures["error_width"].sum())
+        figure_widths.append(loop_data(store, demo.server.url, n_boot=50).figures["error_width"].sum())
         if step == 3:
             break
         nxt = loop.proposals.iloc[0]

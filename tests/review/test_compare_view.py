@@ -24,11 +24,13 @@ def test_the_page_opens_on_the_default_run_against_the_other(demo: Store) -> Non
     assert [run_title(r).endswith("SIMULATED verdicts") for r in runs] == [False, True]
     assert default_pair(runs[:1]) is None
     result = compare_view(demo, *default_pair(runs), n_boot=200)
-    table = differing_table(result)
+    table = differing_table(result, "http://127.0.0.1:8501")
     assert len(table) == len(result.differing) > 0
     first = table.iloc[0]
     for column, label in (("audit_a", probe), ("audit_b", DEMO_SIMULATED_LABEL)):
-        query = parse_qs(urlparse(first[column]).query)
+        url = urlparse(first[column])
+        assert (url.scheme, url.netloc, url.path) == ("http", "127.0.0.1:8501", "/audit")
+        query = parse_qs(url.query)
         assert query == {"trajectory": [first["trajectory_id"]], "judge": ["probe"], "item": [first["item_id"]],
                          "label": [label]}
     with pytest.raises(ValueError, match="no judge run probe=nope"):
@@ -76,15 +78,17 @@ def test_a_runs_page_job_judges_under_its_label(demo: Store, monkeypatch: pytest
 def test_triage_reads_the_chosen_run_and_links_to_it(demo: Store) -> None:
     from gcpc_core.review.auditloop import judge_loop, loop_data
 
-    default = loop_data(demo, n_boot=50)
-    chosen = loop_data(demo, n_boot=50, labels={"probe": DEMO_SIMULATED_LABEL})
+    default = loop_data(demo, "http://127.0.0.1:8501", n_boot=50)
+    chosen = loop_data(demo, "http://127.0.0.1:8501", n_boot=50, labels={"probe": DEMO_SIMULATED_LABEL})
     assert not default.disagreements["link"].str.contains("label=").any()
     assert chosen.disagreements["link"].str.contains("label=DEMO").all()
     # the simulated run flips verdicts, so it disagrees with the verifier where the probe judge did not
     assert set(chosen.disagreements["trajectory_id"] + chosen.disagreements["item_id"]) != set(
         default.disagreements["trajectory_id"] + default.disagreements["item_id"])
-    loop = judge_loop(demo, "probe", 3, 0.1, labels={"probe": DEMO_SIMULATED_LABEL})
+    loop = judge_loop(demo, "http://127.0.0.1:8501", "probe", 3, 0.1, labels={"probe": DEMO_SIMULATED_LABEL})
     assert len(loop.proposals) == 3 and loop.proposals["link"].str.contains("label=DEMO").all()
+    assert loop.proposals["link"].str.startswith("http://127.0.0.1:8501/audit?").all()
+    assert default.disagreements["link"].str.startswith("http://127.0.0.1:8501/audit?").all()
 
 
 def test_the_report_names_the_run_of_each_judge(demo: Store, tmp_path: Path) -> None:
