@@ -13,7 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
-from gcpc_core.review.auditloop import cached_judge_loop, cached_loop_data, history_figure, row_label
+from gcpc_core.review.auditloop import MIN_HISTORY_AUDITS, cached_judge_loop, cached_loop_data, history_figure, row_label
 from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import app_base_url, require_store, run_select
 
@@ -67,7 +67,12 @@ else:
     st.text(f"Keep auditing: the interval is {est.width:.3f} wide; the target is {target:g}.")
 st.caption("Error rate per route")
 st.dataframe(est.by_route, hide_index=True, width="stretch")
-st.plotly_chart(history_figure(loop.history, float(target)), key="triage:history")
+history = history_figure(loop.history, float(target))
+if history is None:
+    st.info(f"The error-rate chart appears once {MIN_HISTORY_AUDITS} or more of this judge's verdicts are audited "
+            f"({est.n_audited} so far): record audits on the item audit page.")
+else:
+    st.plotly_chart(history, key="triage:history")
 st.caption("Next audits, in order (strata where the variance is; tasks in proportion)")
 st.dataframe(loop.proposals, hide_index=True, width="stretch", column_config={"link": LINK})
 open_link("Open a proposed audit", loop.proposals.to_dict("records"), "triage:open_next")

@@ -21,7 +21,7 @@ from ..judge.registry import item_judges_among
 from ..store import Store
 from .ui import cached
 
-__all__ = ["JudgeLoop", "LoopData", "cached_judge_loop", "cached_loop_data", "history_figure", "judge_loop",
+__all__ = ["MIN_HISTORY_AUDITS", "JudgeLoop", "LoopData", "cached_judge_loop", "cached_loop_data", "history_figure", "judge_loop",
            "loop_data", "row_label"]
 
 TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists")
@@ -96,17 +96,28 @@ cached_loop_data = cached(*TABLES)(loop_data)
 cached_judge_loop = cached(*TABLES)(judge_loop)
 
 
-def history_figure(history: pd.DataFrame, target_width: float) -> go.Figure:
-    """The error-rate estimate and its interval against the number of audits."""
+MIN_HISTORY_AUDITS = 2
+"""Audits before the error-rate history is worth a chart (one point is no history)."""
+
+
+def history_figure(history: pd.DataFrame, target_width: float) -> go.Figure | None:
+    """The running error-rate estimate and its interval after each audit (`estimate_history`), on a 0–1 rate
+    axis against audits 1…n; None with fewer than `MIN_HISTORY_AUDITS` audits (the page then says so instead
+    of plotting a lone dot on an axis that autoscales to −1…1)."""
+    after = history[history["n_audits"] >= 1]
+    if after.empty or int(after["n_audits"].max()) < MIN_HISTORY_AUDITS:
+        return None
+    n = int(after["n_audits"].max())
     fig = go.Figure([
-        go.Scatter(x=history["n_audits"], y=history["high"], mode="lines", line={"width": 0}, showlegend=False,
+        go.Scatter(x=after["n_audits"], y=after["high"], mode="lines", line={"width": 0}, showlegend=False,
                    hoverinfo="skip"),
-        go.Scatter(x=history["n_audits"], y=history["low"], mode="lines", line={"width": 0}, fill="tonexty",
-                   name="interval"),
-        go.Scatter(x=history["n_audits"], y=history["estimate"], mode="lines+markers", name="estimate"),
+        go.Scatter(x=after["n_audits"], y=after["low"], mode="lines", line={"width": 0}, fill="tonexty",
+                   name="95% interval"),
+        go.Scatter(x=after["n_audits"], y=after["estimate"], mode="lines+markers", name="error rate"),
     ])
     fig.update_layout(title=f"Error rate as audits arrived (stop at width ≤ {target_width:g})",
-                      xaxis={"title": "audits"}, yaxis={"title": "error rate", "range": [0, 1]}, height=320)
+                      xaxis={"title": "audits recorded", "range": [1, n], "tickformat": "d", "rangemode": "nonnegative"},
+                      yaxis={"title": "error rate", "range": [0, 1], "tickformat": ".0%"}, height=320)
     return fig
 
 
