@@ -1,6 +1,7 @@
 """Triage: the auditor's loop — which item verdicts to audit next, the judge's error rate and its
 interval as audits arrive, every disagreement ranked by how much correcting it would move the
-figures, judge calibration, and the raw figures beside the audited ones.
+figures, judge calibration, and the raw figures beside the audited ones (these two sections are computed only
+when opened: their bootstrap intervals are most of the page's time).
 
 Layout and widgets only: `gcpc_core.review.auditloop` computes everything. Links open the item audit
 on one item verdict (`<app URL>/audit?trajectory=…&judge=…&item=…`, absolute: `$GCPC_PUBLIC_URL` or the address
@@ -13,7 +14,14 @@ from __future__ import annotations
 import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
-from gcpc_core.review.auditloop import MIN_HISTORY_AUDITS, cached_judge_loop, cached_loop_data, history_figure, row_label
+from gcpc_core.review.auditloop import (
+    MIN_HISTORY_AUDITS,
+    cached_audited_data,
+    cached_judge_loop,
+    cached_loop_data,
+    history_figure,
+    row_label,
+)
 from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import app_base_url, require_store, run_select
 
@@ -88,18 +96,25 @@ else:
     st.dataframe(found, hide_index=True, width="stretch", column_config={"link": LINK})
     open_link("Open a disagreement", found.to_dict("records"), "triage:open")
 
-# ---- calibration and audited figures ------------------------------------------------------------------
-st.subheader("Judge calibration")
-if data.calibration.empty:
-    st.text("No item verdict is labelled yet by an auditor or by the verifier's CTRF report.")
-else:
-    st.dataframe(data.calibration, hide_index=True, width="stretch")
-    st.caption("Per route")
-    st.dataframe(data.calibration_by_route, hide_index=True, width="stretch")
-st.subheader("Raw and audited figures")
-st.text(f"{data.n_overrides} item verdicts overridden by the auditors' consensus.")
-if not data.figures.empty:
-    st.dataframe(data.figures, hide_index=True, width="stretch")
-    st.caption("raw_low … audited_high: sampling intervals (tasks resampled; AUC only). error_low – error_high: "
-               "the judge-error interval of each audited figure — where it could lie if the unaudited verdicts "
-               "are wrong as often as the audits say the judge errs; it narrows as the proposed audits arrive.")
+# ---- calibration and audited figures (computed only when opened: the bootstrap is most of the page's time) --
+with st.expander("Judge calibration", key="triage:open:calibration", on_change="rerun") as section:
+    if section.open:
+        with st.spinner("Computing the calibration…"):
+            audited = cached_audited_data(store, labels=runs)
+        if audited.calibration.empty:
+            st.text("No item verdict is labelled yet by an auditor or by the verifier's CTRF report.")
+        else:
+            st.dataframe(audited.calibration, hide_index=True, width="stretch")
+            st.caption("Per route")
+            st.dataframe(audited.calibration_by_route, hide_index=True, width="stretch")
+with st.expander("Raw and audited figures", key="triage:open:figures", on_change="rerun") as section:
+    if section.open:
+        with st.spinner("Computing the audited figures…"):
+            audited = cached_audited_data(store, labels=runs)
+        st.text(f"{audited.n_overrides} item verdicts overridden by the auditors' consensus.")
+        if not audited.figures.empty:
+            st.dataframe(audited.figures, hide_index=True, width="stretch")
+            st.caption("raw_low … audited_high: sampling intervals (tasks resampled; AUC only). error_low – "
+                       "error_high: the judge-error interval of each audited figure — where it could lie if the "
+                       "unaudited verdicts are wrong as often as the audits say the judge errs; it narrows as the "
+                       "proposed audits arrive.")

@@ -27,6 +27,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
+from sklearn import config_context
 from sklearn.metrics import roc_auc_score
 
 from ..models import ENDPOINT_ITEM_ID, ItemJudgment
@@ -35,7 +36,7 @@ from .audits import KEY, auditor_consensus, auditor_verdicts
 from .calibration import rescore
 from .frames import require_columns
 from .item_accuracy import assertion_truth
-from .skills import matched_pairs, transition_table
+from .skills import EPS, TRANSITIONS, matched_pairs
 
 __all__ = ["KINDS", "TRIAGE_COLUMNS", "audit_link", "disagreements", "item_verdicts", "rank_disagreements", "triage"]
 
@@ -91,15 +92,30 @@ def _score(rows: pd.DataFrame, outcome: str) -> float:
 
 
 def _auc(outcome: np.ndarray, score: np.ndarray) -> float:
+    """AUC of `score` vs official PASS over the finite scores. Called once per candidate correction, on arrays
+    built here (finite, one label each), so sklearn's argument validation, most of a call's time, is skipped."""
     ok = np.isfinite(score)
     y = outcome[ok] == "PASS"
-    return float(roc_auc_score(y, score[ok])) if 0 < y.sum() < len(y) else np.nan
+    if not 0 < y.sum() < len(y):
+        return np.nan
+    with config_context(skip_parameter_validation=True, assume_finite=True):
+        return float(roc_auc_score(y, score[ok]))
 
 
 def _shares(pairs: pd.DataFrame, threshold: float) -> pd.Series:
-    t = transition_table(pairs, threshold=threshold)
-    t = t[t["n_scored"] > 0].set_index("transition")
-    return pd.concat([t["share_improving"].add_prefix("improving "), t["share_regressing"].add_prefix("regressing ")])
+    """One judge's matched-pair shares improving / regressing per transition with a scored pair (and "all"), as
+    `skills.transition_table` defines them, counted in numpy: this runs once per candidate correction, where a
+    table per candidate cost most of the page's time."""
+    delta = pairs["delta"].to_numpy(dtype=float)
+    transition = pairs["transition"].to_numpy(dtype=object)
+    scored = np.isfinite(delta)
+    improving, regressing = {}, {}
+    for name in (*TRANSITIONS, "all"):
+        d = delta[scored & ((transition == name) if name != "all" else True)]
+        if len(d):
+            improving[f"improving {name}"] = float(np.mean(d > threshold + EPS))
+            regressing[f"regressing {name}"] = float(np.mean(d < -threshold - EPS))
+    return pd.Series({**improving, **regressing}, dtype=float)
 
 
 def rank_disagreements(

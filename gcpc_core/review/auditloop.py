@@ -1,5 +1,7 @@
 """The triage page's data: ranked disagreements, the next audits with the judge's error-rate estimate as
 audits arrive, judge calibration and the audited figures — all from `analysis` over the project's frames.
+Calibration and audited figures (`audited_data`, the bootstrap and judge-error draws: most of the page's
+time) are a separate cache entry, computed when the page's section for them is opened.
 
 Cached per project DB until judgments, scores or annotations change, so recording an audit on the item
 audit page and coming back shows the estimate, the interval and the figures moved.
@@ -15,24 +17,30 @@ import plotly.graph_objects as go
 
 from ..analysis.active import ErrorEstimate, estimate_error, estimate_history, population, propose, should_stop
 from ..analysis.calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
-from ..analysis.loader import frames_from_store
 from ..analysis.triage import audit_link, triage
 from ..judge.registry import item_judges_among
 from ..store import Store
-from .ui import cached
+from .ui import cached, cached_frames
 
-__all__ = ["MIN_HISTORY_AUDITS", "JudgeLoop", "LoopData", "cached_judge_loop", "cached_loop_data", "history_figure", "judge_loop",
-           "loop_data", "row_label"]
+__all__ = ["MIN_HISTORY_AUDITS", "AuditedData", "JudgeLoop", "LoopData", "audited_data", "cached_audited_data",
+           "cached_judge_loop", "cached_loop_data", "history_figure", "judge_loop", "loop_data", "row_label"]
 
 TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists")
 
 
 @dataclass(frozen=True)
 class LoopData:
-    """Everything of the page that does not depend on the chosen judge."""
+    """The ranked disagreements: what the page shows of every judge at once."""
 
     judges: list[str]
     disagreements: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class AuditedData:
+    """Judge calibration and the raw vs audited figures: the page's slowest part (bootstrap intervals and the
+    judge-error draws), computed only once its section is opened."""
+
     calibration: pd.DataFrame
     calibration_by_route: pd.DataFrame
     figures: pd.DataFrame
@@ -49,22 +57,26 @@ class JudgeLoop:
     proposals: pd.DataFrame
 
 
-def loop_data(store: Store, base_url: str, n_boot: int = CALIBRATION_BOOT,
-              labels: Mapping[str, str] | None = None) -> LoopData:
-    """Disagreements ranked by impact, calibration against auditors and verifier, raw vs audited figures, of
-    each judge's default run unless `labels` chooses another (links, into the app at `base_url`, then name the
-    chosen run)."""
-    frames = frames_from_store(store, labels=labels)
+def loop_data(store: Store, base_url: str, labels: Mapping[str, str] | None = None) -> LoopData:
+    """Disagreements ranked by impact, of each judge's default run unless `labels` chooses another (links, into
+    the app at `base_url`, then name the chosen run)."""
+    frames = cached_frames(store, labels=labels)
+    judges = item_judges_among(frames["items"]["judge"].unique())
+    return LoopData(judges, _with_run_links(triage(frames, base_url=base_url), labels, base_url))
+
+
+def audited_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[str, str] | None = None) -> AuditedData:
+    """Calibration against auditors and verifier, and raw vs audited figures, of each judge's default run unless
+    `labels` chooses another."""
+    frames = cached_frames(store, labels=labels)
     items = frames["items"]
-    judges = item_judges_among(items["judge"].unique())
-    ranked = _with_run_links(triage(frames, base_url=base_url), labels, base_url)
     reference = reference_labels(items, frames["ctrf"], frames["audits"]) if len(items) else pd.DataFrame()
     empty = pd.DataFrame()
     calibration = calibration_table(reference, n_boot=n_boot) if len(reference) else empty
     by_route = calibration_table(reference, ("judge", "reference", "route"), n_boot=n_boot) if len(reference) else empty
     figures, overrides = (audited_figures(items, frames["scores"], frames["audits"], n_boot=n_boot)
                           if len(items) and len(frames["scores"]) else (empty, empty))
-    return LoopData(judges, ranked, calibration, by_route, figures, len(overrides))
+    return AuditedData(calibration, by_route, figures, len(overrides))
 
 
 def _with_run_links(found: pd.DataFrame, labels: Mapping[str, str] | None, base_url: str) -> pd.DataFrame:
@@ -82,7 +94,7 @@ def judge_loop(
 ) -> JudgeLoop:
     """`judge`'s error rate (auditor consensus ≠ raw verdict), its history and the next `k` audits with links
     into the app at `base_url`, in its default run unless `labels` chooses another."""
-    frames = frames_from_store(store, labels=labels)
+    frames = cached_frames(store, labels=labels)
     pop = population(frames["items"], frames["audits"], judge)
     est = estimate_error(pop)
     history = estimate_history(pop, frames["audits"])
@@ -93,6 +105,7 @@ def judge_loop(
 
 
 cached_loop_data = cached(*TABLES)(loop_data)
+cached_audited_data = cached(*TABLES)(audited_data)
 cached_judge_loop = cached(*TABLES)(judge_loop)
 
 

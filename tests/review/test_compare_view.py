@@ -78,8 +78,8 @@ def test_a_runs_page_job_judges_under_its_label(demo: Store, monkeypatch: pytest
 def test_triage_reads_the_chosen_run_and_links_to_it(demo: Store) -> None:
     from gcpc_core.review.auditloop import judge_loop, loop_data
 
-    default = loop_data(demo, "http://127.0.0.1:8501", n_boot=50)
-    chosen = loop_data(demo, "http://127.0.0.1:8501", n_boot=50, labels={"probe": DEMO_SIMULATED_LABEL})
+    default = loop_data(demo, "http://127.0.0.1:8501")
+    chosen = loop_data(demo, "http://127.0.0.1:8501", labels={"probe": DEMO_SIMULATED_LABEL})
     assert not default.disagreements["link"].str.contains("label=").any()
     assert chosen.disagreements["link"].str.contains("label=DEMO").all()
     # the simulated run flips verdicts, so it disagrees with the verifier where the probe judge did not
