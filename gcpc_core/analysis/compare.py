@@ -21,6 +21,7 @@ left out, never compared.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +30,13 @@ import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 
 from ..models import ENDPOINT_ITEM_ID
-from ..store import Store
+from ..store import JudgeRun, Store
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table
 from .frames import require_columns
 from .sensitivity import sensitivity_table
 
-__all__ = ["DIFFER_COLUMNS", "VERDICT_ORDER", "RunComparison", "compare_project", "compare_runs", "run_key"]
+__all__ = ["DIFFER_COLUMNS", "VERDICT_ORDER", "RunComparison", "compare_project", "compare_runs", "run_key",
+           "run_name"]
 
 VERDICT_ORDER = ("Yes", "No", "Abstain")
 DIFFER_COLUMNS = ["trajectory_id", "task", "item_id", "route", "outcome", "verdict_a", "verdict_b"]
@@ -43,6 +45,16 @@ DIFFER_COLUMNS = ["trajectory_id", "task", "item_id", "route", "outcome", "verdi
 def run_key(judge: str, label: str) -> str:
     """One run's name in tables: `judge=label` (two kinds may use the same label)."""
     return f"{judge}={label}"
+
+
+def run_name(run: JudgeRun) -> str:
+    """A labelled run as a person reads it: ``judge · model · prompt version · date`` (the day of its latest
+    write), the label itself only when a person chose it (a derived label such as
+    `probe:offline:probe-v1:rules-b8e112b25397` says nothing the other parts do not), SIMULATED when it is.
+    Every page and the report name runs this way, with the full label beside it (a tooltip, a column)."""
+    name = " · ".join([run.judge, *([run.label] if run.named else []), run.model or "offline",
+                       run.prompt_version or "no prompt version", run.last_at[:10]])
+    return name + (" · SIMULATED" if run.simulated and "SIMULATED" not in name else "")  # once (a model may say so)
 
 
 @dataclass(frozen=True)
@@ -75,11 +87,13 @@ class RunComparison:
     def agreement(self) -> float:
         return self.n_agree / self.n_items if self.n_items else float("nan")
 
-    def headline(self) -> str:
+    def headline(self, names: Mapping[str, str] | None = None) -> str:
+        """The comparison in one paragraph; `names` (run key → `run_name`) names the runs for a reader."""
         ka, kb = run_key(*self.a), run_key(*self.b)
         auc = dict(zip(self.auc["judge"], self.auc["auc"]))
         d = self.delta.iloc[0] if len(self.delta) else None
-        parts = [f"A = {ka}; B = {kb}."]
+        names = names or {}
+        parts = [f"A = {names.get(ka, ka)}; B = {names.get(kb, kb)}."]
         if d is not None:
             parts.append(f"On {int(d['n'])} trajectories both scored ({int(d['n_tasks'])} tasks): AUC A {_f(auc.get(ka))}, "
                          f"B {_f(auc.get(kb))}; ΔAUC (A − B) {_f(d['delta_auc'], signed=True)} "

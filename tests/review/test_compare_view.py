@@ -21,7 +21,7 @@ def test_the_page_opens_on_the_default_run_against_the_other(demo: Store) -> Non
     runs = run_choices(demo)
     probe = demo.judging.default_labels()["probe"]
     assert default_pair(runs) == (f"probe={probe}", f"probe={DEMO_SIMULATED_LABEL}")
-    assert [run_title(r).endswith("SIMULATED verdicts") for r in runs] == [False, True]
+    assert ["SIMULATED" in run_title(r) for r in runs] == [False, True]
     assert default_pair(runs[:1]) is None
     result = compare_view(demo, *default_pair(runs), n_boot=200)
     table = differing_table(result, "http://127.0.0.1:8501")
