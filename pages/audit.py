@@ -162,16 +162,15 @@ def item_panel(view: ItemView, focused: bool) -> None:
     key = f"audit:{traj_id}:{judge}:{view.item_id}" + ("" if label == default_label else f":{label}")
     history = item_audit_history(store, trajectory_id=traj_id, item_id=view.item_id, judge=judge, label=label)
     with st.container(border=True):
-        head = st.columns([0.8, 1.2, 1.6, 1.4, 5])
-        head[0].text(view.item_id)
-        with head[1]:
+        # one row sized to its content (an id or badge moves to the next line whole, never broken mid-word, as
+        # "ENDPOINT" was in a fixed narrow column), the item's text below it
+        with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+            st.text(view.item_id)
             badge(view.route, view.route)
-        with head[2]:
             badge(f"judge {view.verdict_raw}", view.verdict_raw)
-        with head[3]:
             if view.overwritten:
                 badge(f"scored {view.verdict}", view.verdict)
-        head[4].text(show_invisible(view.text if focused else view.text[:160] + ("…" if len(view.text) > 160 else "")))
+        st.text(show_invisible(view.text if focused else view.text[:160] + ("…" if len(view.text) > 160 else "")))
         if not focused:
             if st.button("Open", key=f"{key}:open", on_click=focus, args=(view.item_id,)):
                 st.rerun()  # the whole page: another panel opens, this one closes
