@@ -121,12 +121,12 @@ def live() -> None:
                 st.error("Failed: " + md_escape(job.error.splitlines()[0]))
             if job.lines:
                 st.code("\n".join(job.lines), language=None, wrap_lines=True)
-    st.subheader("All runs")
-    st.dataframe(runs_frame(store), hide_index=True, width="stretch")
     st.subheader("Labelled judge runs")
     st.dataframe(judge_runs_frame(store), hide_index=True, width="stretch", column_config={
         "run": st.column_config.TextColumn("run", help="judge · model · prompt version · date of its latest write"),
         "label": st.column_config.TextColumn("label", help="The full label (`judge --label`, `export --label`)")})
+    st.subheader("All runs")
+    st.dataframe(runs_frame(store), hide_index=True, width="stretch")
     if not JOBS.running(store.path) and st.session_state.get("runs:was_running"):
         st.session_state["runs:was_running"] = False
         st.rerun()  # the last job ended: refresh the whole page once and stop polling

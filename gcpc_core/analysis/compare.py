@@ -30,13 +30,12 @@ import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 
 from ..models import ENDPOINT_ITEM_ID
-from ..store import JudgeRun, Store
+from ..store import Store
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table
 from .frames import require_columns
 from .sensitivity import sensitivity_table
 
-__all__ = ["DIFFER_COLUMNS", "VERDICT_ORDER", "RunComparison", "compare_project", "compare_runs", "run_key",
-           "run_name"]
+__all__ = ["DIFFER_COLUMNS", "VERDICT_ORDER", "RunComparison", "compare_project", "compare_runs", "run_key"]
 
 VERDICT_ORDER = ("Yes", "No", "Abstain")
 DIFFER_COLUMNS = ["trajectory_id", "task", "item_id", "route", "outcome", "verdict_a", "verdict_b"]
@@ -45,16 +44,6 @@ DIFFER_COLUMNS = ["trajectory_id", "task", "item_id", "route", "outcome", "verdi
 def run_key(judge: str, label: str) -> str:
     """One run's name in tables: `judge=label` (two kinds may use the same label)."""
     return f"{judge}={label}"
-
-
-def run_name(run: JudgeRun) -> str:
-    """A labelled run as a person reads it: ``judge · model · prompt version · date`` (the day of its latest
-    write), the label itself only when a person chose it (a derived label such as
-    `probe:offline:probe-v1:rules-b8e112b25397` says nothing the other parts do not), SIMULATED when it is.
-    Every page and the report name runs this way, with the full label beside it (a tooltip, a column)."""
-    name = " · ".join([run.judge, *([run.label] if run.named else []), run.model or "offline",
-                       run.prompt_version or "no prompt version", run.last_at[:10]])
-    return name + (" · SIMULATED" if run.simulated and "SIMULATED" not in name else "")  # once (a model may say so)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis.compare import RunComparison, compare_runs, run_key, run_name
+from ..analysis.compare import RunComparison, compare_runs, run_key
+from ..analysis.run_names import run_name
 from ..analysis.loader import frames_from_store
 from ..analysis.triage import audit_link
 from ..store import Store

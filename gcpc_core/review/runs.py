@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..analysis.compare import run_name
+from ..analysis.run_names import run_name
 from ..checklist.synthesis import synthesize_project
 from ..ingest import find_trial_dirs
 from ..ingest.archive import unpack_for_import

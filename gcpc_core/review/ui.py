@@ -29,7 +29,7 @@ from pandas.io.formats.style import Styler
 from annotations.blinding import BlindStep, preview
 from annotations.tokens import ADMIN_TOKEN_ENV, PUBLIC_URL_ENV, SignInLimiter, access_mode, is_admin, served_url
 
-from ..analysis.compare import run_name
+from ..analysis.run_names import run_name
 from ..analysis.loader import frames_from_store
 from ..checklist import Rules, load_rules
 from ..models import Event

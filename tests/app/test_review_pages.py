@@ -554,3 +554,16 @@ def test_a_missing_project_db_is_named_and_no_page_is_listed(tmp_path: Path, mon
     assert f"Project DB not found: {missing}" in at.error[0].value and "python -m gcpc_core import" in at.error[0].value
     assert len(at.sidebar.children) == 0 and not missing.exists()
     assert [p["page_name"] for p in at._registered_pages.values()] == ["GCPC"]  # the message alone
+
+
+def test_runs_page_names_every_labelled_judge_run(demo_db: Path) -> None:
+    """The Runs page lists the labelled judge runs by readable name (judge · model · prompt · date), the full
+    label beside it."""
+    from gcpc_core.analysis.run_names import run_name
+
+    at = open_page("runs")
+    assert not at.exception, at.exception
+    table = next(f.value for f in at.dataframe if "label" in f.value.columns)
+    runs = Store(demo_db).judging.labels()
+    assert sorted(table["run"]) == sorted(run_name(r) for r in runs)
+    assert sorted(table["label"]) == sorted(r.label for r in runs)

@@ -12,6 +12,7 @@ import pytest
 from annotations.audits import item_audits
 from gcpc_core.demo import DEMO_SIMULATED_LABEL, DEMO_SIMULATED_MODEL
 from gcpc_core.review.audit import item_views, judge_stats, record_audit
+from gcpc_core.analysis.run_names import run_name
 from gcpc_core.review.compare import compare_view, default_pair, differing_table, run_choices, run_title
 from gcpc_core.review.runs import JobRunner
 from gcpc_core.store import Store
@@ -96,7 +97,11 @@ def test_the_report_names_the_run_of_each_judge(demo: Store, tmp_path: Path) -> 
     from gcpc_core.analysis.loader import frames_from_store
 
     result = build_report(frames_from_store(demo), tmp_path / "r", n_boot=50, figures=False)
-    assert list(result.tables["judges"]["run"]) == [demo.judging.default_labels()["probe"]]
+    assert list(result.tables["judges"]["label"]) == [demo.judging.default_labels()["probe"]]
+    # named for a reader, the full label beside it (report.md kept the raw label alone)
+    run = next(r for r in demo.judging.labels() if r.label == demo.judging.default_labels()["probe"])
+    assert list(result.tables["judges"]["run"]) == [run_name(run)]
+    assert "probe · offline · probe-v1 · " in (tmp_path / "r" / "report.md").read_text()
     chosen = build_report(frames_from_store(demo, labels={"probe": DEMO_SIMULATED_LABEL}), tmp_path / "s", n_boot=50,
                           figures=False)
-    assert list(chosen.tables["judges"]["run"]) == [DEMO_SIMULATED_LABEL]
+    assert list(chosen.tables["judges"]["label"]) == [DEMO_SIMULATED_LABEL]

@@ -3,7 +3,7 @@ when a person chose it, never the derived `judge:model:prompt:rules-<hash>` labe
 
 from __future__ import annotations
 
-from gcpc_core.analysis.compare import run_name
+from gcpc_core.analysis.run_names import run_name
 from gcpc_core.review.compare import run_choices, run_title
 from gcpc_core.review.runs import judge_runs_frame
 from gcpc_core.store import JudgeRun, Store
