@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
+from gcpc_core.analysis.compare import run_key
 from gcpc_core.review.compare import default_pair, differing_table, run_choices, run_title
 from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import app_base_url, cached_compare, require_store, run_labels_help
@@ -74,7 +75,9 @@ if result.sensitivity.empty:
 else:
     st.text("Shares of each run's perturbed Yes verdicts judged No, and No or Abstain, once the cited span was "
             "replaced by a wrong value (task-clustered intervals).")
-    st.dataframe(result.sensitivity, hide_index=True, width="stretch")
+    st.dataframe(result.sensitivity.assign(run=[names.get(run_key(j, lab), lab) for j, lab in
+                                                zip(result.sensitivity["judge"], result.sensitivity["label"])]),
+                 hide_index=True, width="stretch", column_config={"run": RUN_COLUMN})
 
 st.subheader(f"Items where the runs differ ({len(result.differing)})")
 differ = differing_table(result, app_base_url())

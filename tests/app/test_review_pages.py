@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
 
 from annotations import DEMO_STUDY_ID, issue_link
+from gcpc_core.demo import DEMO_SIMULATED_LABEL
 from gcpc_core.judge import score_project
 from gcpc_core.review.runs import JOBS
 from gcpc_core.store import Store
@@ -567,3 +568,27 @@ def test_runs_page_names_every_labelled_judge_run(demo_db: Path) -> None:
     runs = Store(demo_db).judging.labels()
     assert sorted(table["run"]) == sorted(run_name(r) for r in runs)
     assert sorted(table["label"]) == sorted(r.label for r in runs)
+
+
+def test_compare_names_runs_for_a_reader_in_every_table(demo_db: Path) -> None:
+    """Compare: the run columns of its AUC, ΔAUC and evidence-sensitivity tables hold readable run names (judge ·
+    model · prompt · date), never the derived label; the perturbation hint is a code block, not raw backticks."""
+    from gcpc_core.cli import main
+    from gcpc_core.review.compare import run_choices
+
+    store = Store(demo_db)
+    probe = store.judging.default_labels()["probe"]
+    names = {r["label"]: r["name"] for r in run_choices(store)}
+    at = open_page("compare")
+    assert any(c.value.startswith("python -m gcpc_core perturb") for c in at.code)
+    assert not any("`" in t.value for t in at.text)
+    assert main(["perturb", "--db", str(demo_db), "--judge", "probe", "--label", probe]) == 0
+    at = open_page("compare")
+    assert not at.exception, at.exception
+    frames = [f.value for f in at.dataframe]
+    auc, delta = frames[0], frames[1]
+    assert list(auc["run"]) == [names[probe], names[DEMO_SIMULATED_LABEL]]
+    assert (delta["run A"].iloc[0], delta["run B"].iloc[0]) == (names[probe], names[DEMO_SIMULATED_LABEL])
+    sensitivity = next(f for f in frames if "label" in f.columns and "run" in f.columns)
+    assert set(sensitivity["run"]) == {names[probe]}
+    assert probe not in at.text[0].value  # the headline
