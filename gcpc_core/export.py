@@ -13,7 +13,7 @@ from .checklist.registry import export_checklists
 from .judge.export import export_judgments, export_scores
 from .store import Store
 
-__all__ = ["EXPORTERS", "PER_RUN", "export_annotations", "export_rows", "export_trials"]
+__all__ = ["EXPORTERS", "PER_RUN", "export_annotations", "export_audits", "export_rows", "export_trials"]
 
 
 def export_trials(store: Store) -> Iterator[dict]:
@@ -51,16 +51,40 @@ def export_annotations(
         yield {**row.model_dump(), "is_current": row.id in current}
 
 
+def export_audits(
+    store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False
+) -> Iterator[dict]:
+    """The current item audits (the latest answer of each auditor on each item verdict; `annotations` has
+    every version), one flat row each: which verdict of which run was audited, whether the auditor agreed,
+    the verdict they hold instead, and their note. Of each judge's chosen run, like `export_annotations`."""
+    for row in store.annotations.list(kind="item_audit", labels=labels, all_labels=all_labels):
+        yield {
+            "trajectory_id": row.trajectory_id,
+            "task": row.task,
+            "judge": row.judge,
+            "label": row.label,
+            "item_id": row.item_id,
+            "rater": row.rater,
+            "agree": bool(row.value.get("agree")),
+            "corrected_verdict": row.value.get("verdict"),
+            "note": row.note,
+            "created_at": row.created_at,
+            "source": row.source,
+            "is_simulated": row.is_simulated,
+        }
+
+
 EXPORTERS: dict[str, Callable[[Store], Iterator[dict]]] = {
     "trials": export_trials,
     "checklists": export_checklists,
     "judgments": export_judgments,
     "scores": export_scores,
     "annotations": export_annotations,
+    "audits": export_audits,
 }
 """`--what` name → row generator; `export --what` offers exactly these."""
 
-PER_RUN: frozenset[str] = frozenset({"judgments", "scores", "annotations"})
+PER_RUN: frozenset[str] = frozenset({"judgments", "scores", "annotations", "audits"})
 """The exports whose rows belong to labelled judge runs (they take `labels` and `all_labels`)."""
 
 

@@ -15,6 +15,7 @@ import uuid
 import streamlit as st
 
 from annotations.audits import item_audit_history, item_audits
+from gcpc_core.analysis.run_names import run_name
 from gcpc_core.analysis.frames import ordered_judges
 from gcpc_core.llm import llm_status
 from gcpc_core.review.audit import (
@@ -49,6 +50,7 @@ from gcpc_core.review.ui import (
     render_log,
     require_store,
     reviewer,
+    run_labels_help,
     show_code,
     show_text,
 )
@@ -99,18 +101,17 @@ with st.expander("Filters", expanded=True):
     )
 runs = [r for r in store.judging.labels() if r.judge == judge]
 default_label = store.judging.default_labels().get(judge) if judge else None
+readable = {r.label: run_name(r) for r in runs}  # judge · model · prompt · date; the full label in the tooltip
 label = default_label
 if len(runs) > 1:
     run_names = [r.label for r in runs]
     if st.session_state.get("audit:label") not in run_names:
         st.session_state["audit:label"] = label
-    run_info = {r.label: r for r in runs}
     label = st.selectbox(
         "Run", run_names, key="audit:label",
-        format_func=lambda name: name + (" (SIMULATED verdicts)" if run_info[name].simulated else "")
-        + (" · default" if name == default_label else ""),
+        format_func=lambda name: readable[name] + (" · default" if name == default_label else ""),
         help="This judge has several labelled runs (another model, prompt or rules): whose verdicts you audit. "
-             "Each item also shows the other runs' verdicts.")
+             "Each item also shows the other runs' verdicts. " + run_labels_help(runs))
     if label != default_label:
         stats = cached_judge_stats(store, {judge: label})
 listing = audit_list(trajectories, stats, judge, filters)
@@ -161,16 +162,15 @@ def item_panel(view: ItemView, focused: bool) -> None:
     key = f"audit:{traj_id}:{judge}:{view.item_id}" + ("" if label == default_label else f":{label}")
     history = item_audit_history(store, trajectory_id=traj_id, item_id=view.item_id, judge=judge, label=label)
     with st.container(border=True):
-        head = st.columns([0.8, 1.2, 1.6, 1.4, 5])
-        head[0].text(view.item_id)
-        with head[1]:
+        # one row sized to its content (an id or badge moves to the next line whole, never broken mid-word, as
+        # "ENDPOINT" was in a fixed narrow column), the item's text below it
+        with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+            st.text(view.item_id)
             badge(view.route, view.route)
-        with head[2]:
             badge(f"judge {view.verdict_raw}", view.verdict_raw)
-        with head[3]:
             if view.overwritten:
                 badge(f"scored {view.verdict}", view.verdict)
-        head[4].text(show_invisible(view.text if focused else view.text[:160] + ("…" if len(view.text) > 160 else "")))
+        st.text(show_invisible(view.text if focused else view.text[:160] + ("…" if len(view.text) > 160 else "")))
         if not focused:
             if st.button("Open", key=f"{key}:open", on_click=focus, args=(view.item_id,)):
                 st.rerun()  # the whole page: another panel opens, this one closes
@@ -190,7 +190,7 @@ def item_panel(view: ItemView, focused: bool) -> None:
             with st.container(border=True):
                 st.caption(f"This item in {judge}'s other labelled runs (raw verdicts; this run: {view.verdict_raw})")
                 for k, run in enumerate(view.other_runs):
-                    badge(f"{run.label}: {run.verdict_raw}", run.verdict_raw)
+                    badge(f"{readable.get(run.label, run.label)}: {run.verdict_raw}", run.verdict_raw)
                     st.text(f"run {run.label} · model {run.model or 'offline'}"
                             + (" · SIMULATED verdicts (demo), not a judge run" if run.simulated else "")
                             + (" · same verdict" if run.verdict_raw == view.verdict_raw else " · DIFFERENT verdict"))

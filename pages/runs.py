@@ -14,8 +14,8 @@ import streamlit as st
 from gcpc_core.judge import JUDGES
 from gcpc_core.llm import llm_status
 from gcpc_core.ingest.archive import ARCHIVE_SUFFIXES
-from gcpc_core.review.runs import (ARCHIVE_HOLDS, JOBS, endpoint_check, job_progress, job_run, needs_llm, runs_frame,
-                                   start_archive_import)
+from gcpc_core.review.runs import (ARCHIVE_HOLDS, JOBS, endpoint_check, job_progress, job_run, judge_runs_frame,
+                                   needs_llm, runs_frame, start_archive_import)
 from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import require_store
 
@@ -121,6 +121,10 @@ def live() -> None:
                 st.error("Failed: " + md_escape(job.error.splitlines()[0]))
             if job.lines:
                 st.code("\n".join(job.lines), language=None, wrap_lines=True)
+    st.subheader("Labelled judge runs")
+    st.dataframe(judge_runs_frame(store), hide_index=True, width="stretch", column_config={
+        "run": st.column_config.TextColumn("run", help="judge · model · prompt version · date of its latest write"),
+        "label": st.column_config.TextColumn("label", help="The full label (`judge --label`, `export --label`)")})
     st.subheader("All runs")
     st.dataframe(runs_frame(store), hide_index=True, width="stretch")
     if not JOBS.running(store.path) and st.session_state.get("runs:was_running"):

@@ -1,9 +1,11 @@
 """Triage: the auditor's loop — which item verdicts to audit next, the judge's error rate and its
 interval as audits arrive, every disagreement ranked by how much correcting it would move the
-figures, judge calibration, and the raw figures beside the audited ones.
+figures, judge calibration, and the raw figures beside the audited ones (these two sections are computed only
+when opened: their bootstrap intervals are most of the page's time).
 
 Layout and widgets only: `gcpc_core.review.auditloop` computes everything. Links open the item audit
-on one item verdict (`audit?trajectory=…&judge=…&item=…`) and carry nothing else. Data values are
+on one item verdict (`<app URL>/audit?trajectory=…&judge=…&item=…`, absolute: `$GCPC_PUBLIC_URL` or the address
+the browser reached) and carry nothing else. Data values are
 shown through st.dataframe / st.text only.
 """
 
@@ -12,16 +14,24 @@ from __future__ import annotations
 import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
-from gcpc_core.review.auditloop import cached_judge_loop, cached_loop_data, history_figure, row_label
+from gcpc_core.review.auditloop import (
+    MIN_HISTORY_AUDITS,
+    cached_audited_data,
+    cached_judge_loop,
+    cached_loop_data,
+    history_figure,
+    row_label,
+)
 from gcpc_core.review.text import md_escape
-from gcpc_core.review.ui import require_store, run_select
+from gcpc_core.review.ui import app_base_url, require_store, run_select
 
 store = require_store()
 st.title("Triage")
+base_url = app_base_url()
 runs = run_select(store, "triage")  # a judge with several labelled runs: which one
 try:
     with st.spinner("Ranking disagreements…"):
-        data = cached_loop_data(store, labels=runs)
+        data = cached_loop_data(store, base_url, labels=runs)
 except FrameContractError as exc:
     st.error("The analysis cannot run on this project's data: " + md_escape(exc, limit=400))
     st.stop()
@@ -52,7 +62,7 @@ judge = cols[0].selectbox("Judge", data.judges, key="triage:judge")
 k = cols[1].number_input("Proposals", min_value=1, max_value=200, value=10, key="triage:k")
 target = cols[2].number_input("Target interval width", min_value=0.01, max_value=1.0, value=0.10, step=0.01,
                               key="triage:target")
-loop = cached_judge_loop(store, judge, int(k), float(target), labels=runs)
+loop = cached_judge_loop(store, base_url, judge, int(k), float(target), labels=runs)
 est = loop.estimate
 m = st.columns(4)
 m[0].metric("Error rate (auditor ≠ judge)", f"{est.estimate:.3f}")
@@ -65,7 +75,12 @@ else:
     st.text(f"Keep auditing: the interval is {est.width:.3f} wide; the target is {target:g}.")
 st.caption("Error rate per route")
 st.dataframe(est.by_route, hide_index=True, width="stretch")
-st.plotly_chart(history_figure(loop.history, float(target)), key="triage:history")
+history = history_figure(loop.history, float(target))
+if history is None:
+    st.info(f"The error-rate chart appears once {MIN_HISTORY_AUDITS} or more of this judge's verdicts are audited "
+            f"({est.n_audited} so far): record audits on the item audit page.")
+else:
+    st.plotly_chart(history, key="triage:history")
 st.caption("Next audits, in order (strata where the variance is; tasks in proportion)")
 st.dataframe(loop.proposals, hide_index=True, width="stretch", column_config={"link": LINK})
 open_link("Open a proposed audit", loop.proposals.to_dict("records"), "triage:open_next")
@@ -81,18 +96,25 @@ else:
     st.dataframe(found, hide_index=True, width="stretch", column_config={"link": LINK})
     open_link("Open a disagreement", found.to_dict("records"), "triage:open")
 
-# ---- calibration and audited figures ------------------------------------------------------------------
-st.subheader("Judge calibration")
-if data.calibration.empty:
-    st.text("No item verdict is labelled yet by an auditor or by the verifier's CTRF report.")
-else:
-    st.dataframe(data.calibration, hide_index=True, width="stretch")
-    st.caption("Per route")
-    st.dataframe(data.calibration_by_route, hide_index=True, width="stretch")
-st.subheader("Raw and audited figures")
-st.text(f"{data.n_overrides} item verdicts overridden by the auditors' consensus.")
-if not data.figures.empty:
-    st.dataframe(data.figures, hide_index=True, width="stretch")
-    st.caption("raw_low … audited_high: sampling intervals (tasks resampled; AUC only). error_low – error_high: "
-               "the judge-error interval of each audited figure — where it could lie if the unaudited verdicts "
-               "are wrong as often as the audits say the judge errs; it narrows as the proposed audits arrive.")
+# ---- calibration and audited figures (computed only when opened: the bootstrap is most of the page's time) --
+with st.expander("Judge calibration", key="triage:open:calibration", on_change="rerun") as section:
+    if section.open:
+        with st.spinner("Computing the calibration…"):
+            audited = cached_audited_data(store, labels=runs)
+        if audited.calibration.empty:
+            st.text("No item verdict is labelled yet by an auditor or by the verifier's CTRF report.")
+        else:
+            st.dataframe(audited.calibration, hide_index=True, width="stretch")
+            st.caption("Per route")
+            st.dataframe(audited.calibration_by_route, hide_index=True, width="stretch")
+with st.expander("Raw and audited figures", key="triage:open:figures", on_change="rerun") as section:
+    if section.open:
+        with st.spinner("Computing the audited figures…"):
+            audited = cached_audited_data(store, labels=runs)
+        st.text(f"{audited.n_overrides} item verdicts overridden by the auditors' consensus.")
+        if not audited.figures.empty:
+            st.dataframe(audited.figures, hide_index=True, width="stretch")
+            st.caption("raw_low … audited_high: sampling intervals (tasks resampled; AUC only). error_low – "
+                       "error_high: the judge-error interval of each audited figure — where it could lie if the "
+                       "unaudited verdicts are wrong as often as the audits say the judge errs; it narrows as the "
+                       "proposed audits arrive.")

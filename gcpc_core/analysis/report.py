@@ -237,9 +237,13 @@ def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame
                .reindex(ordered_judges(s["judge"].unique())).reset_index())
         caption = "Judges: trajectories with a row, tasks, trajectories with a score"
         if "label" in s.columns:  # which labelled run of each judge the report reads (`report --label` chooses)
-            runs = s.groupby("judge")["label"].agg(lambda x: ", ".join(sorted(map(str, x.dropna().unique()))))
-            per.insert(1, "run", per["judge"].map(runs))
-            caption += ", and the labelled judge run read"
+            names = given["scores"].attrs.get("run_names", {})  # (judge, label) → readable name, from the loader
+            runs = s.dropna(subset=["label"]).drop_duplicates(["judge", "label"]).sort_values("label")
+            runs = runs.assign(run=[names.get((j, lab), lab) for j, lab in zip(runs["judge"], runs["label"])])
+            joined = runs.groupby("judge").agg(run=("run", ", ".join), label=("label", ", ".join))
+            per.insert(1, "run", per["judge"].map(joined["run"]))
+            per.insert(2, "label", per["judge"].map(joined["label"]))
+            caption += ", and the labelled judge run read (judge · model · prompt version · date; its full label)"
         blocks.append(_Table("judges", per, caption))
         blocks.append(_Text("Scores per trajectory and judge: partial credit = Yes / (Yes + No) over the postprocessed "
                             "verdicts (official PASS sets assertion items to Yes; FAIL adds an endpoint item judged No); "

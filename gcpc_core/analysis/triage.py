@@ -27,6 +27,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
+from sklearn import config_context
 from sklearn.metrics import roc_auc_score
 
 from ..models import ENDPOINT_ITEM_ID, ItemJudgment
@@ -35,7 +36,7 @@ from .audits import KEY, auditor_consensus, auditor_verdicts
 from .calibration import rescore
 from .frames import require_columns
 from .item_accuracy import assertion_truth
-from .skills import matched_pairs, transition_table
+from .skills import EPS, TRANSITIONS, matched_pairs
 
 __all__ = ["KINDS", "TRIAGE_COLUMNS", "audit_link", "disagreements", "item_verdicts", "rank_disagreements", "triage"]
 
@@ -91,22 +92,38 @@ def _score(rows: pd.DataFrame, outcome: str) -> float:
 
 
 def _auc(outcome: np.ndarray, score: np.ndarray) -> float:
+    """AUC of `score` vs official PASS over the finite scores. Called once per candidate correction, on arrays
+    built here (finite, one label each), so sklearn's argument validation, most of a call's time, is skipped."""
     ok = np.isfinite(score)
     y = outcome[ok] == "PASS"
-    return float(roc_auc_score(y, score[ok])) if 0 < y.sum() < len(y) else np.nan
+    if not 0 < y.sum() < len(y):
+        return np.nan
+    with config_context(skip_parameter_validation=True, assume_finite=True):
+        return float(roc_auc_score(y, score[ok]))
 
 
 def _shares(pairs: pd.DataFrame, threshold: float) -> pd.Series:
-    t = transition_table(pairs, threshold=threshold)
-    t = t[t["n_scored"] > 0].set_index("transition")
-    return pd.concat([t["share_improving"].add_prefix("improving "), t["share_regressing"].add_prefix("regressing ")])
+    """One judge's matched-pair shares improving / regressing per transition with a scored pair (and "all"), as
+    `skills.transition_table` defines them, counted in numpy: this runs once per candidate correction, where a
+    table per candidate cost most of the page's time."""
+    delta = pairs["delta"].to_numpy(dtype=float)
+    transition = pairs["transition"].to_numpy(dtype=object)
+    scored = np.isfinite(delta)
+    improving, regressing = {}, {}
+    for name in (*TRANSITIONS, "all"):
+        d = delta[scored & ((transition == name) if name != "all" else True)]
+        if len(d):
+            improving[f"improving {name}"] = float(np.mean(d > threshold + EPS))
+            regressing[f"regressing {name}"] = float(np.mean(d < -threshold - EPS))
+    return pd.Series({**improving, **regressing}, dtype=float)
 
 
 def rank_disagreements(
-    found: pd.DataFrame, items: pd.DataFrame, scores: pd.DataFrame, *, threshold: float = 0.10
+    found: pd.DataFrame, items: pd.DataFrame, scores: pd.DataFrame, *, base_url: str, threshold: float = 0.10
 ) -> pd.DataFrame:
     """`found` (from `disagreements`) with ``delta_auc, delta_mean_pc, delta_share, impact, condition, rank, link``,
-    most impactful first. ``delta_share`` is the signed change of the matched-pair share that moves most."""
+    most impactful first (``link``: `audit_link` into the app at `base_url`). ``delta_share`` is the signed change
+    of the matched-pair share that moves most."""
     if found.empty:
         return pd.DataFrame(columns=TRIAGE_COLUMNS)
     require_columns(scores, ("trajectory_id", "judge", "outcome", "condition", "agent", "model", "trial_index"),
@@ -157,21 +174,23 @@ def rank_disagreements(
     out = out.sort_values(["impact", "_kind", "judge", "trajectory_id", "item_id"],
                           ascending=[False, True, True, True, True], kind="stable").reset_index(drop=True)
     out["rank"] = np.arange(1, len(out) + 1)
-    out["link"] = [audit_link(r.trajectory_id, r.judge, r.item_id) for r in out.itertuples(index=False)]
+    out["link"] = [audit_link(base_url, r.trajectory_id, r.judge, r.item_id) for r in out.itertuples(index=False)]
     return out[TRIAGE_COLUMNS]
 
 
-def audit_link(trajectory_id: str, judge: str, item_id: str, label: str | None = None) -> str:
-    """Relative URL of the item audit page opened on one item verdict (what the audit page reads from its
-    query); `label` names the judge run when it is not the judge's default."""
+def audit_link(base_url: str, trajectory_id: str, judge: str, item_id: str, label: str | None = None) -> str:
+    """Absolute URL of the item audit page of the app at `base_url` opened on one item verdict (what the audit
+    page reads from its query); `label` names the judge run when it is not the judge's default. Absolute, so
+    the link works where it is pasted (a terminal, a ticket, a spreadsheet), not only inside the app."""
     query = {"trajectory": trajectory_id, "judge": judge, "item": item_id} | ({"label": label} if label else {})
-    return "audit?" + urlencode(query)
+    return f"{base_url.rstrip('/')}/audit?{urlencode(query)}"
 
 
-def triage(frames: dict[str, pd.DataFrame | None], *, threshold: float = 0.10) -> pd.DataFrame:
-    """Every disagreement of a project's frames, ranked (`TRIAGE_COLUMNS`); empty when there are no item verdicts."""
+def triage(frames: dict[str, pd.DataFrame | None], *, base_url: str, threshold: float = 0.10) -> pd.DataFrame:
+    """Every disagreement of a project's frames, ranked (`TRIAGE_COLUMNS`), linking into the app at `base_url`;
+    empty when there are no item verdicts."""
     items, scores = frames.get("items"), frames.get("scores")
     if items is None or items.empty or scores is None or scores.empty:
         return pd.DataFrame(columns=TRIAGE_COLUMNS)
     found = disagreements(item_verdicts(items, frames.get("ctrf"), frames.get("audits")))
-    return rank_disagreements(found, items, scores, threshold=threshold)
+    return rank_disagreements(found, items, scores, base_url=base_url, threshold=threshold)

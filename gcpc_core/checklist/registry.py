@@ -14,7 +14,21 @@ from .gates import GateFailure, run_gates
 from .rules import Rules, load_rules
 from .schema import Checklist
 
-__all__ = ["export_checklists", "register_checklist"]
+__all__ = ["export_checklists", "human_source", "register_checklist", "reviewed"]
+
+
+def human_source(reviewer: str) -> str:
+    """`human:<reviewer>`: the source a checklist a person wrote or reviewed is stored under (blanks become `_`)."""
+    return f"human:{'_'.join(reviewer.split()) or 'reviewer'}"
+
+
+def reviewed(checklist: Checklist, reviewer: str, rules: Rules) -> Checklist:
+    """`checklist` as `reviewer` signs it off: a draft (a source in `unfrozen_sources`, which is never frozen
+    as such) becomes `human:<reviewer>`, so the person who read it answers for it; any other source is kept
+    (a human's or a model's checklist keeps its author)."""
+    if checklist.source.partition(":")[0] in rules.contract.unfrozen_sources:
+        return checklist.model_copy(update={"source": human_source(reviewer)})
+    return checklist
 
 
 def register_checklist(
@@ -34,8 +48,8 @@ def register_checklist(
     if prefix in rules.contract.unfrozen_sources:
         failures.append(GateFailure(
             item_id="-", gate="G6",
-            message=f"source {checklist.source!r} marks an unreviewed {prefix}: review it and save it under "
-                    "'human:<your name>' to freeze it"))
+            message=f"source {checklist.source!r} marks an unreviewed {prefix}: review it and store it with "
+                    "`checklist add --review <your name>` (or save it under 'human:<your name>') to freeze it"))
     if failures:
         return None, failures
     frozen = freeze(checklist, rules_version=rules.version)

@@ -34,15 +34,23 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_checklist_add(args: argparse.Namespace) -> int:
-    from ..checklist import ChecklistFileError, load_checklist_file
-    from ..checklist.registry import register_checklist
+    from ..checklist import ChecklistFileError, RulesError, load_checklist_file, load_rules
+    from ..checklist.registry import register_checklist, reviewed
 
     store = open_db("checklist add", args.db)
+    with reported("checklist add", RulesError):
+        rules = load_rules()
     status = 0
     for path in args.files:
         try:
             checklist = load_checklist_file(path)
-            row, failures = register_checklist(store, checklist, created_by=args.by)
+            created_by = args.by
+            if args.review:
+                signed = reviewed(checklist, args.review, rules)
+                if signed.source != checklist.source:
+                    created_by = f"{args.by}, review of {checklist.source} by {args.review}"
+                checklist = signed
+            row, failures = register_checklist(store, checklist, created_by=created_by, rules=rules)
         except (ChecklistFileError, KeyError) as exc:
             print(f"{path}: {exc}", file=sys.stderr)
             status = 1
@@ -54,7 +62,7 @@ def _cmd_checklist_add(args: argparse.Namespace) -> int:
                 print(f"{f.item_id} {f.gate} {f.message}")
             continue
         assert row is not None
-        print(f"{path}: frozen {row.task} v{row.version} sha {row.sha[:12]}")
+        print(f"{path}: frozen {row.task} v{row.version} sha {row.sha[:12]} (source {row.source})")
     return status
 
 
@@ -89,7 +97,7 @@ def _cmd_checklist_draft(args: argparse.Namespace) -> int:
     where = f" to {args.out}" if args.out else ""
     print(f"drafted {task.id}{where}: {len(draft.checklist.items)} items ("
           + ", ".join(f"{n} {r}" for r, n in counts.items() if n) + f"), {len(draft.failures)} gate failure(s); "
-          "review it, set 'source: human:<name>', then `checklist add`", file=sys.stderr)
+          "review it, then `checklist add --review <your name>`", file=sys.stderr)
     for f in draft.failures:
         print(f.line(), file=sys.stderr)
     return 0
@@ -130,15 +138,19 @@ def add_checklist(sub: argparse._SubParsersAction) -> None:
                                    description="Gate, freeze and store checklist files in a project DB.")
     add_db(add, "project DB file (its tasks must be imported)")
     add.add_argument("files", type=Path, nargs="+", help="checklist files")
-    add.add_argument("--by", default="human", help="author recorded as created_by (default %(default)s)")
+    add.add_argument("--by", default="human", help="who stores it, recorded as created_by (default %(default)s)")
+    add.add_argument("--review", metavar="NAME",
+                     help="NAME has reviewed these files: a draft (source draft:…, never frozen as such) is stored "
+                     "under source human:NAME, and created_by records the review (`--by`, review of draft:… by "
+                     "NAME); other sources are kept")
     add.set_defaults(func=_cmd_checklist_add)
     draft = checklist_sub.add_parser(
         "draft", help="draft a checklist offline from a task's instruction and verifier (no LLM)",
         description="Write an editable draft checklist: one assertion item per verifier test (its text from the "
         "test's docstring, assertion messages or name; its verifier ref set), generated items for the output "
         "files the instruction names, each with a verbatim quote of instruction.md. The draft passes G1, G2, G5 "
-        "and G6 by construction; its source is draft:<rules version>, which is never frozen: review it, set "
-        "'source: human:<name>' and store it with `checklist add`. Gate failures left to fix go to stderr.")
+        "and G6 by construction; its source is draft:<rules version>, which is never frozen: review it and store it "
+        "with `checklist add --review <your name>` (which records your review). Gate failures left to fix go to stderr.")
     draft.add_argument("--task-dir", type=Path, help="Harbor task folder (instruction.md, tests/)")
     add_db(draft, "project DB holding the task (with --task)", required=False)
     draft.add_argument("--task", help="task id in --db")

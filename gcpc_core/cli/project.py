@@ -204,9 +204,11 @@ def add_info(sub: argparse._SubParsersAction) -> None:
 
 
 def add_export(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="export trials, checklists, judgments, scores or annotations",
+    p = sub.add_parser("export", help="export trials, checklists, judgments, scores, annotations or audits",
                        description="Export one table of a project DB as JSONL or CSV. Judgments, scores and "
                        "item audits are of each judge's default run (the most recent), with a label column; "
+                       "`audits` is the current item audits, one flat row each (`annotations`: every version of "
+                       "every answer); "
                        "--label chooses other runs, --all-runs exports every labelled run.")
     add_db(p)
     p.add_argument("--what", required=True, choices=Deferred(_export_tables), metavar="TABLE",
@@ -214,7 +216,7 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     add_label_choice(p)
     p.add_argument("--all-runs", action="store_true",
                    help="every labelled judge run, the label column telling them apart (judgments, scores, "
-                   "annotations)")
+                   "annotations, audits)")
     add_format(p)
     p.add_argument("--out", type=Path, help="output file (default: standard output)")
     p.set_defaults(func=_cmd_export)

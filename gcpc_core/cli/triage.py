@@ -47,6 +47,8 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=5, help="simulation seeds (default %(default)s)")
     add_seed(p, "seed of the proposals")
     add_label_choice(p)
+    p.add_argument("--base-url", help="the app's address the item-audit links start with (default: $GCPC_PUBLIC_URL, "
+                   "else the address `streamlit run app.py` serves under the committed config)")
     p.set_defaults(func=_cmd_triage)
 
 
@@ -102,7 +104,9 @@ def _cmd_triage(args: argparse.Namespace) -> int:
                        "and `score` first")
     frames["items"] = items
     audits = frames["audits"]
-    ranked = triage(frames)
+    from annotations.tokens import default_base_url
+
+    ranked = triage(frames, base_url=args.base_url or default_base_url())
     judges = item_judges_among(items["judge"].unique())
     out: dict = {"db": str(args.db), "n_disagreements": len(ranked),
                  "disagreements": _records(ranked if args.limit == 0 else ranked.head(args.limit))}

@@ -1,5 +1,7 @@
 """The triage page's data: ranked disagreements, the next audits with the judge's error-rate estimate as
 audits arrive, judge calibration and the audited figures — all from `analysis` over the project's frames.
+Calibration and audited figures (`audited_data`, the bootstrap and judge-error draws: most of the page's
+time) are a separate cache entry, computed when the page's section for them is opened.
 
 Cached per project DB until judgments, scores or annotations change, so recording an audit on the item
 audit page and coming back shows the estimate, the interval and the figures moved.
@@ -15,24 +17,30 @@ import plotly.graph_objects as go
 
 from ..analysis.active import ErrorEstimate, estimate_error, estimate_history, population, propose, should_stop
 from ..analysis.calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
-from ..analysis.loader import frames_from_store
 from ..analysis.triage import audit_link, triage
 from ..judge.registry import item_judges_among
 from ..store import Store
-from .ui import cached
+from .ui import cached, cached_frames
 
-__all__ = ["JudgeLoop", "LoopData", "cached_judge_loop", "cached_loop_data", "history_figure", "judge_loop",
-           "loop_data", "row_label"]
+__all__ = ["MIN_HISTORY_AUDITS", "AuditedData", "JudgeLoop", "LoopData", "audited_data", "cached_audited_data",
+           "cached_judge_loop", "cached_loop_data", "history_figure", "judge_loop", "loop_data", "row_label"]
 
 TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists")
 
 
 @dataclass(frozen=True)
 class LoopData:
-    """Everything of the page that does not depend on the chosen judge."""
+    """The ranked disagreements: what the page shows of every judge at once."""
 
     judges: list[str]
     disagreements: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class AuditedData:
+    """Judge calibration and the raw vs audited figures: the page's slowest part (bootstrap intervals and the
+    judge-error draws), computed only once its section is opened."""
+
     calibration: pd.DataFrame
     calibration_by_route: pd.DataFrame
     figures: pd.DataFrame
@@ -49,61 +57,80 @@ class JudgeLoop:
     proposals: pd.DataFrame
 
 
-def loop_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[str, str] | None = None) -> LoopData:
-    """Disagreements ranked by impact, calibration against auditors and verifier, raw vs audited figures, of
-    each judge's default run unless `labels` chooses another (links then name the chosen run)."""
-    frames = frames_from_store(store, labels=labels)
+def loop_data(store: Store, base_url: str, labels: Mapping[str, str] | None = None) -> LoopData:
+    """Disagreements ranked by impact, of each judge's default run unless `labels` chooses another (links, into
+    the app at `base_url`, then name the chosen run)."""
+    frames = cached_frames(store, labels=labels)
+    judges = item_judges_among(frames["items"]["judge"].unique())
+    return LoopData(judges, _with_run_links(triage(frames, base_url=base_url), labels, base_url))
+
+
+def audited_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[str, str] | None = None) -> AuditedData:
+    """Calibration against auditors and verifier, and raw vs audited figures, of each judge's default run unless
+    `labels` chooses another."""
+    frames = cached_frames(store, labels=labels)
     items = frames["items"]
-    judges = item_judges_among(items["judge"].unique())
-    ranked = _with_run_links(triage(frames), labels)
     reference = reference_labels(items, frames["ctrf"], frames["audits"]) if len(items) else pd.DataFrame()
     empty = pd.DataFrame()
     calibration = calibration_table(reference, n_boot=n_boot) if len(reference) else empty
     by_route = calibration_table(reference, ("judge", "reference", "route"), n_boot=n_boot) if len(reference) else empty
     figures, overrides = (audited_figures(items, frames["scores"], frames["audits"], n_boot=n_boot)
                           if len(items) and len(frames["scores"]) else (empty, empty))
-    return LoopData(judges, ranked, calibration, by_route, figures, len(overrides))
+    return AuditedData(calibration, by_route, figures, len(overrides))
 
 
-def _with_run_links(found: pd.DataFrame, labels: Mapping[str, str] | None) -> pd.DataFrame:
+def _with_run_links(found: pd.DataFrame, labels: Mapping[str, str] | None, base_url: str) -> pd.DataFrame:
     """`found` with its audit links naming the chosen run of each judge `labels` chooses."""
     if labels and len(found):
         found = found.copy()
-        found["link"] = [audit_link(r.trajectory_id, r.judge, r.item_id, labels.get(r.judge))
+        found["link"] = [audit_link(base_url, r.trajectory_id, r.judge, r.item_id, labels.get(r.judge))
                          for r in found.itertuples(index=False)]
     return found
 
 
 def judge_loop(
-    store: Store, judge: str, k: int, target_width: float, seed: int = 0, labels: Mapping[str, str] | None = None
+    store: Store, base_url: str, judge: str, k: int, target_width: float, seed: int = 0,
+    labels: Mapping[str, str] | None = None,
 ) -> JudgeLoop:
-    """`judge`'s error rate (auditor consensus ≠ raw verdict), its history and the next `k` audits with links,
-    in its default run unless `labels` chooses another."""
-    frames = frames_from_store(store, labels=labels)
+    """`judge`'s error rate (auditor consensus ≠ raw verdict), its history and the next `k` audits with links
+    into the app at `base_url`, in its default run unless `labels` chooses another."""
+    frames = cached_frames(store, labels=labels)
     pop = population(frames["items"], frames["audits"], judge)
     est = estimate_error(pop)
     history = estimate_history(pop, frames["audits"])
     nxt = propose(pop, k, seed=seed)
-    nxt["link"] = [audit_link(r.trajectory_id, r.judge, r.item_id, (labels or {}).get(judge))
+    nxt["link"] = [audit_link(base_url, r.trajectory_id, r.judge, r.item_id, (labels or {}).get(judge))
                    for r in nxt.itertuples(index=False)]
     return JudgeLoop(est, should_stop(est, target_width), history, nxt)
 
 
 cached_loop_data = cached(*TABLES)(loop_data)
+cached_audited_data = cached(*TABLES)(audited_data)
 cached_judge_loop = cached(*TABLES)(judge_loop)
 
 
-def history_figure(history: pd.DataFrame, target_width: float) -> go.Figure:
-    """The error-rate estimate and its interval against the number of audits."""
+MIN_HISTORY_AUDITS = 2
+"""Audits before the error-rate history is worth a chart (one point is no history)."""
+
+
+def history_figure(history: pd.DataFrame, target_width: float) -> go.Figure | None:
+    """The running error-rate estimate and its interval after each audit (`estimate_history`), on a 0–1 rate
+    axis against audits 1…n; None with fewer than `MIN_HISTORY_AUDITS` audits (the page then says so instead
+    of plotting a lone dot on an axis that autoscales to −1…1)."""
+    after = history[history["n_audits"] >= 1]
+    if after.empty or int(after["n_audits"].max()) < MIN_HISTORY_AUDITS:
+        return None
+    n = int(after["n_audits"].max())
     fig = go.Figure([
-        go.Scatter(x=history["n_audits"], y=history["high"], mode="lines", line={"width": 0}, showlegend=False,
+        go.Scatter(x=after["n_audits"], y=after["high"], mode="lines", line={"width": 0}, showlegend=False,
                    hoverinfo="skip"),
-        go.Scatter(x=history["n_audits"], y=history["low"], mode="lines", line={"width": 0}, fill="tonexty",
-                   name="interval"),
-        go.Scatter(x=history["n_audits"], y=history["estimate"], mode="lines+markers", name="estimate"),
+        go.Scatter(x=after["n_audits"], y=after["low"], mode="lines", line={"width": 0}, fill="tonexty",
+                   name="95% interval"),
+        go.Scatter(x=after["n_audits"], y=after["estimate"], mode="lines+markers", name="error rate"),
     ])
     fig.update_layout(title=f"Error rate as audits arrived (stop at width ≤ {target_width:g})",
-                      xaxis={"title": "audits"}, yaxis={"title": "error rate", "range": [0, 1]}, height=320)
+                      xaxis={"title": "audits recorded", "range": [1, n], "tickformat": "d", "rangemode": "nonnegative"},
+                      yaxis={"title": "error rate", "range": [0, 1], "tickformat": ".0%"}, height=320)
     return fig
 
 

@@ -24,7 +24,7 @@ import yaml
 from ..checklist import GATES, Checklist, ChecklistItem, GateFailure, Rules, check_checklist_data, run_gates
 from ..checklist.draft import Sentence, assertion_item, draft_checklist, draft_yaml, instruction_sentences, requirement_text
 from ..checklist.gates import normalize_whitespace
-from ..checklist.registry import register_checklist
+from ..checklist.registry import human_source, register_checklist, reviewed
 from ..checklist.schema import _StrictLoader  # the checklist-file loader: duplicate keys are errors
 from ..models import Task, VerifierTest
 from ..store import ChecklistRow, Store
@@ -110,11 +110,6 @@ def stored_gate_results(row: ChecklistRow, task: Task, rules: Rules) -> list[Gat
     return run_gates(Checklist.model_validate(row.checklist), task, rules)
 
 
-def human_source(reviewer: str) -> str:
-    """`human:<reviewer>`: the source a hand edit is stored under."""
-    return f"human:{'_'.join(reviewer.split()) or 'reviewer'}"
-
-
 def checklist_text(checklist: dict, *, source: str | None = None) -> str:
     """A stored checklist as editable YAML, in the file schema's field order; `source` replaces its source."""
     data = dict(checklist)
@@ -167,8 +162,7 @@ def save_text(
     if not check.ok or check.checklist is None:
         return None, check
     checklist = check.checklist
-    if checklist.source.partition(":")[0] in rules.contract.unfrozen_sources:
-        checklist = checklist.model_copy(update={"source": human_source(reviewer)})
+    checklist = reviewed(checklist, reviewer, rules)
     row, failures = register_checklist(store, checklist, created_by=f"app:{reviewer}", rules=rules)
     return row, EditCheck(checklist, tuple(failures))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..analysis.compare import RunComparison, compare_runs, run_key
+from ..analysis.run_names import run_name
 from ..analysis.loader import frames_from_store
 from ..analysis.triage import audit_link
 from ..store import Store
@@ -14,16 +15,17 @@ __all__ = ["compare_view", "default_pair", "differing_table", "run_choices", "ru
 
 
 def run_choices(store: Store) -> list[dict]:
-    """Every labelled run (`Store.judge_labels`) with its `key` (`judge=label`) and whether it is its judge's default."""
+    """Every labelled run (`Store.judge_labels`) with its `key` (`judge=label`), its readable `name` (`run_name`)
+    and whether it is its judge's default."""
     defaults = store.judging.default_labels()
-    return [{**r.model_dump(), "key": run_key(r.judge, r.label), "default": defaults.get(r.judge) == r.label}
-            for r in store.judging.labels()]
+    return [{**r.model_dump(), "key": run_key(r.judge, r.label), "name": run_name(r),
+             "default": defaults.get(r.judge) == r.label} for r in store.judging.labels()]
 
 
 def run_title(run: dict) -> str:
-    """One line naming a run for a select box: judge, label, model, and what is special about it."""
-    flags = [" · default" if run["default"] else "", " · SIMULATED verdicts" if run["simulated"] else ""]
-    return f"{run['judge']} · {run['label']} · model {run['model'] or 'offline'}{''.join(flags)}"
+    """One line naming a run for a select box: its readable name (judge · model · prompt · date) and whether it
+    is its judge's default (the full label goes in the box's tooltip, `ui.run_labels_help`)."""
+    return run["name"] + (" · default" if run["default"] else "")
 
 
 def default_pair(runs: list[dict]) -> tuple[str, str] | None:
@@ -49,10 +51,11 @@ def compare_view(store: Store, a: str, b: str, n_boot: int = 2000, seed: int = 0
                         perturbations=frames["perturbations"])
 
 
-def differing_table(result: RunComparison) -> pd.DataFrame:
-    """The differing items with a link into the item audit on run A's verdict and one on run B's."""
+def differing_table(result: RunComparison, base_url: str) -> pd.DataFrame:
+    """The differing items with a link into the item audit (of the app at `base_url`) on run A's verdict and
+    one on run B's."""
     out = result.differing.copy()
     (judge_a, label_a), (judge_b, label_b) = result.a, result.b
-    out["audit_a"] = [audit_link(t, judge_a, i, label_a) for t, i in zip(out["trajectory_id"], out["item_id"])]
-    out["audit_b"] = [audit_link(t, judge_b, i, label_b) for t, i in zip(out["trajectory_id"], out["item_id"])]
+    out["audit_a"] = [audit_link(base_url, t, judge_a, i, label_a) for t, i in zip(out["trajectory_id"], out["item_id"])]
+    out["audit_b"] = [audit_link(base_url, t, judge_b, i, label_b) for t, i in zip(out["trajectory_id"], out["item_id"])]
     return out

@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..analysis.run_names import run_name
 from ..checklist.synthesis import synthesize_project
 from ..ingest import find_trial_dirs
 from ..ingest.archive import unpack_for_import
@@ -32,6 +33,7 @@ from ..stages import recorded_import, recorded_score
 from ..store import RunRow, Store, utcnow
 
 __all__ = [
+    "judge_runs_frame",
     "ARCHIVE_HOLDS",
     "JOBS",
     "JOB_KINDS",
@@ -236,6 +238,16 @@ def job_run(store: Store, job: Job) -> RunRow | None:
 
 RUN_COLUMNS = ["id", "kind", "status", "progress", "model", "structured_mode", "started_at", "finished_at", "wall_s", "calls",
                "http_calls", "cache_hits", "errors", "prompt_tokens", "cached_tokens", "completion_tokens", "cost_usd"]
+
+
+def judge_runs_frame(store: Store) -> pd.DataFrame:
+    """Every labelled judge run, newest first: its readable name (`run_name`), its full label, whether it is its
+    judge's default (what every page reads unless its Run box chooses another) and how much it judged."""
+    defaults = store.judging.default_labels()
+    rows = [{"run": run_name(r), "label": r.label, "default": defaults.get(r.judge) == r.label,
+             "trajectories": r.n_trajectories, "first_at": r.first_at, "last_at": r.last_at}
+            for r in reversed(store.judging.labels())]
+    return pd.DataFrame(rows, columns=["run", "label", "default", "trajectories", "first_at", "last_at"])
 
 
 def runs_frame(store: Store) -> pd.DataFrame:

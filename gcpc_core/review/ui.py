@@ -31,6 +31,7 @@ from annotations.blinding import BlindStep, preview
 from annotations.tokens import (ADMIN_TOKEN_ENV, PUBLIC_URL_ENV, SignInLimiter, access_mode, client_address, is_admin,
                                 served_url)
 
+from ..analysis.run_names import run_name
 from ..analysis.loader import frames_from_store
 from ..checklist import Rules, load_rules
 from ..models import Event
@@ -71,6 +72,7 @@ __all__ = [
     "render_steps",
     "select_quote",
     "require_store",
+    "run_labels_help",
     "run_select",
     "reviewer",
     "sign_in",
@@ -272,6 +274,11 @@ cached_trajectory_score = cached("scores")(scores.trajectory_score)
 cached_compare = cached("judgments", "scores", "trajectories", "checklists", "perturbations")(compare.compare_view)
 
 
+def run_labels_help(runs: Sequence[JudgeRun]) -> str:
+    """A tooltip (Markdown) giving the full label behind each run's readable name (`run_name`)."""
+    return "Full run labels:\n" + "\n".join(f"- {md_escape(run_name(r))}: {md_escape(r.label)}" for r in runs)
+
+
 def run_select(store: Store, key: str) -> dict[str, str] | None:
     """A "Run of JUDGE" box for each judge with several labelled runs (default: its default run); returns
     judge → label for the runs chosen instead of a default, None when every judge reads its default."""
@@ -284,11 +291,11 @@ def run_select(store: Store, key: str) -> dict[str, str] | None:
         if len(runs) < 2:
             continue
         names = [defaults[judge], *(r.label for r in reversed(runs) if r.label != defaults[judge])]
-        simulated = {r.label for r in runs if r.simulated}
+        readable = {r.label: run_name(r) for r in runs}
         label = st.selectbox(f"Run of {judge}", names, key=f"{key}:run:{judge}",
-                             format_func=lambda n: n + (" · default" if n == defaults[judge] else "")
-                             + (" (SIMULATED verdicts)" if n in simulated else ""),
-                             help="This judge has several labelled runs: whose verdicts every figure here uses")
+                             format_func=lambda n: readable[n] + (" · default" if n == defaults[judge] else ""),
+                             help="This judge has several labelled runs: whose verdicts every figure here uses. "
+                             + run_labels_help(runs))
         if label != defaults[judge]:
             chosen[judge] = label
     return chosen or None

@@ -23,6 +23,9 @@ PROJECT = {
                                               ("C3", "generated", "Yes", [])]),
 }
 
+APP = "https://gcpc.example:8443/base"
+"""An app address the links start with."""
+
 
 def frames() -> dict[str, pd.DataFrame]:
     items, scores = [], []
@@ -68,7 +71,7 @@ def test_item_verdicts_gather_verifier_and_auditors() -> None:
 def test_ranking_and_figure_changes_by_hand() -> None:
     f = frames()
     found = disagreements(item_verdicts(f["items"], f["ctrf"], f["audits"]))
-    ranked = rank_disagreements(found, f["items"], f["scores"], threshold=0.35)
+    ranked = rank_disagreements(found, f["items"], f["scores"], base_url=APP, threshold=0.35)
     got = [(r.trajectory_id, r.item_id, r.kind, r.proposed) for r in ranked.itertuples()]
     assert got == [
         ("a-wo", "C1", KINDS[0], "No"),    # B: pair a's Δ .286 → .429 crosses the threshold: share improving +.5
@@ -93,18 +96,21 @@ def test_ranking_and_figure_changes_by_hand() -> None:
 
 
 def test_links_open_the_item_audit_and_carry_no_secret() -> None:
+    """Links are absolute (they work pasted outside the app) and name one item verdict, nothing else."""
     f = frames()
-    ranked = triage(f, threshold=0.35)
+    ranked = triage(f, base_url=APP, threshold=0.35)
     url = urlparse(ranked["link"].iloc[0])
-    assert url.path == "audit" and parse_qs(url.query) == {"trajectory": ["a-wo"], "judge": ["gcpc"], "item": ["C1"]}
-    assert audit_link("t&1", "j", "C 1") == "audit?trajectory=t%261&judge=j&item=C+1"
+    assert (url.scheme, url.netloc, url.path) == ("https", "gcpc.example:8443", "/base/audit")
+    assert parse_qs(url.query) == {"trajectory": ["a-wo"], "judge": ["gcpc"], "item": ["C1"]}
+    assert audit_link("http://localhost:8501/", "t&1", "j", "C 1") == (
+        "http://localhost:8501/audit?trajectory=t%261&judge=j&item=C+1")
     assert not any("admin" in link or "token" in link for link in ranked["link"])
 
 
 def test_nothing_to_triage() -> None:
     f = frames()
-    assert triage({"items": f["items"].iloc[0:0], "scores": f["scores"]}).empty
-    assert triage({"items": f["items"][f["items"]["trajectory_id"] == "a-w"], "scores": f["scores"]}).empty
+    assert triage({"items": f["items"].iloc[0:0], "scores": f["scores"]}, base_url=APP).empty
+    assert triage({"items": f["items"][f["items"]["trajectory_id"] == "a-w"], "scores": f["scores"]}, base_url=APP).empty
 
 
 def test_cli_on_the_demo(demo_copy, capsys) -> None:  # noqa: ANN001 - pytest fixtures
@@ -136,3 +142,23 @@ def test_cli_on_the_demo(demo_copy, capsys) -> None:  # noqa: ANN001 - pytest fi
     assert main(["triage", "--db", str(demo_copy.parent / "missing.db")]) == 2
     assert "no such project DB" in capsys.readouterr().err
     assert main(["triage"]) == 2
+
+
+def test_cli_links_are_absolute(demo_copy, capsys, monkeypatch) -> None:  # noqa: ANN001 - pytest fixtures
+    """`triage` prints links that open in a browser as they are: from --base-url, else $GCPC_PUBLIC_URL, else the
+    address the committed config serves."""
+    import json
+
+    from annotations.tokens import default_base_url
+    from gcpc_core.cli import main
+
+    def links(*args: str) -> list[str]:
+        assert main(["triage", "--db", str(demo_copy), "--json", "--limit", "3", *args]) == 0
+        return [r["link"] for r in json.loads(capsys.readouterr().out)["disagreements"]]
+
+    monkeypatch.delenv("GCPC_PUBLIC_URL", raising=False)
+    assert all(link.startswith(default_base_url() + "/audit?trajectory=") for link in links())
+    assert default_base_url().startswith("http://")
+    monkeypatch.setenv("GCPC_PUBLIC_URL", "https://audit.example/gcpc/")
+    assert all(link.startswith("https://audit.example/gcpc/audit?") for link in links())
+    assert all(link.startswith("http://10.0.0.5:8600/audit?") for link in links("--base-url", "http://10.0.0.5:8600"))

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
 
 from annotations import DEMO_STUDY_ID, issue_link
+from gcpc_core.demo import DEMO_SIMULATED_LABEL
 from gcpc_core.judge import score_project
 from gcpc_core.review.runs import JOBS
 from gcpc_core.store import Store
@@ -397,6 +398,25 @@ def test_links_open_the_audit_page_on_a_trajectory(demo_db: Path) -> None:
     assert at.selectbox(key="audit:trajectory").value == without and without in {t.id for t in store.trials.trajectories()}
 
 
+@pytest.mark.parametrize("public", ["https://audit.example/gcpc", None])
+def test_triage_and_compare_links_are_absolute(demo_db: Path, monkeypatch: pytest.MonkeyPatch,
+                                               public: str | None) -> None:
+    """The audit links in the Triage and Compare tables open as they stand, pasted anywhere: `$GCPC_PUBLIC_URL`,
+    else the address the app is served at (never `audit?…` relative to whatever page holds them)."""
+    if public:
+        monkeypatch.setenv("GCPC_PUBLIC_URL", public)
+    else:
+        monkeypatch.delenv("GCPC_PUBLIC_URL", raising=False)
+    from annotations.tokens import default_base_url
+
+    start = (public or default_base_url(env={})) + "/audit?trajectory="  # unset: the committed config's address
+    for page, columns in (("triage", ("link",)), ("compare", ("audit_a", "audit_b"))):
+        at = open_page(page)
+        assert not at.exception, at.exception
+        links = [v for frame in at.dataframe for c in columns if c in frame.value.columns for v in frame.value[c]]
+        assert links and all(link.startswith(start) for link in links), (page, links[:2])
+
+
 def test_pairs_page_highlights_changed_items(demo_db: Path) -> None:
     at = open_page("pairs")
     assert not at.exception
@@ -535,3 +555,40 @@ def test_a_missing_project_db_is_named_and_no_page_is_listed(tmp_path: Path, mon
     assert f"Project DB not found: {missing}" in at.error[0].value and "python -m gcpc_core import" in at.error[0].value
     assert len(at.sidebar.children) == 0 and not missing.exists()
     assert [p["page_name"] for p in at._registered_pages.values()] == ["GCPC"]  # the message alone
+
+
+def test_runs_page_names_every_labelled_judge_run(demo_db: Path) -> None:
+    """The Runs page lists the labelled judge runs by readable name (judge · model · prompt · date), the full
+    label beside it."""
+    from gcpc_core.analysis.run_names import run_name
+
+    at = open_page("runs")
+    assert not at.exception, at.exception
+    table = next(f.value for f in at.dataframe if "label" in f.value.columns)
+    runs = Store(demo_db).judging.labels()
+    assert sorted(table["run"]) == sorted(run_name(r) for r in runs)
+    assert sorted(table["label"]) == sorted(r.label for r in runs)
+
+
+def test_compare_names_runs_for_a_reader_in_every_table(demo_db: Path) -> None:
+    """Compare: the run columns of its AUC, ΔAUC and evidence-sensitivity tables hold readable run names (judge ·
+    model · prompt · date), never the derived label; the perturbation hint is a code block, not raw backticks."""
+    from gcpc_core.cli import main
+    from gcpc_core.review.compare import run_choices
+
+    store = Store(demo_db)
+    probe = store.judging.default_labels()["probe"]
+    names = {r["label"]: r["name"] for r in run_choices(store)}
+    at = open_page("compare")
+    assert any(c.value.startswith("python -m gcpc_core perturb") for c in at.code)
+    assert not any("`" in t.value for t in at.text)
+    assert main(["perturb", "--db", str(demo_db), "--judge", "probe", "--label", probe]) == 0
+    at = open_page("compare")
+    assert not at.exception, at.exception
+    frames = [f.value for f in at.dataframe]
+    auc, delta = frames[0], frames[1]
+    assert list(auc["run"]) == [names[probe], names[DEMO_SIMULATED_LABEL]]
+    assert (delta["run A"].iloc[0], delta["run B"].iloc[0]) == (names[probe], names[DEMO_SIMULATED_LABEL])
+    sensitivity = next(f for f in frames if "label" in f.columns and "run" in f.columns)
+    assert set(sensitivity["run"]) == {names[probe]}
+    assert probe not in at.text[0].value  # the headline

@@ -6,6 +6,7 @@ and G6 on each, and prints the share of drafts that pass every gate.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -141,6 +142,54 @@ def test_cli_draft_then_add_after_review(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["checklist", "draft", "--db", str(db), "--task", "nope"]) == 2
     assert "no task 'nope'" in capsys.readouterr().err
     assert main(["checklist", "draft"]) == 2
+
+
+def _toy_project(tmp_path: Path) -> tuple[Path, Path]:
+    """The toy task as a task folder and a project DB holding it."""
+    from gcpc_core.ingest import import_project
+
+    from .toy import TOY_INSTRUCTION, TOY_VERIFIER
+
+    task_dir = tmp_path / "tasks" / "toy-count"
+    (task_dir / "tests").mkdir(parents=True)
+    (task_dir / "instruction.md").write_text(TOY_INSTRUCTION)
+    (task_dir / "tests" / "test_outputs.py").write_text(TOY_VERIFIER)
+    db = tmp_path / "p.db"
+    import_project(Store(db), tasks_dir=tmp_path / "tasks", trials_dir=None, progress=False)
+    return task_dir, db
+
+
+def test_cli_add_review_records_the_review_of_a_draft(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      rules: Rules) -> None:
+    """`checklist add --review NAME` is the human review a draft needs: stored under human:NAME with the review
+    in created_by, the file left as it is; without it the draft is refused with a message naming the flag."""
+    _, db = _toy_project(tmp_path)
+    out = tmp_path / "draft.yaml"
+    assert main(["checklist", "draft", "--db", str(db), "--task", "toy-count", "--out", str(out)]) == 0
+    assert "checklist add --review" in capsys.readouterr().err
+    drafted = out.read_text()
+    assert main(["checklist", "add", "--db", str(db), "--by", "alice", str(out)]) == 1
+    assert "--review <your name>" in capsys.readouterr().out
+    assert Store(db).checklists.list(status="frozen") == []
+
+    assert main(["checklist", "add", "--db", str(db), "--by", "alice", "--review", "Alice Smith", str(out)]) == 0
+    assert "(source human:Alice_Smith)" in capsys.readouterr().out
+    [row] = Store(db).checklists.list(status="frozen")
+    assert row.source == row.checklist["source"] == "human:Alice_Smith"
+    assert row.created_by == f"alice, review of draft:{rules.version} by Alice Smith"
+    assert out.read_text() == drafted  # the file is not edited
+
+
+def test_cli_add_review_keeps_a_non_draft_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--review signs off drafts only: a human's or a model's checklist keeps its author and created_by."""
+    task_dir, db = _toy_project(tmp_path)
+    out = tmp_path / "draft.yaml"
+    assert main(["checklist", "draft", "--task-dir", str(task_dir), "--out", str(out)]) == 0
+    text = out.read_text()
+    out.write_text(re.sub(r"(?m)^source: .*$", "source: llm:some-model", text))
+    assert main(["checklist", "add", "--db", str(db), "--review", "bob", str(out)]) == 0
+    [row] = Store(db).checklists.list(status="frozen")
+    assert (row.source, row.created_by) == ("llm:some-model", "human")
 
 
 @pytest.mark.skillsbench

@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 from gcpc_core.analysis.compare import compare_project
 from gcpc_core.demo import DEMO_SIMULATED_LABEL
 from gcpc_core.review.audit import item_views
+from gcpc_core.review.compare import run_choices
 from gcpc_core.store import Store
 
 from .helpers import App
@@ -28,11 +29,20 @@ def test_compare_page_shows_both_runs_and_opens_a_differing_item_with_both_verdi
     probe = store.judging.default_labels()["probe"]
     expected = compare_project(store, probe, DEMO_SIMULATED_LABEL, n_boot=2000)
     assert len(expected.differing) > 0
+    names = {r["key"]: r["name"] for r in run_choices(store)}
+    name_a, name_b = names[f"probe={probe}"], names[f"probe={DEMO_SIMULATED_LABEL}"]
 
     demo.open("compare")
     expect(demo.title()).to_have_text("Compare runs")
     expect(demo.text("SIMULATED verdicts").first).to_be_visible()
-    expect(demo.text(expected.headline(), exact=True)).to_be_visible()
+    expect(demo.text(expected.headline(names), exact=True)).to_be_visible()
+    # runs are named for a reader (judge · model · prompt · date), the full label in the tooltip; no raw backticks
+    assert probe not in expected.headline(names) and name_a in expected.headline(names)
+    expect(demo.combobox("Run A")).to_have_value(f"{name_a} · default")
+    assert "`" not in demo.main.inner_text()
+    demo.main.locator('[data-testid="stWidgetLabel"]').filter(has_text="Run A").locator(
+        '[data-testid="stTooltipHoverTarget"]').hover()
+    expect(demo.page.locator('[data-testid="stTooltipContent"]')).to_contain_text(probe)
     assert metric(demo, "Items both judged") == str(expected.n_items)
     assert metric(demo, "Cohen's κ") == f"{expected.kappa:.3f}"
     assert metric(demo, "Same raw verdict") == f"{100 * expected.agreement:.1f}%"
@@ -61,11 +71,11 @@ def test_compare_page_shows_both_runs_and_opens_a_differing_item_with_both_verdi
     demo.rerun(link.click)
     expect(demo.title()).to_have_text("Item audit")
     expect(demo.main.get_by_role("heading", name=row.trajectory_id)).to_be_visible()
-    expect(demo.combobox("Run")).to_have_value(re.compile(rf"^{re.escape(probe)} · default$"))
+    expect(demo.combobox("Run")).to_have_value(f"{name_a} · default")
     expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(row.item_id)} · "))
     other = view.other_runs[0]
     expect(demo.text(f"This item in probe's other labelled runs (raw verdicts; this run: {row.verdict_a})")).to_be_visible()
-    expect(demo.text(f"{DEMO_SIMULATED_LABEL}: {row.verdict_b}").first).to_be_visible()
+    expect(demo.text(f"{name_b}: {row.verdict_b}").first).to_be_visible()
     expect(demo.text(re.compile(r"SIMULATED verdicts \(demo\), not a judge run · DIFFERENT verdict$"))).to_be_visible()
     # both verdicts' citations: this run's and the other run's, each located in its event
     counts = [len(view.citations), len(other.citations)]
@@ -75,7 +85,7 @@ def test_compare_page_shows_both_runs_and_opens_a_differing_item_with_both_verdi
     expect(demo.text(f"{cite.event_id} · {cite.event.kind}").first).to_be_visible()
 
     # the Run box switches the audited verdicts to run B's; the other run is then A's
-    demo.select("Run", re.compile(rf"^{re.escape(DEMO_SIMULATED_LABEL)} \(SIMULATED verdicts\)"))
+    demo.select("Run", name_b)
     expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(row.item_id)} · .*{row.verdict_b}"))
-    expect(demo.text(f"{probe}: {row.verdict_a}").first).to_be_visible()
+    expect(demo.text(f"{name_a}: {row.verdict_a}").first).to_be_visible()
     assert parse_qs(urlparse(demo.page.url).query)["label"] == [DEMO_SIMULATED_LABEL]

@@ -26,7 +26,7 @@ def metric(app: App, label: str) -> str:
 
 def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_counts(demo: App) -> None:
     store = Store(demo.server.db)
-    top = triage(frames_from_store(store)).iloc[0]
+    top = triage(frames_from_store(store), base_url=demo.server.url).iloc[0]
     had_audit = any(a.item_id == top["item_id"] for a in item_audits(store, trajectory_id=top["trajectory_id"],
                                                                         judge="probe"))
 
@@ -72,17 +72,17 @@ def test_auditing_the_proposals_in_order_narrows_the_error_rate_and_the_figures(
     """The Done-when loop: the auditor opens the first proposed audit from the triage page, records it, comes
     back, and the next proposal is offered; the error rate's interval narrows at every step, and so do the
     audited figures' judge-error intervals (the page's figures table) over the steps."""
-    from gcpc_core.review.auditloop import judge_loop, loop_data
+    from gcpc_core.review.auditloop import audited_data, judge_loop
 
     store = Store(demo.server.db)
     widths, figure_widths = [], []
     for step in range(4):
         demo.open("triage")
-        expect(demo.main.get_by_role("heading", name="Raw and audited figures")).to_be_visible()
-        loop = judge_loop(store, "probe", 10, 0.10)
+        expect(demo.main.get_by_text("Raw and audited figures", exact=True)).to_be_visible()  # a closed section
+        loop = judge_loop(store, demo.server.url, "probe", 10, 0.10)
         widths.append(float(metric(demo, "Width")))
         assert widths[-1] == float(f"{loop.estimate.width:.3f}")
-        figure_widths.append(loop_data(store, n_boot=50).figures["error_width"].sum())
+        figure_widths.append(audited_data(store, n_boot=50).figures["error_width"].sum())
         if step == 3:
             break
         nxt = loop.proposals.iloc[0]
@@ -98,4 +98,7 @@ def test_auditing_the_proposals_in_order_narrows_the_error_rate_and_the_figures(
         assert (nxt["trajectory_id"], nxt["item_id"]) in audited
     assert widths == sorted(widths, reverse=True) and len(set(widths)) == len(widths), widths
     assert figure_widths[-1] < figure_widths[0], figure_widths
+    assert demo.main.get_by_text(re.compile(r"error_low – error_high: the judge-error interval")).count() == 0
+    demo.click(demo.main.get_by_text("Raw and audited figures", exact=True))  # computed once opened
     expect(demo.main.get_by_text(re.compile(r"error_low – error_high: the judge-error interval"))).to_be_visible()
+    expect(demo.text(re.compile(r"^\d+ item verdicts overridden by the auditors' consensus\.$"))).to_be_visible()

@@ -12,6 +12,7 @@ import pytest
 from annotations.audits import item_audits
 from gcpc_core.demo import DEMO_SIMULATED_LABEL, DEMO_SIMULATED_MODEL
 from gcpc_core.review.audit import item_views, judge_stats, record_audit
+from gcpc_core.analysis.run_names import run_name
 from gcpc_core.review.compare import compare_view, default_pair, differing_table, run_choices, run_title
 from gcpc_core.review.runs import JobRunner
 from gcpc_core.store import Store
@@ -21,14 +22,16 @@ def test_the_page_opens_on_the_default_run_against_the_other(demo: Store) -> Non
     runs = run_choices(demo)
     probe = demo.judging.default_labels()["probe"]
     assert default_pair(runs) == (f"probe={probe}", f"probe={DEMO_SIMULATED_LABEL}")
-    assert [run_title(r).endswith("SIMULATED verdicts") for r in runs] == [False, True]
+    assert ["SIMULATED" in run_title(r) for r in runs] == [False, True]
     assert default_pair(runs[:1]) is None
     result = compare_view(demo, *default_pair(runs), n_boot=200)
-    table = differing_table(result)
+    table = differing_table(result, "http://127.0.0.1:8501")
     assert len(table) == len(result.differing) > 0
     first = table.iloc[0]
     for column, label in (("audit_a", probe), ("audit_b", DEMO_SIMULATED_LABEL)):
-        query = parse_qs(urlparse(first[column]).query)
+        url = urlparse(first[column])
+        assert (url.scheme, url.netloc, url.path) == ("http", "127.0.0.1:8501", "/audit")
+        query = parse_qs(url.query)
         assert query == {"trajectory": [first["trajectory_id"]], "judge": ["probe"], "item": [first["item_id"]],
                          "label": [label]}
     with pytest.raises(ValueError, match="no judge run probe=nope"):
@@ -76,15 +79,17 @@ def test_a_runs_page_job_judges_under_its_label(demo: Store, monkeypatch: pytest
 def test_triage_reads_the_chosen_run_and_links_to_it(demo: Store) -> None:
     from gcpc_core.review.auditloop import judge_loop, loop_data
 
-    default = loop_data(demo, n_boot=50)
-    chosen = loop_data(demo, n_boot=50, labels={"probe": DEMO_SIMULATED_LABEL})
+    default = loop_data(demo, "http://127.0.0.1:8501")
+    chosen = loop_data(demo, "http://127.0.0.1:8501", labels={"probe": DEMO_SIMULATED_LABEL})
     assert not default.disagreements["link"].str.contains("label=").any()
     assert chosen.disagreements["link"].str.contains("label=DEMO").all()
     # the simulated run flips verdicts, so it disagrees with the verifier where the probe judge did not
     assert set(chosen.disagreements["trajectory_id"] + chosen.disagreements["item_id"]) != set(
         default.disagreements["trajectory_id"] + default.disagreements["item_id"])
-    loop = judge_loop(demo, "probe", 3, 0.1, labels={"probe": DEMO_SIMULATED_LABEL})
+    loop = judge_loop(demo, "http://127.0.0.1:8501", "probe", 3, 0.1, labels={"probe": DEMO_SIMULATED_LABEL})
     assert len(loop.proposals) == 3 and loop.proposals["link"].str.contains("label=DEMO").all()
+    assert loop.proposals["link"].str.startswith("http://127.0.0.1:8501/audit?").all()
+    assert default.disagreements["link"].str.startswith("http://127.0.0.1:8501/audit?").all()
 
 
 def test_the_report_names_the_run_of_each_judge(demo: Store, tmp_path: Path) -> None:
@@ -92,7 +97,11 @@ def test_the_report_names_the_run_of_each_judge(demo: Store, tmp_path: Path) -> 
     from gcpc_core.analysis.loader import frames_from_store
 
     result = build_report(frames_from_store(demo), tmp_path / "r", n_boot=50, figures=False)
-    assert list(result.tables["judges"]["run"]) == [demo.judging.default_labels()["probe"]]
+    assert list(result.tables["judges"]["label"]) == [demo.judging.default_labels()["probe"]]
+    # named for a reader, the full label beside it (report.md kept the raw label alone)
+    run = next(r for r in demo.judging.labels() if r.label == demo.judging.default_labels()["probe"])
+    assert list(result.tables["judges"]["run"]) == [run_name(run)]
+    assert "probe · offline · probe-v1 · " in (tmp_path / "r" / "report.md").read_text()
     chosen = build_report(frames_from_store(demo, labels={"probe": DEMO_SIMULATED_LABEL}), tmp_path / "s", n_boot=50,
                           figures=False)
-    assert list(chosen.tables["judges"]["run"]) == [DEMO_SIMULATED_LABEL]
+    assert list(chosen.tables["judges"]["label"]) == [DEMO_SIMULATED_LABEL]
