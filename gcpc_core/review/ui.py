@@ -274,7 +274,7 @@ def run_select(store: Store, key: str) -> dict[str, str] | None:
             continue
         names = [defaults[judge], *(r.label for r in reversed(runs) if r.label != defaults[judge])]
         simulated = {r.label for r in runs if r.simulated}
-        label = st.selectbox(f"Run of {judge}", names, key=f"{key}:run:{judge}",
+        label = st.selectbox(md_escape(f"Run of {judge}"), names, key=f"{key}:run:{judge}",
                              format_func=lambda n: n + (" · default" if n == defaults[judge] else "")
                              + (" (SIMULATED verdicts)" if n in simulated else ""),
                              help="This judge has several labelled runs: whose verdicts every figure here uses")
@@ -347,8 +347,15 @@ _BADGE_COLORS = {"Yes": "green", "No": "red", "Abstain": "gray", "passed": "gree
 
 
 def badge(label: str, kind: str) -> None:
-    """A small coloured label (verdict, route, CTRF status); the label is escaped (badges are Markdown)."""
-    st.badge(md_escape(label), color=_BADGE_COLORS.get(kind, "gray"))  # type: ignore[arg-type]
+    """A small coloured label (verdict, route, CTRF status); the label is escaped (badges are Markdown).
+
+    A label holding a bracket is shown as plain text instead: `st.badge` backslash-escapes brackets itself,
+    inside `md_escape`'s code spans too, where the backslash would show, and a bracket there that it missed
+    would end the badge's `[…]` early and let the rest of the label be read as Markdown."""
+    if "[" in label or "]" in label:
+        show_text(label)
+    else:
+        st.badge(md_escape(label), color=_BADGE_COLORS.get(kind, "gray"))  # type: ignore[arg-type]
 
 
 def highlight_rows(frame: pd.DataFrame, column: str, color: str = "rgba(255, 196, 0, 0.25)") -> Styler:
@@ -403,7 +410,7 @@ def render_citations(citations: Sequence[audit.CitationView], key: str) -> None:
             show_code(c.quote)
         else:
             render_excerpt(c.excerpt)
-        if event is not None and st.toggle(f"Full event {c.event_id}", key=f"{key}:cite:{k}"):
+        if event is not None and st.toggle(md_escape(f"Full event {c.event_id}"), key=f"{key}:cite:{k}"):
             render_event(event, f"{key}:cite:{k}:event")
 
 
