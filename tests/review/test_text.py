@@ -185,6 +185,9 @@ def test_md_escape_shows_each_kind_of_markup_as_text(case: str) -> None:
     assert parsed.shown == " ".join(hostile.split())  # what the reader sees is the text itself, on one line
     for piece in parsed.plain:  # outside code spans every Markdown-significant character is escaped
         assert re.findall(r"(?<!\\)[\[\]()!<>*_~#`$&:]", re.sub(r"\\.", "", piece)) == [], piece
+    inline = md_escape(hostile, limit=None, mid_line=True)  # for a line's middle (report.md): fewer escapes
+    assert live_markup(inline) == [] and read(inline).shown == parsed.shown
+    assert re.findall(r"(?<!\\)[*_~`&|<]", "".join(re.sub(r"\\.", "", p) for p in read(inline).plain)) == []
 
 
 def test_md_escape_puts_only_rewritten_words_in_code_spans() -> None:
