@@ -11,6 +11,7 @@ import streamlit as st
 from annotations.tokens import RATE_PATH
 from gcpc_core.demo import ensure_demo_project
 from gcpc_core.llm import llm_status
+from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import RESUME_PAGE_KEY, SIGN_IN_PROBLEM_KEY, access, sign_in, signed_in
 from gcpc_core.store import SchemaTooNew, Store
 
@@ -43,7 +44,7 @@ def stop_with_error(message: str, detail: str | None = None) -> NoReturn:
 
 db_path = os.environ.get("GCPC_DB") or demo_db_path()
 if not Path(db_path).is_file():
-    stop_with_error(f"Project DB not found: {db_path}. Create it with `python -m gcpc_core import --db FILE "
+    stop_with_error(f"Project DB not found: {md_escape(db_path, limit=1000)}. Create it with `python -m gcpc_core import --db FILE "
                     "--tasks … --trials …` (or `python -m gcpc_core demo --db FILE`), then set GCPC_DB to it.")
 try:
     store = open_store(db_path)

@@ -54,7 +54,7 @@ grid = st.container(key="agreement-headline")
 for start in range(0, len(view.lines), 3):
     for col, line in zip(grid.columns(3), view.lines[start : start + 3]):
         with col.container(border=True):
-            st.metric(md_escape(line.statistic), line.value)
+            st.metric(md_escape(line.statistic), md_escape(line.value))
             st.caption(md_escape(line.reading, limit=600))
 if view.missing:
     with st.expander(f"Not computed yet ({len(view.missing)})"):

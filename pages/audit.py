@@ -188,7 +188,8 @@ def item_panel(view: ItemView, focused: bool) -> None:
             st.text("Other judges (raw): " + ", ".join(f"{j} {v}" for j, v in view.other_judges.items()))
         if view.other_runs:
             with st.container(border=True):
-                st.caption(f"This item in {judge}'s other labelled runs (raw verdicts; this run: {view.verdict_raw})")
+                st.caption(md_escape(f"This item in {judge}'s other labelled runs (raw verdicts; this run: "
+                                      f"{view.verdict_raw})", limit=600))
                 for k, run in enumerate(view.other_runs):
                     badge(f"{readable.get(run.label, run.label)}: {run.verdict_raw}", run.verdict_raw)
                     st.text(f"run {run.label} · model {run.model or 'offline'}"
@@ -273,8 +274,8 @@ def item_panel(view: ItemView, focused: bool) -> None:
             st.session_state[asking_key] = True  # D alone: ask which verdict is right, never assume one
         if st.session_state.get(asking_key) and who:
             with st.container(border=True):
-                st.warning(f"You disagree with the judge's {view.verdict_raw}. Which verdict is right? "
-                           + " · ".join(f"{k} = {v}" for k, v in enumerate(others, 1)))
+                st.warning(md_escape(f"You disagree with the judge's {view.verdict_raw}. Which verdict is right? "
+                                     + " · ".join(f"{k} = {v}" for k, v in enumerate(others, 1)), limit=600))
                 ask = st.columns([1] * len(others) + [1, 3])
                 for k, verdict in enumerate(others):
                     if ask[k].button(f"{verdict}", key=f"{key}:correct:{verdict}", shortcut=str(k + 1),

@@ -47,7 +47,7 @@ from gcpc_core.store import ChecklistRow
 store = require_store()
 rules = cached_rules()
 st.title("Checklists")
-st.caption(f"Gates G1–G6 run under rules version {rules.version}. A frozen checklist never changes: an edit is "
+st.caption(f"Gates G1–G6 run under rules version {md_escape(rules.version)}. A frozen checklist never changes: an edit is "
            "stored as the task's next version.")
 tasks = cached_task_table(store)
 if tasks.empty:

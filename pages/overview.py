@@ -51,7 +51,7 @@ def next_action(s: TaskStatus, first_trajectory: str | None) -> None:
         st.page_link("pages/checklists.py", label="Draft a checklist", icon=":material/edit_note:",
                      query_params={"task": s.task, "start": "draft"})
         st.button("Synthesize with the LLM", key=f"{key}:synth", disabled=not llm_ready,
-                  help=None if llm_ready else llm_reason, on_click=start_job,
+                  help=None if llm_ready else md_escape(llm_reason, limit=600), on_click=start_job,
                   args=("synthesize", {"task": s.task}, f"synthesis of {s.task}"))
     elif s.next_step == "judge":
         st.button("Judge with probe (offline)", key=f"{key}:probe", on_click=start_job,

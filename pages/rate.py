@@ -18,6 +18,7 @@ from annotations.blinding import preview
 from annotations.guidelines import safe_markdown
 from annotations.limits import ANSWER_VERSIONS_MAX, COMMENT_MAX_CHARS
 from annotations.study import HISTORY_PAGE_SIZE, RaterSession, open_rater_session
+from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import memo, render_plain, render_steps, require_store, show_text
 
 store = require_store(admin=False)  # raters are not admins; their token scopes the session below
@@ -119,9 +120,9 @@ if message:
     st.toast(message)
 error = st.session_state.pop(f"{prefix}:error", None)
 if error:
-    st.error(error)
+    st.error(md_escape(error, limit=600))
 
-st.subheader(f"{index + 1} of {len(queue)} · {KIND_NAME[item.kind]} · {item.target}")
+st.subheader(md_escape(f"{index + 1} of {len(queue)} · {KIND_NAME[item.kind]} · {item.target}"))
 
 # ---- the answer first, so that it is in reach without scrolling; the records below it ------------------
 
@@ -129,11 +130,11 @@ if item.kind == "progress_rating":
     st.write("How far did the agent get towards doing what the instruction asks? (keys 1–5)")
     cols = st.columns(len(guide.scale))
     for col, anchor in zip(cols, guide.scale):
-        col.button(f"{anchor.value} · {anchor.label}", key=f"{draft_key}:rating:{anchor.value}",
-                   shortcut=str(anchor.value), help=anchor.description, width="stretch",
+        col.button(md_escape(f"{anchor.value} · {anchor.label}"), key=f"{draft_key}:rating:{anchor.value}",
+                   shortcut=str(anchor.value), help=md_escape(anchor.description, limit=1000), width="stretch",
                    type="primary" if draft["rating"] == anchor.value else "secondary",
                    on_click=set_draft, args=("rating", anchor.value))
-        col.caption(anchor.description)
+        col.caption(md_escape(anchor.description, limit=1000))
     ready = draft["rating"] is not None
 else:
     c = st.columns([3, 2])
@@ -146,8 +147,8 @@ else:
                    type="primary" if draft["choice"] == choice else "secondary",
                    on_click=set_draft, args=("choice", choice))
     for col, anchor in zip(choice_cols[4:], guide.confidence):
-        col.button(f"{anchor.value} · {anchor.label}", key=f"{draft_key}:confidence:{anchor.value}",
-                   shortcut=str(anchor.value), help=anchor.description, width="stretch",
+        col.button(md_escape(f"{anchor.value} · {anchor.label}"), key=f"{draft_key}:confidence:{anchor.value}",
+                   shortcut=str(anchor.value), help=md_escape(anchor.description, limit=1000), width="stretch",
                    type="primary" if draft["confidence"] == anchor.value else "secondary",
                    on_click=set_draft, args=("confidence", anchor.value))
     ready = draft["choice"] is not None and draft["confidence"] is not None

@@ -88,11 +88,11 @@ with synth_tab:
     task = st.selectbox("Task", tasks, key="runs:synth_task")
     synth = {"task": None if task == tasks[0] else task, "model": os.environ.get("GCPC_MODEL", "")}
     st.button("Start synthesis", key="runs:synthesize", disabled=not usable, on_click=start, args=("synthesize", synth),
-              help=None if usable else reason)
+              help=None if usable else md_escape(reason, limit=600))
 
 message = st.session_state.pop("runs:started", None)
 if message:
-    st.success(message)
+    st.success(md_escape(message, limit=600))
 error = st.session_state.pop("runs:error", None)
 if error:
     st.error("Not started: " + md_escape(error))

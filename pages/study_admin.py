@@ -35,6 +35,7 @@ from annotations import (
 )
 from annotations.exchange import DesignRecordError
 from annotations.tokens import ADMIN_TOKEN_ENV
+from gcpc_core.review.text import md_escape
 from gcpc_core.review.ui import app_base_url, pin_choice, require_store
 
 # app.py only shows this page to admins; require_store checks again, so the page never relies on how it was reached
@@ -50,7 +51,7 @@ try:
     links_refused = None
 except LinkRefused as exc:
     links_refused = str(exc)
-    st.warning(f"Rater links are not shown: {links_refused}")
+    st.warning("Rater links are not shown: " + md_escape(links_refused, limit=600))
 
 
 def show_links(links: dict[str, str | None]) -> None:
@@ -82,7 +83,7 @@ with st.expander("Create a study", expanded=not studies):
                                       pairs_per_task=None if pairs is None else int(pairs))
                 created = create_study(store, params, name=name or None, created_by="app")
             except (ValidationError, DesignError, ValueError) as exc:
-                st.error(str(exc))
+                st.error(md_escape(exc, limit=2000))
             else:
                 st.session_state["study_admin_new_links"] = created.links(base_url)
                 st.session_state["study_admin_study"] = created.study_id
@@ -162,7 +163,7 @@ with raters_tab:
             try:
                 show_links({newcomer.strip(): invite_link(add_rater(store, study_id, newcomer), base_url)})
             except ValueError as exc:
-                st.error(str(exc))
+                st.error(md_escape(exc, limit=600))
     st.subheader("Reassign")
     c = st.columns(2)
     source = c[0].selectbox("From", names, key="study_admin_from")
@@ -172,7 +173,7 @@ with raters_tab:
                             format_func=lambda h: f"{h[0]} {h[1]}", key="study_admin_items")
     if st.button("Reassign", disabled=target is None):
         report = reassign(store, study_id, source, target, targets=picked or None)
-        st.success(f"Moved {len(report.moved)} items from {source} to {target}.")
+        st.success(md_escape(f"Moved {len(report.moved)} items from {source} to {target}.", limit=600))
         for kind, item, reason in report.skipped:
             st.text(f"skipped {kind} {item}: {reason}")
 

@@ -3,7 +3,9 @@
 `build_report` takes the frames described in `frames` (any may be absent or empty) and writes:
 
 * ``report.md`` — sections per research question, tables (long ones truncated, pointing at
-  their CSV), and a plain statement of everything that could not be computed and why;
+  their CSV), and a plain statement of everything that could not be computed and why. Every data-derived
+  string is Markdown-escaped (`review.text.md_escape`): a run label or judge name holding image or link
+  syntax shows as text;
 * ``report.html`` — the same content, standalone (plotly.js inlined once), with figures: ROC
   curves with bootstrap bands, Δ histograms per transition, agreement bars, item-change heatmaps.
   Every data-derived string is HTML-escaped;
@@ -18,16 +20,19 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from ..csv_safe import frame_csv
 from ..judge.registry import checklist_ablation, item_judges_among
+from ..review.text import md_escape
 from .ablations import perfect_agreement, score_variants
 from .agreement import (
     REJECTED_COLUMNS,
@@ -144,14 +149,36 @@ def _truncation(t: _Table) -> str:
     return f"`{t.name}.csv`"
 
 
+_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+
+
 def _md(text: str) -> str:
-    """Data-derived text for Markdown: inline HTML would be rendered by most viewers, so escape it."""
-    return html.escape(text, quote=False)
+    """A data value (a table cell) for Markdown, shown literally by any viewer and still readable raw: what acts
+    inside a line escaped (links, images, emphasis, HTML, entities; `md_escape`, on one line, uncut), and a pipe
+    inside a code span escaped too, as GFM tables need."""
+    return re.sub(r"(?<!\\)\|", r"\\|", md_escape(text, limit=None, mid_line=True))
+
+
+def _md_prose(text: str) -> str:
+    """The report's own sentences, which quote commands in code spans and hold data values (judge names, run
+    labels): the code spans kept, everything else escaped as a data value is (`_md`), spaces around kept."""
+    out, done = [], 0
+    for span in [*_CODE_SPAN.finditer(text), None]:
+        piece = text[done : span.start() if span else len(text)]
+        if piece.strip():
+            out.append((" " if piece[0].isspace() else "") + _md(piece) + (" " if piece[-1].isspace() else ""))
+        else:
+            out.append(" " if piece else "")
+        if span:
+            out.append(span.group())
+            done = span.end()
+    return "".join(out)
 
 
 def _md_table(frame: pd.DataFrame) -> str:
     def cell(v: object) -> str:
-        return _md(_fmt(v)).replace("|", "\\|").replace("\n", " ")
+        shown = _fmt(v)
+        return shown if isinstance(v, (int, float, np.number)) or shown == "—" else _md(shown)  # numbers: no markup
 
     head = "| " + " | ".join(map(cell, frame.columns)) + " |"
     rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
@@ -160,20 +187,20 @@ def _md_table(frame: pd.DataFrame) -> str:
 
 
 def _render_markdown(title: str, blocks: Sequence[Block]) -> str:
-    out = [f"# {title}"]
+    out = [f"# {_md_prose(title)}"]
     for b in blocks:
         if isinstance(b, _Heading):
-            out.append(f"{'#' * b.level} {b.text}")
+            out.append(f"{'#' * b.level} {_md_prose(b.text)}")
         elif isinstance(b, _Text):
-            out.append(b.text)
+            out.append(_md_prose(b.text))
         elif isinstance(b, _Missing):
-            out.append(f"> **Not computed:** {_md(b.text)}")
+            out.append(f"> **Not computed:** {_md_prose(b.text)}")
         elif isinstance(b, _Table):
-            out.append(f"**{_md(b.caption)}** — {_truncation(b)}")
+            out.append(f"**{_md_prose(b.caption)}** — {_truncation(b)}")
             if b.show and len(b.frame):
                 out.append(_md_table(_shown(b)))
         elif isinstance(b, _Figure):
-            out.append(f"*Figure: {_md(b.caption)} (interactive in report.html).*")
+            out.append(f"*Figure: {_md_prose(b.caption)} (interactive in report.html).*")
     return "\n\n".join(out) + "\n"
 
 

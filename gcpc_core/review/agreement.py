@@ -69,8 +69,11 @@ REPORT_SECTION: dict[str, str] = {
 HEADLINE_SECTIONS = ("inputs", "discrimination", "agreement")
 """The report sections behind the headline (and the page's "Inputs" table)."""
 ALL_SECTIONS = ("inputs", *SECTION_NAMES)
-ANALYSIS_TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists", "perturbations")
-"""The store tables the analysis frames are read from (`Store.data_version` of these dates a result)."""
+ANALYSIS_TABLES = ("judgments", "judge_units", "judge_labels", "scores", "trajectories", "annotations", "checklists",
+                   "perturbations", "studies", "study_units", "study_pairs")
+"""The store tables the analysis frames are read from (`Store.data_version` of these dates a result): the
+judges' rows and which run of each is the default, the trials, the human answers and the study designs that
+give their scales and pair sides."""
 
 
 @dataclass(frozen=True)

@@ -80,18 +80,45 @@ def search_pattern(query: str) -> re.Pattern[str] | None:
     return re.compile(gap.join(map(re.escape, chars)), re.IGNORECASE)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&/])")
+_MD_MID_LINE = re.compile(r"([\\`*_\[\]<>&~|$]|(?<=:material)/)", re.IGNORECASE)
+"""What acts as Markdown inside a line (after other text: a table cell, a sentence of a report): emphasis,
+code, links and images (their brackets), HTML, entities, strikethrough, table pipes, LaTeX, Streamlit's
+`:material/` icons."""
 _WS = re.compile(r"\s+")
+_TEXT_TRANSFORMS = re.compile(
+    r"\S*(?:https?://|www\.|[\w.+-]@[\w-]+\.\w|:(?=[\w+-]*[a-z+-])[\w+-]+:)\S*", re.IGNORECASE)
+"""A word that Streamlit's Markdown rewrites after parsing, where a backslash escape no longer counts: GFM
+autolink literals (`http://…`, `www.…`, `a@b.c` become links) and emoji shortcodes (`:+1:`, `:streamlit:`
+become pictures). Such a word is shown as a code span instead, which neither rewrites. (`:material/…:` is
+rewritten in the raw source, code spans included: escaping its `/` is what stops it.)"""
 
 
-def md_escape(text: object, *, limit: int = 200) -> str:
-    """`text` on one line with every Markdown-significant character backslash-escaped, so links,
-    images, emphasis, colour directives and HTML show literally, invisible characters made visible;
-    cut to `limit` characters."""
+def _code_span(word: str) -> str:
+    """`word` as an inline code span: fenced by one more backtick than its longest run of backticks, padded
+    with a space when it starts or ends with one (CommonMark strips that space again)."""
+    fence = "`" * (max(map(len, re.findall("`+", word)), default=0) + 1)
+    pad = " " if word.startswith("`") or word.endswith("`") else ""
+    return f"{fence}{pad}{word}{pad}{fence}"
+
+
+def md_escape(text: object, *, limit: int | None = 200, mid_line: bool = False) -> str:
+    """`text` for a string Streamlit renders as Markdown (a caption, an alert, a metric, a widget label), so that
+    it shows literally: on one line, invisible characters made visible, cut to `limit` characters; every
+    Markdown-significant character backslash-escaped (links, images, emphasis, headings, HTML, entities,
+    `:red[…]` directives, `$…$` LaTeX), and a word that would still become a link or an icon (see
+    `_TEXT_TRANSFORMS`) put in a code span. `limit=None` keeps the whole text; `mid_line` escapes only what acts
+    inside a line (`_MD_MID_LINE`), for text that never starts one (a file read raw as well: report.md)."""
     flat = show_invisible(" ".join(str(text).split()))
-    if len(flat) > limit:
+    if limit is not None and len(flat) > limit:
         flat = flat[: limit - 1] + "…"
-    return _MD_SPECIAL.sub(r"\\\1", flat)
+    special = _MD_MID_LINE if mid_line else _MD_SPECIAL
+    out, done = [], 0
+    for match in _TEXT_TRANSFORMS.finditer(flat):
+        out += [special.sub(r"\\\1", flat[done : match.start()]), _code_span(match.group())]
+        done = match.end()
+    out.append(special.sub(r"\\\1", flat[done:]))
+    return "".join(out)
 
 
 @dataclass(frozen=True)

@@ -292,10 +292,10 @@ def run_select(store: Store, key: str) -> dict[str, str] | None:
             continue
         names = [defaults[judge], *(r.label for r in reversed(runs) if r.label != defaults[judge])]
         readable = {r.label: run_name(r) for r in runs}
-        label = st.selectbox(f"Run of {judge}", names, key=f"{key}:run:{judge}",
-                             format_func=lambda n: readable[n] + (" · default" if n == defaults[judge] else ""),
-                             help="This judge has several labelled runs: whose verdicts every figure here uses. "
-                             + run_labels_help(runs))
+        label = st.selectbox(md_escape(f"Run of {judge}"), names, key=f"{key}:run:{judge}",
+                              format_func=lambda n: readable[n] + (" · default" if n == defaults[judge] else ""),
+                              help="This judge has several labelled runs: whose verdicts every figure here uses. "
+                              + run_labels_help(runs))
         if label != defaults[judge]:
             chosen[judge] = label
     return chosen or None
@@ -365,8 +365,15 @@ _BADGE_COLORS = {"Yes": "green", "No": "red", "Abstain": "gray", "passed": "gree
 
 
 def badge(label: str, kind: str) -> None:
-    """A small coloured label (verdict, route, CTRF status); the label is escaped (badges are Markdown)."""
-    st.badge(md_escape(label), color=_BADGE_COLORS.get(kind, "gray"))  # type: ignore[arg-type]
+    """A small coloured label (verdict, route, CTRF status); the label is escaped (badges are Markdown).
+
+    A label holding a bracket is shown as plain text instead: `st.badge` backslash-escapes brackets itself,
+    inside `md_escape`'s code spans too, where the backslash would show, and a bracket there that it missed
+    would end the badge's `[…]` early and let the rest of the label be read as Markdown."""
+    if "[" in label or "]" in label:
+        show_text(label)
+    else:
+        st.badge(md_escape(label), color=_BADGE_COLORS.get(kind, "gray"))  # type: ignore[arg-type]
 
 
 def highlight_rows(frame: pd.DataFrame, column: str, color: str = "rgba(255, 196, 0, 0.25)") -> Styler:
@@ -421,7 +428,7 @@ def render_citations(citations: Sequence[audit.CitationView], key: str) -> None:
             show_code(c.quote)
         else:
             render_excerpt(c.excerpt)
-        if event is not None and st.toggle(f"Full event {c.event_id}", key=f"{key}:cite:{k}"):
+        if event is not None and st.toggle(md_escape(f"Full event {c.event_id}"), key=f"{key}:cite:{k}"):
             render_event(event, f"{key}:cite:{k}:event")
 
 

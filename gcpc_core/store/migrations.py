@@ -593,3 +593,28 @@ def m1702_perturbation_labels(db: Database) -> None:
     )
     db["perturbations"].transform(pk=("id", "label"), not_null={"label"})
     db["perturbations"].create_index(["judge", "label", "task"])
+
+
+_VERSIONED_2401 = ("tasks", "trajectories", "checklists", "judge_units", "judge_labels", "judgments", "scores",
+                   "annotations", "runs", "perturbations", "studies", "study_raters", "study_units", "study_pairs",
+                   "study_assignments")
+"""The tables whose writes m2401 counts (every table a page or the analysis reads, but the events: a trajectory's
+events are only ever written with the trajectory itself)."""
+
+
+@MIGRATIONS()
+def m2401_data_versions(db: Database) -> None:
+    """A write counter per table (`data_versions`), kept by triggers, which the caches and the stored Agreement
+    headline are keyed on: it moves with every INSERT, UPDATE and DELETE, whoever makes it (this package, the
+    sqlite3 shell, another tool), and it is in the file, so it holds across restarts. Row counts and latest
+    timestamps, read before, missed an edit in place (a score changed by an UPDATE left its stored headline shown)."""
+    db["data_versions"].create({"name": str, "version": int}, pk="name", not_null={"version"})
+    db["data_versions"].insert_all({"name": name, "version": 0} for name in _VERSIONED_2401)
+    for name in _VERSIONED_2401:
+        for op in ("INSERT", "UPDATE", "DELETE"):
+            db.execute(f"""
+                CREATE TRIGGER data_version_{name}_{op.lower()} AFTER {op} ON {name}
+                BEGIN
+                    UPDATE data_versions SET version = version + 1 WHERE name = '{name}';
+                END
+            """)

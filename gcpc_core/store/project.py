@@ -53,23 +53,12 @@ class ProjectRepository(Repository):
     # Helpers of this section are static methods here, so the section stays self-contained.
 
 
-    _VERSION_SQL: dict[str, str] = {
-        "tasks": "SELECT count(*), max(rowid), max(imported_at) FROM tasks",
-        "trajectories": "SELECT count(*), max(rowid), max(imported_at) FROM trajectories",
-        "checklists": "SELECT count(*), max(rowid), max(created_at) FROM checklists",
-        "judgments": "SELECT count(*), max(rowid), max(created_at), max(scored_at) FROM judgments",
-        "scores": "SELECT count(*), max(rowid), max(scored_at) FROM scores",
-        "annotations": "SELECT count(*), max(id) FROM annotations",
-        "runs": "SELECT count(*), max(started_at), max(finished_at), sum(status = 'running') FROM runs",
-        "perturbations": "SELECT count(*), max(rowid), max(created_at) FROM perturbations",
-    }
-    DATA_VERSION_TABLES: tuple[str, ...] = tuple(_VERSION_SQL)
-
     def data_version(self, *tables: str) -> str:
-        """A string that changes whenever rows of `tables` (default: every table in
-        `DATA_VERSION_TABLES`) are written: row count, highest rowid and latest timestamps."""
-        parts = []
-        for name in tables or self.DATA_VERSION_TABLES:
-            row = self.db.execute(self._VERSION_SQL[name]).fetchone()
-            parts.append(f"{name}:" + ",".join(map(str, row)))
-        return "|".join(parts)
+        """A string that changes whenever rows of `tables` (default: every table with a write counter) are
+        inserted, updated or deleted, by any connection and across restarts: the per-table counters that
+        triggers keep in `data_versions` (migration m2401)."""
+        counters = dict(self.db.execute("SELECT name, version FROM data_versions").fetchall())
+        unknown = sorted(set(tables) - set(counters))
+        if unknown:
+            raise ValueError(f"no write counter for table(s) {', '.join(unknown)}; counted: {', '.join(sorted(counters))}")
+        return "|".join(f"{name}:{counters[name]}" for name in tables or sorted(counters))

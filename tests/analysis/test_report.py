@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -163,3 +164,45 @@ def test_synthetic_frames_without_preference_pairs(tmp_path: Path) -> None:
     assert frames["preferences"].empty and list(frames["preferences"].columns)[:3] == ["pair_id", "task", "left_id"]
     result = build_report(frames, tmp_path, n_boot=20, figures=False)
     assert any("no pairwise preferences yet" in m for m in result.missing)
+
+
+EVIL_MD = "run ![x](http://127.0.0.1:9/p.png) [click](http://evil) <b>b</b> **bold** | pipe `tick"
+
+
+def test_data_strings_are_escaped_in_markdown(frames: dict[str, pd.DataFrame], tmp_path: Path) -> None:
+    """A judge name (as a run is named in the tables) with image, link, HTML, emphasis and a table pipe: every
+    line of report.md that shows it holds no live Markdown, and the table keeps its columns."""
+    from markdown_reader import live_markup, read
+
+    evil = {}
+    for name, f in frames.items():
+        f = f.copy()
+        if "judge" in f.columns:
+            f["judge"] = f["judge"].replace("fixed", EVIL_MD)
+        evil[name] = f
+    result = build_report(evil, tmp_path, n_boot=50, seed=0, figures=False)
+    document = result.markdown.read_text().splitlines()
+    lines = [line for line in document if "click" in line]
+    assert lines, "the judge name is not in report.md"
+
+    def columns(line: str) -> int:
+        return len(re.findall(r"(?<!\\)\|", line))
+
+    for k, line in enumerate(document):  # each row of a table keeps its header's columns
+        if "click" in line and line.startswith("|"):
+            header = next(document[j] for j in range(k - 1, -1, -1) if document[j + 1].startswith("| ---"))
+            assert columns(line) == columns(header), (header, line)
+    for line in lines:
+        cells = re.split(r"(?<!\\)\|", line)[1:-1] if line.startswith("|") else [line]
+        for cell in cells:
+            assert live_markup(cell) == [], line
+        if line.startswith("|"):
+            assert any(EVIL_MD in read(c.strip()).shown for c in cells), line  # in one cell, literally
+
+
+def test_the_reports_own_code_spans_are_kept_and_the_rest_escaped() -> None:
+    from gcpc_core.analysis.report import _md_prose
+
+    own = "no judge scores yet (run `judge` and `score`), so no AUC."
+    assert _md_prose(own) == own  # nothing in it acts as Markdown mid-line: the raw file reads as written
+    assert _md_prose("runs a![i](x.png) <b>, *b* and `perturb` | x") == r"runs a!\[i\](x.png) \<b\>, \*b\* and `perturb` \| x"

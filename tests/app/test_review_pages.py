@@ -18,6 +18,8 @@ from gcpc_core.judge import score_project
 from gcpc_core.review.runs import JOBS
 from gcpc_core.store import Store
 
+from markdown_reader import read
+
 from .helpers import REPO, app, open_page
 
 PAGES = {"overview": "Overview", "audit": "Item audit", "checklists": "Checklists", "pairs": "Skill pairs",
@@ -159,7 +161,7 @@ def test_agreement_on_the_real_corpus_says_what_cannot_be_computed(real_db: Path
 def test_agreement_leads_with_a_headline_and_opens_sections_on_demand(demo_db: Path) -> None:
     at = open_page("agreement")
     assert not at.exception
-    values = {m.label: m.value for m in at.metric}
+    values = {m.label: read(m.value).shown for m in at.metric}  # values are escaped Markdown
     assert re.fullmatch(r"0\.\d{3} \[0\.\d{3}, 1\.000\]", values["AUC · probe"]), values
     assert values["Paired ΔAUC"] == "not computed"
     assert {"Pairwise agreement · probe", "Pairwise agreement · humans with each other", "Spearman ρ · probe",
@@ -185,10 +187,10 @@ def test_agreement_reads_the_run_chosen_for_a_judge(demo_db: Path) -> None:
     at = open_page("agreement")
     box = at.selectbox(key="agreement:run:probe")
     assert box.value == store.judging.default_labels()["probe"] != simulated
-    default_auc = {m.label: m.value for m in at.metric}["AUC · probe"]
+    default_auc = read({m.label: m.value for m in at.metric}["AUC · probe"]).shown
     box.set_value(simulated).run()
     assert not at.exception
-    chosen_auc = {m.label: m.value for m in at.metric}["AUC · probe"]
+    chosen_auc = read({m.label: m.value for m in at.metric}["AUC · probe"]).shown
     assert default_auc.startswith("0.994") and chosen_auc.startswith("1.000")  # the compare page's two AUCs
 
 
@@ -552,7 +554,8 @@ def test_a_missing_project_db_is_named_and_no_page_is_listed(tmp_path: Path, mon
     monkeypatch.setenv("GCPC_DB", str(missing))
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60).run()
     assert not at.exception
-    assert f"Project DB not found: {missing}" in at.error[0].value and "python -m gcpc_core import" in at.error[0].value
+    shown = read(at.error[0].value).shown  # the path is escaped Markdown
+    assert f"Project DB not found: {missing}" in shown and "python -m gcpc_core import" in shown
     assert len(at.sidebar.children) == 0 and not missing.exists()
     assert [p["page_name"] for p in at._registered_pages.values()] == ["GCPC"]  # the message alone
 

@@ -259,3 +259,39 @@ def test_a_corrupt_or_unwritable_stored_headline_is_recomputed(demo: Store, monk
 
     monkeypatch.setattr(ProjectRepository, "set_meta", read_only)
     assert stored_headline(demo, 500, 1) == headline_view(frames_from_store(demo), n_boot=500, seed=1)
+
+
+_AUC_IN_A_NEW_PROCESS = """
+import sys
+from gcpc_core.review.agreement import stored_headline
+from gcpc_core.store import Store
+view = stored_headline(Store(sys.argv[1]), 200, 0)
+print(next(line.value for line in view.lines if line.statistic == "AUC · probe"))
+"""
+
+
+def _auc(view: HeadlineView) -> str:
+    return next(line.value for line in view.lines if line.statistic == "AUC · probe")
+
+
+def test_a_stored_headline_follows_an_edit_in_place_made_with_plain_sqlite(demo: Store) -> None:
+    """Scores changed by an UPDATE (the sqlite3 shell, another tool): same row count, same rowids, same
+    timestamps. The headline shown is the one the data give now, in this Store, a new one and a new process."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    before = stored_headline(demo, 200, 0)
+    assert _auc(before).startswith("0.9")
+    with sqlite3.connect(demo.path) as conn:  # every score mirrored: PASS runs now score low, FAIL runs high
+        assert conn.execute("UPDATE scores SET partial_credit = 1 - partial_credit").rowcount > 0
+    fresh = _fresh(demo)
+    assert _auc(fresh).startswith("0.0")  # what the data now say
+    shown = subprocess.run([sys.executable, "-c", _AUC_IN_A_NEW_PROCESS, str(demo.path)], capture_output=True,
+                           text=True, check=True, timeout=300).stdout.strip()
+    assert shown == _auc(fresh)  # a new server process (the stored entry predates the edit)
+    assert stored_headline(Store(demo.path), 200, 0) == fresh
+    assert stored_headline(demo, 200, 0) == fresh  # the connection that stored the old headline
+    with sqlite3.connect(demo.path) as conn:  # and back: the entry stored for the edited data is stale in turn
+        conn.execute("UPDATE scores SET partial_credit = 1 - partial_credit")
+    assert stored_headline(demo, 200, 0) == before

@@ -225,3 +225,20 @@ def test_overview_frames(demo: Store) -> None:
     assert "pc_probe" in view.columns and set(view["outcome"]) == {"PASS"} and len(view) == demo.project.counts()["pass"]
     studies = studies_frame(demo)
     assert len(studies) == 1 and bool(studies["simulated"].iloc[0])
+
+
+def test_data_version_changes_with_an_edit_in_place_by_another_connection(demo: Store) -> None:
+    """An UPDATE keeps row counts, rowids and timestamps: the version still moves, for that table only, and a
+    new Store (a restart) reads the same version."""
+    import sqlite3
+
+    before = {name: demo.project.data_version(name) for name in ("scores", "judgments", "trajectories", "studies")}
+    with sqlite3.connect(demo.path) as conn:
+        conn.execute("UPDATE scores SET partial_credit = 0.5 WHERE rowid = (SELECT min(rowid) FROM scores)")
+        conn.execute("UPDATE studies SET name = name || ' (renamed)'")
+    after = {name: demo.project.data_version(name) for name in before}
+    assert after["scores"] != before["scores"] and after["studies"] != before["studies"]
+    assert (after["judgments"], after["trajectories"]) == (before["judgments"], before["trajectories"])
+    assert {name: Store(demo.path).project.data_version(name) for name in before} == after
+    with pytest.raises(ValueError, match="no write counter for table.*events"):
+        demo.project.data_version("events")

@@ -93,3 +93,25 @@ def test_meta(store: Store) -> None:
     assert store.project.get_meta("is_demo") is None
     store.project.set_meta("is_demo", "1")
     assert store.project.get_meta("is_demo") == "1"
+
+
+UNCOUNTED = {"_sqlite_migrations", "meta", "data_versions", "events", "import_issues", "llm_cache", "llm_calls",
+             "llm_modes", "judge_replies", "judge_batches"}
+"""Tables without a write counter: bookkeeping, LLM plumbing, and events (written only with their trajectory)."""
+
+
+def test_every_read_table_has_a_write_counter_kept_by_triggers(store: Store) -> None:
+    """A table added later, or rebuilt by a migration (`transform` drops its triggers), without its three
+    counting triggers would let the caches and the stored headline miss its writes."""
+    tables = set(store.db.table_names())
+    counted = {name for (name,) in store.db.execute("SELECT name FROM data_versions").fetchall()}
+    assert counted == tables - UNCOUNTED
+    triggers = {t.name: t.table for t in store.db.triggers}
+    for name in counted:
+        for op in ("insert", "update", "delete"):
+            assert triggers.get(f"data_version_{name}_{op}") == name, (name, op)
+    store.trials.upsert_task(_task())
+    with sqlite3.connect(store.path) as conn:  # writes by any connection are counted
+        conn.execute("UPDATE tasks SET instruction = 'Do it again.'")
+        conn.execute("DELETE FROM tasks")
+    assert store.db.execute("SELECT version FROM data_versions WHERE name = 'tasks'").fetchone()[0] == 3
