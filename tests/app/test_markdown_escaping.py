@@ -20,7 +20,7 @@ import pytest
 from google.protobuf.message import Message
 from streamlit.testing.v1 import AppTest
 
-from annotations import DEMO_STUDY_ID, add_rater
+from annotations import DEMO_STUDY_ID
 from gcpc_core.review.agreement import HEADLINE_META_PREFIX, stored_headline
 from gcpc_core.store import Store
 from markdown_reader import live_markup, read
@@ -90,7 +90,8 @@ def hostile(demo_db: Path) -> Path:
     [simulated] = [r.label for r in store.judging.labels() if r.simulated]
     traj, item = next((j.trajectory_id, j.item_id) for j in store.judging.judgments(judge="probe")
                       if j.route != "endpoint")
-    add_rater(store, DEMO_STUDY_ID, RATER)
+    # stored as a DB from before rater names were checked (or another tool) holds it: add_rater refuses it now
+    store.studies.add_rater(DEMO_STUDY_ID, RATER, token_hash=None)
     with sqlite3.connect(demo_db) as conn:
         conn.execute("PRAGMA foreign_keys = OFF")
         for table in ("judge_units", "judgments", "scores", "judge_labels", "judge_replies", "perturbations"):
@@ -128,7 +129,9 @@ def test_the_item_audit_escapes_run_labels_models_and_raw_verdicts(hostile_verdi
     at = open_page("audit", trajectory=target["trajectory"], judge="probe", item=target["item"])
     assert_escaped(at, "audit", shows=(f"this run: {VERDICT})",))
     texts = [t.value for t in at.text]
-    assert f"{LABEL}: Yes" in texts  # the other run's badge: a label with brackets is shown as plain text
+    # the other run's badge names the run by its readable name, which holds the label a person chose: with
+    # brackets in it, the badge is shown as plain text
+    assert any(LABEL in t for t in texts)
     assert f"judge {VERDICT}" in texts
     at.button(key=f"audit:{target['trajectory']}:probe:{target['item']}:disagree").click().run()
     assert_escaped(at, "audit, disagreeing", shows=(f"You disagree with the judge's {VERDICT}.",))
