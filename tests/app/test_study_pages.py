@@ -353,6 +353,7 @@ def test_guidelines_are_written_for_raters() -> None:
 
 def test_the_answer_history_shows_one_page_of_versions(demo_db: Path) -> None:
     from annotations import open_rater_session
+    from gcpc_core.review.text import md_escape
 
     store = Store(demo_db)
     token = issue_link(store, DEMO_STUDY_ID, "demo-you")
@@ -362,7 +363,7 @@ def test_the_answer_history_shows_one_page_of_versions(demo_db: Path) -> None:
         session.submit_rating(unit, 1 + n % 5, note=f"version note {n + 1}")
     at = app(token=token)  # resumes at the next open item: back to the one answered
     next(b for b in at.button if b.label == "Previous").click().run()
-    assert not at.exception and unit in at.subheader[0].value
+    assert not at.exception and md_escape(unit) in at.subheader[0].value  # the subheader is escaped Markdown
     history = next(e for e in at.expander if "history (12 versions)" in e.label)
     shown = [t.value for t in history.text]
     assert [s.split(".", 1)[0] for s in shown] == ["12", "11", "10", "9", "8"], shown  # one page, newest first
