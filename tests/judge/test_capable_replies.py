@@ -81,25 +81,28 @@ def judged(real_master: Path) -> list[tuple[list[ChecklistItem], ItemJudgeReply,
 
 
 def test_capable_citations_stay_grounded(judged) -> None:
-    """Before the rules every citation of the capable replies was grounded; after them, those of the
-    decided verdicts that cite evidence of what they decide stay grounded, and every decided verdict
-    keeps at least one grounded citation."""
+    """Before the rules all 286 citations of the capable replies were grounded; after them 282 are:
+    the 4 refused quote a command's text (`cat /root/mass_report.json`) for an item about a value,
+    beside a citation of the output it printed. Every one of the 136 decided verdicts keeps its
+    verdict (a run whose report was written by a heredoc and never read back keeps its 13 Yes: what
+    a heredoc writes to a file is citable when the command did not fail)."""
     counts: Counter[str] = Counter()
     for items, reply, view in judged:
         by_id = {i.id: i for i in items}
         for entry in reply.items:
             item = by_id[entry.item_id]
             before = [c for c in entry.citations if view.get(c.event_id) and view.quote_in_event(c.event_id, c.quote)]
-            after, _ = ground_citations(view, entry.citations, item)
+            after, problems = ground_citations(view, entry.citations, item)
+            counts.update(p.split(": ")[1] for p in problems)
             counts["citations"] += len(entry.citations)
             counts["before"] += len(before)
             counts["after"] += len(after)
-        grounded = ground_items(items, reply.items, view)
-        for item_judgment, entry in zip(grounded.items, sorted(reply.items, key=lambda r: [i.id for i in items].index(r.item_id))):
+        grounded = {j.item_id: j for j in ground_items(items, reply.items, view).items}
+        for entry in reply.items:
             if entry.verdict != "Abstain":
                 counts["decided"] += 1
-                counts["decided_kept"] += item_judgment.verdict_raw == entry.verdict
+                counts["decided_kept"] += grounded[entry.item_id].verdict_raw == entry.verdict
     print(dict(counts))
     assert counts["citations"] == counts["before"], "the capable replies were all grounded before"
-    assert counts["after"] >= 0.85 * counts["before"], dict(counts)
+    assert counts["after"] == 282 and counts["command_text"] == 4, dict(counts)
     assert counts["decided_kept"] == counts["decided"], dict(counts)
