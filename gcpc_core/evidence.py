@@ -172,7 +172,7 @@ class EvidenceEntry:
             label += f" (output of {e.call_id})"
         label += f" · is_error: {'true' if e.is_error else 'false'}"
         if e.kind == "tool_call" and e.is_error:
-            label += " (failed attempt: what it tried to write was not written)"
+            label += " (failed attempt: its result was an error; what it would write was not written)"
         if self.claim:
             label += " · agent's claim: only echoes its own command's text, not evidence"
         return f"### {label} · {len(self.shown):,} chars"
@@ -268,7 +268,8 @@ def build_evidence_view(
         earlier = seen.get(key) if len(event.text) >= MIN_COLLAPSE_CHARS else None
         if earlier is not None and event.kind != "tool_call":
             entries.append(
-                EvidenceEntry(event, f"⟦gcpc: identical to {earlier}; not repeated⟧", duplicate_of=earlier, claim=claim)
+                EvidenceEntry(event, f"⟦gcpc: identical to {earlier}; not repeated⟧", duplicate_of=earlier,
+                              claim=claim)
             )
             continue
         seen.setdefault(key, event.id)

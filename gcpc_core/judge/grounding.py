@@ -23,9 +23,9 @@ A Yes/No left with no grounded citation becomes Abstain `ungrounded`. One more r
 verdict rather than a citation:
 
 - `value_not_cited`: a Yes on an `assertion` or `generated` item whose text names literals in
-  backticks or quotes (values, not forms with `<placeholders>`) must cite at least one event holding one of them (in its text, as its path,
-  or in the command that produced it). The item says which value decides it; a Yes whose evidence
-  never shows that value is Abstain `ungrounded`.
+  backticks or quotes (values, not forms with `<placeholders>`) must cite at least one event
+  holding one of them (in its text, as its path, or in the command that produced it). The item
+  says which value decides it; a Yes whose evidence never shows that value is Abstain `ungrounded`.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ __all__ = [
     "REASON_NOT_JUDGED",
     "REASON_UNGROUNDED",
     "REASON_UNKNOWN_ITEM",
-    "RULES",
 ]
 
 REASON_UNGROUNDED = "ungrounded"
@@ -61,10 +60,8 @@ REASON_UNKNOWN_ITEM = "unknown_item_id"
 REASON_JUDGE_ABSTAIN = "judge_abstain"
 
 MIN_QUOTE_CHARS = 8
-"""Non-space characters a quote needs unless it holds a literal of the item or a whole event: the
-same floor as a checklist item's task quote (`quote.min_chars` of the contract)."""
-RULES = ("not_evidence", "not_verbatim", "quote_too_short", "agent_claim", "command_text", "value_not_cited")
-"""The grounding rules by name, in the order they are checked (see the module docstring)."""
+"""Non-space characters a quote needs unless it holds a literal of the item or is a whole event:
+enough to name a value with its context (`answer: 42`, `4 passed`), not a lone digit."""
 _VALUE_ROUTES = frozenset({"assertion", "generated"})
 """Routes of items about an artifact or a value: their evidence is what happened, not what was run."""
 

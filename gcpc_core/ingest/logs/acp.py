@@ -14,8 +14,9 @@ chunks of one kind are joined into one event), `tool_call` and `tool_call_update
 
 A tool call's `content` blocks: `content` (a text or image content block) becomes its output —
 file content for a successful `read`; `diff` (`path`, `oldText`, `newText`) becomes a
-`file_content` event holding `newText` — unless the call failed: then the call is marked `is_error`
-and shows the new text it tried to write, and no file content is made; `terminal` a placeholder. The call text is its raw input
+`file_content` event holding `newText` — unless the call failed: then the call is marked
+`is_error` and shows the new text it tried to write, and no file content is made; `terminal` a
+placeholder. The call text is its raw input
 when the log has one, else its title and the locations it touched (opencode does not log the
 command of an `execute` call). Identical repeated content blocks of one call are kept once, with
 a warning.
