@@ -5,6 +5,17 @@ narration or thinking is a claim, not evidence. Long outputs stay whole in the
 DB and are windowed here with an explicit marker saying what was cut; repeated
 identical reads are collapsed to a pointer. Citations are checked against the
 full stored text, so nothing windowed is lost to grounding.
+
+Two things in the view are not what they seem and are marked so:
+- a tool output that only echoes text of its own command (`echo '… PASSED'`, a `cat <<EOF`
+  heredoc, a constant `print`) is the agent's claim, not evidence (`EvidenceEntry.claim`,
+  `echoes_command`); judges are told, probes skip it and grounding refuses citations of it;
+- a tool call marked `is_error` is a failed attempt (a write whose result was an error).
+
+`render` frames every event so that no text of the log can pass for framing: a header line,
+then the body in a fence of backticks longer than any backtick run in the body. A line of the
+body that looks like a header, a fence or an end of the evidence is inside the fence, and the
+fence cannot be closed from inside it.
 """
 
 from __future__ import annotations
@@ -16,16 +27,25 @@ from dataclasses import dataclass, field
 from .models import Event
 
 __all__ = [
+    "CITABLE_KINDS",
     "EVIDENCE_KINDS",
     "EvidenceEntry",
     "EvidenceView",
     "build_evidence_view",
+    "echoes_command",
+    "fence",
+    "heredoc_written",
     "evidence_share",
     "normalize_ws",
     "quote_occurs",
 ]
 
 EVIDENCE_KINDS = frozenset({"tool_call", "tool_output", "file_content"})
+CITABLE_KINDS = frozenset({"tool_output", "file_content"})
+"""Kinds whose text shows what happened; a tool call's text shows only what was attempted."""
+MIN_ECHO_CHARS = 8
+"""An output shorter than this (non-space characters) is an echo only of a bare `echo`/`printf`:
+short lines ("1", "ok") occur in commands by chance."""
 DEFAULT_WINDOW_CHARS = 6000
 """Outputs longer than this are shown as head + marker + tail."""
 MIN_COLLAPSE_CHARS = 80
@@ -43,6 +63,63 @@ def quote_occurs(quote: str, text: str) -> bool:
     """The grounding primitive: is `quote` a verbatim (whitespace-normalized) span of `text`?"""
     q = normalize_ws(quote)
     return bool(q) and q in normalize_ws(text)
+
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1")
+_TO_FILE = re.compile(r"(?<![<>&\d])>>?\s*(?!&)[^\s|;&]|\btee\b")
+"""A heredoc line that sends the body to a file (`cat > f <<EOF`, `tee f <<EOF`): the body is file
+content, so an output that shows it later (a read-back) is not an echo of the command."""
+_PRINTS = re.compile(r"\b(?:echo|printf|print|puts|cat|console\.log|Write-Output)\b|<<")
+_BARE_ECHO = re.compile(r"\A\s*(?:echo|printf)\b[^|;&<>`$\n]*\Z")
+
+
+def _heredocs(command: str) -> tuple[str, str]:
+    """(the command's text that it could print verbatim, the heredoc bodies it sends to files)."""
+    printed: list[str] = []
+    written: list[str] = []
+    lines = command.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        printed.append(line)
+        i += 1
+        for m in _HEREDOC.finditer(line):
+            body_start = i
+            while i < len(lines) and lines[i].strip() != m.group(2):
+                i += 1
+            (written if _TO_FILE.search(line) else printed).extend(lines[body_start:i])
+            i += 1  # the delimiter line
+    return "\n".join(printed), "\n".join(written)
+
+
+def heredoc_written(command: str) -> str:
+    """The text a shell command writes to files through heredocs (`cat > f <<EOF … EOF`): file
+    content in a command, citable as what was written when the command did not fail."""
+    return _heredocs(command)[1]
+
+
+def echoes_command(output: str, command: str) -> bool:
+    """Whether a tool output is only text of its own command (the agent's claim, not evidence).
+
+    True when every non-blank output line appears verbatim in the command (heredoc bodies sent to
+    a file excepted) and the command prints text it carries (`echo`, `printf`, `print`, `cat <<`,
+    …); an output under `MIN_ECHO_CHARS` counts only for a bare `echo`/`printf` command. So
+    `ls /root/a.txt` printing `/root/a.txt`, or `cat a.txt` whose content shares words with the
+    command, is real output.
+    """
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    if not lines or not _PRINTS.search(command):
+        return False
+    source = _heredocs(command)[0]
+    if not all(line in source for line in lines):
+        return False
+    return sum(len(line.replace(" ", "")) for line in lines) >= MIN_ECHO_CHARS or bool(_BARE_ECHO.match(command))
+
+
+def fence(text: str) -> str:
+    """A run of backticks longer than any in `text` (at least three): a fence `text` cannot close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def _cut_at_newline(text: str, limit: int, *, from_end: bool = False) -> str:
@@ -82,6 +159,28 @@ class EvidenceEntry:
     shown: str
     elided_chars: int = 0
     duplicate_of: str | None = None
+    claim: bool = False
+    """A tool output that only echoes its own command's text: the agent's claim, not evidence."""
+
+    @property
+    def header(self) -> str:
+        """The event's header line: id, kind, tool, path, the call it answers, its error flag and
+        body length, and what it is when it is not evidence."""
+        e = self.event
+        label = " · ".join(x for x in (e.id, e.kind, e.tool_name, e.path) if x)
+        if e.call_id:
+            label += f" (output of {e.call_id})"
+        label += f" · is_error: {'true' if e.is_error else 'false'}"
+        if e.kind == "tool_call" and e.is_error:
+            label += " (failed attempt: its result was an error; what it would write was not written)"
+        if self.claim:
+            label += " · agent's claim: only echoes its own command's text, not evidence"
+        return f"### {label} · {len(self.shown):,} chars"
+
+    def framed(self) -> str:
+        """Header, then the body in a fence it cannot close."""
+        mark = fence(self.shown)
+        return f"{self.header}\n{mark}\n{self.shown}\n{mark}"
 
 
 @dataclass
@@ -91,9 +190,20 @@ class EvidenceView:
     entries: list[EvidenceEntry]
     _by_id: dict[str, Event] = field(default_factory=dict, repr=False)
     _normalized: dict[str, str] = field(default_factory=dict, repr=False)
+    _claims: frozenset[str] = field(default_factory=frozenset, repr=False)
+    _failed: frozenset[str] = field(default_factory=frozenset, repr=False)
 
     def __post_init__(self) -> None:
         self._by_id = {e.event.id: e.event for e in self.entries}
+        self._claims = frozenset(e.event.id for e in self.entries if e.claim)
+        self._failed = frozenset(
+            (e.event.call_id if e.event.kind != "tool_call" else e.event.id) or ""
+            for e in self.entries if e.event.is_error
+        )
+
+    def call_failed(self, call_id: str) -> bool:
+        """Whether the tool call `call_id` failed: it is marked `is_error`, or an output of it is."""
+        return call_id in self._failed
 
     @property
     def event_ids(self) -> list[str]:
@@ -102,6 +212,15 @@ class EvidenceView:
     def get(self, event_id: str) -> Event | None:
         """The full event behind an id, if it is part of the evidence view."""
         return self._by_id.get(event_id)
+
+    def is_claim(self, event_id: str) -> bool:
+        """Whether the event is a tool output that only echoes its own command (see `echoes_command`)."""
+        return event_id in self._claims
+
+    def call_text(self, event: Event) -> str:
+        """The text of the tool call that produced `event` ("" when it has none in the view)."""
+        call = self._by_id.get(event.call_id) if event.call_id else None
+        return call.text if call is not None else ""
 
     def _norm(self, event_id: str) -> str:
         cached = self._normalized.get(event_id)
@@ -122,15 +241,8 @@ class EvidenceView:
         return [eid for eid in self._by_id if q and q in self._norm(eid)] if q else []
 
     def render(self) -> str:
-        """The view as plain text for a judge prompt, each event headed by its id."""
-        parts = []
-        for entry in self.entries:
-            e = entry.event
-            label = " · ".join(x for x in (e.id, e.kind, e.tool_name, e.path) if x)
-            if e.call_id:
-                label += f" (output of {e.call_id})"
-            parts.append(f"### {label}\n{entry.shown}")
-        return "\n\n".join(parts)
+        """The view as plain text for a judge prompt: each event framed (`EvidenceEntry.framed`)."""
+        return "\n\n".join(entry.framed() for entry in self.entries)
 
     @property
     def shown_chars(self) -> int:
@@ -140,22 +252,29 @@ class EvidenceView:
 def build_evidence_view(
     events: Iterable[Event], *, window_chars: int = DEFAULT_WINDOW_CHARS
 ) -> EvidenceView:
-    """Keep tool I/O and file contents in order, window long texts, collapse repeated reads."""
+    """Keep tool I/O and file contents in order, window long texts, collapse repeated reads, mark
+    outputs that only echo their command."""
     entries: list[EvidenceEntry] = []
     seen: dict[tuple[str, str | None, str], str] = {}
+    calls: dict[str, str] = {}
     for event in events:
         if event.kind not in EVIDENCE_KINDS:
             continue
+        if event.kind == "tool_call":
+            calls[event.id] = event.text
+        claim = (event.kind == "tool_output" and event.call_id in calls
+                 and echoes_command(event.text, calls[event.call_id]))
         key = (event.kind, event.path, event.text)
         earlier = seen.get(key) if len(event.text) >= MIN_COLLAPSE_CHARS else None
         if earlier is not None and event.kind != "tool_call":
             entries.append(
-                EvidenceEntry(event, f"⟦gcpc: identical to {earlier}; not repeated⟧", duplicate_of=earlier)
+                EvidenceEntry(event, f"⟦gcpc: identical to {earlier}; not repeated⟧", duplicate_of=earlier,
+                              claim=claim)
             )
             continue
         seen.setdefault(key, event.id)
         shown, elided = _window(event, window_chars)
-        entries.append(EvidenceEntry(event, shown, elided_chars=elided))
+        entries.append(EvidenceEntry(event, shown, elided_chars=elided, claim=claim))
     return EvidenceView(entries)
 
 

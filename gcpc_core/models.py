@@ -184,7 +184,9 @@ class Event(BaseModel):
     path: str | None = None
     """For file contents: the file read or written."""
     is_error: bool = False
-    """For tool outputs: the harness marked the result as an error."""
+    """For tool outputs: the harness marked the result as an error. For tool calls: a write or edit
+    whose result was an error (a failed attempt: the call shows what it tried to write, and no
+    `file_content` was made of it)."""
     source: str = ""
     """Where in the log file the step came from, e.g. `line 17` or `steps[4].observation`."""
 

@@ -27,6 +27,7 @@ from gcpc_core.analysis import perturbation_frame
 from gcpc_core.cli import main
 from gcpc_core.demo import DEMO_SIMULATED_LABEL
 from gcpc_core.judge import judge_project
+from gcpc_core.judge.prompts import PROBE_VERSION
 from gcpc_core.llm import LLM
 from gcpc_core.perturb import run_perturbations
 from gcpc_core.store import Store
@@ -136,12 +137,19 @@ def reading_judge() -> tuple[Callable[[dict[str, Any]], Reply], dict[str, Any]]:
     return reply, state
 
 
+def blind_judge(request: dict[str, Any]) -> Reply:
+    """Yes on every item whatever the evidence says, each citing the first evidence line."""
+    citation = first_citation(request)
+    return Reply.json({"items": [{"item_id": i, "citations": [citation], "rationale": "scripted Yes", "verdict": "Yes"}
+                                 for i in item_ids(request)]})
+
+
 @pytest.mark.parametrize("reads", [True, False], ids=["reads-evidence", "blind"])
 def test_llm_judge_that_reads_evidence_flips_and_one_that_does_not_stays(
     reads: bool, project: Store, fake_openai, make_llm: Callable[..., LLM]
 ) -> None:
     reply, state = reading_judge()
-    fake_openai.on(is_items_request, reply if reads else items_reply("Yes"))  # blind: Yes whatever it cites
+    fake_openai.on(is_items_request, reply if reads else blind_judge)
     judged = judge_project(project, judge="gcpc", llm=make_llm(), limit=3, progress=False)
     assert len(judged.judged) == 3
     candidates = _yes_with_citations(project, "gcpc")
@@ -223,7 +231,7 @@ def test_perturb_cli(project: Store, monkeypatch: pytest.MonkeyPatch, capsys: py
     assert "is a run of probe, not of judge 'gcpc'" in capsys.readouterr().err
     assert main(["perturb", "--db", db, "--judge", "probe", "--label", DEMO_SIMULATED_LABEL, "--quiet"]) == 0
     out = capsys.readouterr().out  # simulated verdicts: not the probe judge's, so none is re-judged
-    assert "judged with model demo-model-b (SIMULATED) / prompt probe-v1, not None / probe-v1" in out
+    assert f"judged with model demo-model-b (SIMULATED) / prompt {PROBE_VERSION}, not None / {PROBE_VERSION}" in out
     assert main(["judge", "--db", db, "--judge", "probe", "--label", "my run", "--limit", "4", "--quiet"]) == 0
     assert main(["perturb", "--db", db, "--judge", "probe", "--label", "my run", "--limit", "10", "--quiet"]) == 0
     out = capsys.readouterr().out

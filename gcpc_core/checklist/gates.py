@@ -33,6 +33,7 @@ __all__ = [
     "literals",
     "mask_literals",
     "normalize_whitespace",
+    "quoted_literals",
     "requirement_problems",
     "run_gates",
     "schema_failures",
@@ -116,6 +117,16 @@ def literals(text: str, rules: Rules) -> frozenset[str]:
     found = [m[0] for m in rule.regex.finditer(text)]
     found += rule.number_regex.findall(rule.regex.sub(" ", text))
     return frozenset(f.strip("`'\"“”‘’ ").rstrip(".,;:").lower() for f in found if f.strip("`'\"“”‘’ "))
+
+
+def quoted_literals(text: str, rules: Rules) -> frozenset[str]:
+    """The values an item names in backticks or quotes (the contract's `quoted` literal pattern),
+    normalized like `literals`: what a Yes on the item must show (judge grounding)."""
+    pattern = rules.contract.literals.patterns.get("quoted")
+    if pattern is None:
+        return frozenset()
+    found = (m[0].strip("`'\"“”‘’ ").rstrip(".,;:").lower() for m in re.finditer(pattern, text))
+    return frozenset(" ".join(f.split()) for f in found if f.strip())
 
 
 # ---------------------------------------------------------------- G3 core

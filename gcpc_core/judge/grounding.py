@@ -1,19 +1,44 @@
 """The grounding check: deterministic, and the only path from a judge's reply to verdicts.
 
-A Yes/No stands only on citations that are verbatim spans of the cited event *in the evidence
-view* (so a quote of the agent's own narration, which the view leaves out, never grounds
-anything). Every judge's verdicts pass through here: LLM replies, batch results and probes.
+Every judge's verdicts pass through here: LLM replies, batch results and probes. A citation is
+grounded when it passes every rule below, in order; the first rule it fails is recorded (in the
+reply's problems and in the verdict's rationale) by its name:
+
+- `not_evidence`: the cited id is an event of the evidence view (so a quote of the agent's own
+  narration, which the view leaves out, never grounds anything);
+- `not_verbatim`: the quote is a verbatim span of that event's full text (modulo whitespace);
+- `quote_too_short`: the quote identifies what it proves — it holds at least `MIN_QUOTE_CHARS`
+  non-space characters, or a literal the item names (`42` for an item about the value `42`), or
+  the whole text of an event shorter than that. `{"event_id": "E2", "quote": "4"}` grounds nothing;
+- `agent_claim`: the event is not a tool output that only echoes its own command's text
+  (`echo '… PASSED'`: the agent's claim, see `evidence.echoes_command`);
+- `command_text`: for an item about an artifact or a value (routes `assertion` and `generated`)
+  the quote lies in what happened — a tool output or file content — not in the text of a tool
+  call, which shows only what was attempted. Items about the approach (route `judge`) and the
+  holistic judge may cite the commands run. One exception: a quote of a heredoc body the command
+  sends to a file (`cat > f <<EOF … EOF`) is what was written, and grounds when the command did
+  not fail (no `is_error` on it or its output), like the content of a successful `Write`.
+
+A Yes/No left with no grounded citation becomes Abstain `ungrounded`. One more rule holds for a
+verdict rather than a citation:
+
+- `value_not_cited`: a Yes on an `assertion` or `generated` item whose text names literals in
+  backticks or quotes (values, not forms with `<placeholders>`) must cite at least one event
+  holding one of them (in its text, as its path, or in the command that produced it). The item
+  says which value decides it; a Yes whose evidence never shows that value is Abstain `ungrounded`.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
-from ..checklist import ChecklistItem
-from ..evidence import EvidenceView
-from ..models import Citation, ItemJudgment, Verdict
+from ..checklist import ChecklistItem, Rules, literals, load_rules, quoted_literals
+from ..evidence import CITABLE_KINDS, EvidenceView, heredoc_written, normalize_ws
+from ..models import Citation, Event, ItemJudgment, Verdict
 
 __all__ = [
     "GroundedItems",
@@ -21,6 +46,8 @@ __all__ = [
     "ground_citations",
     "ground_items",
     "item_judgment",
+    "may_cite",
+    "named_values",
     "REASON_JUDGE_ABSTAIN",
     "REASON_NOT_JUDGED",
     "REASON_UNGROUNDED",
@@ -32,19 +59,91 @@ REASON_NOT_JUDGED = "not_judged"
 REASON_UNKNOWN_ITEM = "unknown_item_id"
 REASON_JUDGE_ABSTAIN = "judge_abstain"
 
+MIN_QUOTE_CHARS = 8
+"""Non-space characters a quote needs unless it holds a literal of the item or is a whole event:
+enough to name a value with its context (`answer: 42`, `4 passed`), not a lone digit."""
+_VALUE_ROUTES = frozenset({"assertion", "generated"})
+"""Routes of items about an artifact or a value: their evidence is what happened, not what was run."""
 
-def ground_citations(view: EvidenceView, citations: Iterable[Citation]) -> tuple[list[Citation], list[str]]:
-    """(grounded citations, one problem line per rejected one)."""
+
+_PLACEHOLDER = re.compile(r"<[^<>]+>|\.\.\.|…")
+"""A quoted literal with a placeholder (`- <section>.<key>: <old> -> <new>`) names a form, not a value."""
+
+
+def named_values(item: ChecklistItem, rules: Rules) -> frozenset[str]:
+    """The values a Yes on `item` must show (`value_not_cited`): its quoted literals that are not forms."""
+    return frozenset(v for v in quoted_literals(item.text, rules) if not _PLACEHOLDER.search(v))
+
+
+@cache
+def _default_rules() -> Rules:
+    return load_rules()
+
+
+def _citation_problem(view: EvidenceView, c: Citation, item: ChecklistItem | None, rules: Rules) -> str | None:
+    """(rule name): detail, for the first rule `c` fails; None when it is grounded."""
+    event = view.get(c.event_id)
+    if event is None:
+        return "not_evidence: not an evidence event"
+    if not view.quote_in_event(c.event_id, c.quote):
+        return f"not_verbatim: quote is not verbatim in that event: {c.quote[:80]!r}"
+    quote = normalize_ws(c.quote)
+    named = literals(item.text, rules) if item is not None else frozenset()
+    long_enough = (len(quote.replace(" ", "")) >= MIN_QUOTE_CHARS or quote == normalize_ws(event.text)
+                   or any(lit in quote.lower() for lit in named))
+    if not long_enough:
+        return (f"quote_too_short: {quote!r} has fewer than {MIN_QUOTE_CHARS} non-space characters, "
+                "holds no literal of the item and is not the whole event")
+    if event.kind == "tool_call" and item is not None and item.route in _VALUE_ROUTES:
+        written = heredoc_written(event.text)
+        if written and quote in normalize_ws(written) and not view.call_failed(event.id):
+            return None  # what a shell heredoc wrote to a file, and the command did not fail
+    return _source_problem(view, event, item)
+
+
+def _source_problem(view: EvidenceView, event: Event, item: ChecklistItem | None) -> str | None:
+    """The rules on what an event is (`agent_claim`, `command_text`), whatever is quoted of it."""
+    if view.is_claim(event.id):
+        return "agent_claim: the output only echoes its own command's text"
+    if item is not None and item.route in _VALUE_ROUTES and event.kind not in CITABLE_KINDS:
+        return "command_text: the quote is in a tool call's text (what was attempted), not in an output or file content"
+    return None
+
+
+def may_cite(view: EvidenceView, event: Event, item: ChecklistItem | None) -> bool:
+    """Whether any quote of `event` can ground a verdict on `item`: the probe judge searches only these."""
+    return _source_problem(view, event, item) is None
+
+
+def ground_citations(
+    view: EvidenceView, citations: Iterable[Citation], item: ChecklistItem | None = None, *, rules: Rules | None = None
+) -> tuple[list[Citation], list[str]]:
+    """(grounded citations, one problem line per rejected one, naming the rule it failed).
+
+    `item` is the checklist item the citations are for (None for the holistic judge)."""
+    rules = rules or _default_rules()
     kept: list[Citation] = []
     problems: list[str] = []
     for c in citations:
-        if view.get(c.event_id) is None:
-            problems.append(f"citation of {c.event_id}: not an evidence event")
-        elif not view.quote_in_event(c.event_id, c.quote):
-            problems.append(f"citation of {c.event_id}: quote is not verbatim in that event: {c.quote[:80]!r}")
-        else:
+        problem = _citation_problem(view, c, item, rules)
+        if problem is None:
             kept.append(c)
+        else:
+            problems.append(f"citation of {c.event_id}: {problem}")
     return kept, problems
+
+
+def _holds_value(view: EvidenceView, citations: Sequence[Citation], values: frozenset[str]) -> bool:
+    """Whether a cited event shows one of `values` (lower-cased): in its text, as its path, or in the
+    command that produced it (the path a `cat` read)."""
+    for c in citations:
+        event = view.get(c.event_id)
+        if event is None:
+            continue
+        where = " ".join((normalize_ws(event.text), event.path or "", normalize_ws(view.call_text(event)))).lower()
+        if any(v in where for v in values):
+            return True
+    return False
 
 
 def item_judgment(
@@ -56,22 +155,32 @@ def item_judgment(
     *,
     problems: list[str] | None = None,
 ) -> ItemJudgment:
-    """One item's grounded verdict: a Yes/No left without a grounded citation becomes Abstain."""
-    kept, rejected = ground_citations(view, citations)
+    """One item's grounded verdict: a Yes/No left without a grounded citation, or a Yes that never
+    cites the value its item names, becomes Abstain `ungrounded`; the rationale then says which
+    rule failed."""
+    rules = _default_rules()
+    kept, rejected = ground_citations(view, citations, item, rules=rules)
+    values = named_values(item, rules)
+    if verdict == "Yes" and kept and item.route in _VALUE_ROUTES and values and not _holds_value(view, kept, values):
+        rejected.append(f"value_not_cited: no cited event shows any of {', '.join(sorted(values))}")
+        kept = []
     if problems is not None:
         problems.extend(f"{item.id}: {p}" for p in rejected)
     reason = None
+    rationale = rationale.strip()
     if verdict == "Abstain":
         reason = REASON_JUDGE_ABSTAIN
     elif not kept:
+        failed = "; ".join(rejected) or "no citation"
         verdict, reason = "Abstain", REASON_UNGROUNDED
+        rationale = f"{rationale} [ungrounded: {failed}]".strip()
     return ItemJudgment(
         item_id=item.id,
         route=item.route,
         verdict_raw=verdict,
         verdict=verdict,
         citations=kept,
-        rationale=rationale.strip(),
+        rationale=rationale,
         reason=reason,
     )
 

@@ -1,7 +1,9 @@
 """The `probe` judge: deterministic verdicts from item probes, offline, no LLM.
 
 A probe is a regular expression over the evidence view with the verdict a match supports
-(`yes` or `no`). Each probe is searched in the full text of every evidence event; the match in
+(`yes` or `no`). Each probe is searched in the full text of every evidence event the item may
+cite (`grounding.may_cite`: never an output that only echoes its own command, and for an item
+about an artifact or value never a tool call's text, which shows only what was attempted); the match in
 the latest event decides the item (the run's final state counts, as for any judge), and on a tie
 within one event `no` wins. The matched span is cited verbatim, so probe verdicts pass the same
 grounding check as an LLM's. An item without probes, or whose probes match nothing, is Abstain.
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from ..checklist import Checklist, ChecklistItem
 from ..evidence import EvidenceView
 from ..models import Citation, ItemJudgment
-from .grounding import abstain, item_judgment
+from .grounding import abstain, item_judgment, may_cite
 from .prompts import PROBE_VERSION
 from .registry import JudgeCall, JudgeSpec, Verdicts, register_judge
 
@@ -53,6 +55,8 @@ def probe_item(item: ChecklistItem, view: EvidenceView) -> ItemJudgment:
     decisive: _Hit | None = None
     for position, entry in enumerate(view.entries):
         event = entry.event
+        if not may_cite(view, event, item):
+            continue
         for probe, pattern in compiled:
             quote = _first_nonempty_match(pattern, event.text)
             if quote is None:

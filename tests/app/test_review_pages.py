@@ -191,7 +191,9 @@ def test_agreement_reads_the_run_chosen_for_a_judge(demo_db: Path) -> None:
     box.set_value(simulated).run()
     assert not at.exception
     chosen_auc = read({m.label: m.value for m in at.metric}["AUC · probe"]).shown
-    assert default_auc.startswith("0.994") and chosen_auc.startswith("1.000")  # the compare page's two AUCs
+    # the compare page's two AUCs; 0.995 since probes no longer match command text (a FAIL trial ran its
+    # report script inline with `python3 - <<EOF` and never saved it: H6 is no longer Yes)
+    assert default_auc.startswith("0.995") and chosen_auc.startswith("1.000")
 
 
 @pytest.mark.skillsbench

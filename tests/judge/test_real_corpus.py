@@ -17,6 +17,7 @@ from fake_openai import FAKE_MODEL, Reply
 from gcpc_core.checklist import Checklist, load_rules
 from gcpc_core.evidence import build_evidence_view
 from gcpc_core.judge import ground_items, judge_project, score_project
+from gcpc_core.judge.grounding import may_cite
 from gcpc_core.judge.prompts import holistic_messages, items_messages
 from gcpc_core.judge.replies import ItemJudgeReply
 from gcpc_core.llm import LLM, LLMConfig
@@ -59,13 +60,14 @@ def test_grounding_on_real_events(real: Store) -> None:
         events = real.trials.events(traj.id)
         view = build_evidence_view(events)
         checklist = Checklist.model_validate(real.checklists.latest(traj.task).checklist)
-        evidence = [e.event for e in view.entries if e.duplicate_of is None and len(e.event.text.strip()) >= 20]
         narration = [e for e in events if e.kind in ("agent_message", "agent_thinking") and len(e.text.strip()) >= 20]
         a, b = checklist.items[0], checklist.items[1]
+        evidence = [e.event for e in view.entries
+                    if e.duplicate_of is None and len(e.event.text.strip()) >= 20 and may_cite(view, e.event, a)]
         target = evidence[-1]
         quote = target.text.strip()[:80]
         entries = [
-            {"item_id": a.id, "verdict": "Yes", "rationale": "r", "citations": [{"event_id": target.id, "quote": quote}]},
+            {"item_id": a.id, "verdict": "No", "rationale": "r", "citations": [{"event_id": target.id, "quote": quote}]},
             {"item_id": b.id, "verdict": "No", "rationale": "r",
              "citations": [{"event_id": target.id, "quote": quote[:-3] + "XYZ"}]},
         ]
@@ -75,7 +77,7 @@ def test_grounding_on_real_events(real: Store) -> None:
                             "citations": [{"event_id": n.id, "quote": n.text.strip()[:60]}]})
         grounded = ground_items(checklist.items, ItemJudgeReply.model_validate({"items": entries}).items, view)
         by_id = {i.item_id: i for i in grounded.items}
-        assert by_id[a.id].verdict_raw == "Yes" and by_id[a.id].citations[0].event_id == target.id
+        assert by_id[a.id].verdict_raw == "No" and by_id[a.id].citations[0].event_id == target.id
         assert (by_id[b.id].verdict_raw, by_id[b.id].reason) == ("Abstain", "ungrounded")  # altered quote
         if narration:
             assert by_id[checklist.items[2].id].reason == "ungrounded"  # the agent's own words are not evidence
@@ -91,7 +93,11 @@ def test_scripted_run_on_real_trials(real: Store, fake_openai) -> None:
     report = judge_project(real, judge="gcpc", llm=llm, progress=False)
     assert len(report.judged) == 12 and report.ok and fake_openai.request_count == 12
     rows = real.judging.judgments(judge="gcpc")
-    assert Counter(r.verdict_raw for r in rows)["Yes"] == len(rows)  # every scripted citation grounded
+    # every scripted citation grounded but two: D13 names 'Back so soon? Afraid?', which lies in the part of
+    # /app/script.txt that the evidence view elides in two trials, so the scripted judge cannot cite it
+    # and its Yes is ungrounded (`value_not_cited`), as a real judge's would be
+    ungrounded = [(r.trajectory_id, r.item_id) for r in rows if r.verdict_raw != "Yes"]
+    assert sorted(ungrounded) == [("dialogue-parser__jdinGaX", "D13"), ("dialogue-parser__rwnM43w", "D13")]
     score_project(real)
     scores = real.judging.scores(judge="gcpc")
     assert len(scores) == 12 and all(s.partial_credit is not None for s in scores)

@@ -27,7 +27,9 @@ from gcpc_core.judge import (
     score_project,
     unregister_judge,
 )
-from gcpc_core.judge.grounding import item_judgment
+from gcpc_core.checklist import ChecklistItem, load_rules
+from gcpc_core.evidence import EvidenceView
+from gcpc_core.judge.grounding import item_judgment, may_cite, named_values
 from gcpc_core.judge.prompts import ITEMS_PROMPT_VERSION, PER_ITEM_PROMPT_VERSION
 from gcpc_core.judge.registry import TASK_CHECKLIST_JUDGES, checklist_ablation, checklist_kind, item_judges_among
 from gcpc_core.models import Citation
@@ -78,16 +80,27 @@ def test_registration_refuses_a_spec_that_could_not_run(spec: JudgeSpec, problem
     assert tuple(JUDGES) == before
 
 
+def _toy_citation(view: EvidenceView, item: ChecklistItem) -> tuple[Citation, bool]:
+    """A whole line of the first event the item may cite that shows a value the item names (True),
+    else the first such event's first long line (False)."""
+    values = named_values(item, load_rules())
+    lines = [(e.event.id, line.strip()) for e in view.entries if may_cite(view, e.event, item)
+             for line in e.event.text.splitlines() if len(line.replace(" ", "")) >= 8]
+    for event_id, line in lines:
+        if any(v in line.lower() for v in values):
+            return Citation(event_id=event_id, quote=line), True
+    return Citation(event_id=lines[0][0], quote=lines[0][1]), not values
+
+
 async def _toy(call: JudgeCall) -> Verdicts:
-    """Yes on the 1st, 3rd, … item, No on the others, each citing the first evidence event verbatim."""
+    """Yes on the 1st, 3rd, … item (when it can cite a value the item names), No on the others, each
+    citing evidence verbatim."""
     assert call.checklist is not None and call.llm is None
-    first = call.view.entries[0].event
-    line = next(line for line in first.text.splitlines() if line.strip())
-    citation = Citation(event_id=first.id, quote=line[:40])
-    return Verdicts(items=[
-        item_judgment(item, "Yes" if k % 2 == 0 else "No", [citation], "toy rule", call.view)
-        for k, item in enumerate(call.checklist.items)
-    ])
+    out = []
+    for k, item in enumerate(call.checklist.items):
+        citation, shows_value = _toy_citation(call.view, item)
+        out.append(item_judgment(item, "Yes" if k % 2 == 0 and shows_value else "No", [citation], "toy rule", call.view))
+    return Verdicts(items=out)
 
 
 @pytest.fixture
@@ -127,9 +140,9 @@ def test_a_toy_judge_runs_through_judge_score_and_report(toy_judge: JudgeSpec, d
         assert row.n_items == len(raw) and row.evidence_coverage == 1.0  # every toy citation grounded
         assert row.prompt_version == TOY_VERSION and row.model is None
         if traj.outcome == "FAIL":  # verdicts as judged, plus the endpoint item judged No
-            n = len(raw)
-            assert (row.n_yes, row.n_no) == ((n + 1) // 2, n // 2 + 1)
-            assert row.partial_credit == pytest.approx(((n + 1) // 2) / (n + 1))
+            n, yes = len(raw), sum(j.verdict_raw == "Yes" for j in raw)
+            assert (row.n_yes, row.n_no) == (yes, n - yes + 1)
+            assert row.partial_credit == pytest.approx(yes / (n + 1))
 
     assert {r["judge"] for r in export_judgments(store)} >= {TOY, "probe"}
     frames = frames_from_store(store)

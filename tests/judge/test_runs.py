@@ -30,6 +30,9 @@ from gcpc_core.store import Store
 from .conftest import holistic_reply, is_items_request, is_repair, items_reply, single_item_reply
 
 N_TRIALS = 36
+ALL_YES = Counter({"Yes": 8 * N_TRIALS - 6, "Abstain": 6})
+"""Raw verdicts of `items_reply("Yes")` on the demo: 6 scripted Yes on FAIL trials whose evidence never
+shows the value the item names (`ssh-failed-login-report` H1, H5) are ungrounded (`value_not_cited`)."""
 
 
 def integrity(store: Store, judge: str = "gcpc") -> Counter:
@@ -48,7 +51,7 @@ def test_full_run_records_provenance_and_cost(fake_openai, project, make_llm) ->
     fake_openai.on(is_items_request, items_reply("Yes"))
     report = judge_project(project, judge="gcpc", llm=make_llm(concurrency=4), progress=False)
     assert len(report.judged) == N_TRIALS and report.ok and fake_openai.request_count == N_TRIALS
-    assert integrity(project) == Counter({"Yes": 8 * N_TRIALS})
+    assert integrity(project) == ALL_YES
     run = project.runs.get(report.run_id)
     assert run.kind == "judge-gcpc" and run.status == "done" and run.model == FAKE_MODEL
     assert run.prompt_version == ITEMS_PROMPT_VERSION and run.rules_version == load_rules().version
@@ -153,7 +156,7 @@ def test_finished_trajectories_are_stored_a_group_at_a_time(fake_openai, project
     assert 1 <= len(written) < N_TRIALS // 2, groups
     for units, cached, calls in written:
         assert cached >= units and calls >= units  # a trajectory is never stored before its call
-    assert written[-1][1:] == (N_TRIALS, N_TRIALS) and integrity(project) == Counter({"Yes": 8 * N_TRIALS})
+    assert written[-1][1:] == (N_TRIALS, N_TRIALS) and integrity(project) == ALL_YES
 
 
 def test_a_failed_group_write_fails_the_run_and_keeps_whole_trajectories(fake_openai, project, make_llm,
@@ -256,7 +259,7 @@ def test_batch_submit_and_collect(fake_openai, project, make_llm) -> None:
     assert not pending.judged and "batch" in next(iter(pending.skipped.values()))
     collected = collect_batches(project, llm=make_llm(), progress=False)
     assert collected.batches == {row.id: "collected"}
-    assert len(project.judging.units("gcpc")) == N_TRIALS and integrity(project) == Counter({"Yes": 8 * N_TRIALS})
+    assert len(project.judging.units("gcpc")) == N_TRIALS and integrity(project) == ALL_YES
     sales = [u for (t, _), u in project.judging.units("gcpc").items() if t.startswith("sales")]
     replies = project.judging.replies(trajectory_id=sales[0].trajectory_id, judge="gcpc")
     assert [r.attempt for r in replies] == ["batch", "repair"]  # bad batch reply → one live repair

@@ -31,7 +31,7 @@ from gcpc_core.judge import HOLISTIC_PROMPT_VERSION, ITEMS_PROMPT_VERSION, judge
 from gcpc_core.llm import Price, Usage, estimate_cost
 from gcpc_core.store import Store
 
-from .conftest import EVENT_HEAD, first_citation, is_items_request, is_repair, item_ids, user_text
+from .conftest import EVENT_HEAD, first_citation, is_items_request, is_repair, item_citation, item_ids, user_text
 
 GOLDEN = Path(__file__).with_name("golden") / "stored_rows.json"
 PRICE = Price(input=1.0, cached_input=0.5, output=2.0)  # make_llm's price for the fake model
@@ -56,6 +56,9 @@ def judge_reply(request: dict[str, Any]) -> Reply:
         case = "all_yes"
 
     def entry(item_id: str, verdict: str, citations: list[dict]) -> dict:
+        if citations == cites:  # the item's own evidence (a line showing the value it names), as a judge would
+            own = item_citation(request, item_id)
+            citations = [own] if own else []
         return {"item_id": item_id, "citations": citations, "rationale": f"scripted {case} {verdict}", "verdict": verdict}
 
     if case == "invalid_json":

@@ -3,13 +3,20 @@
 Every format parser feeds harness records through `EventBuilder`, so ids (`E1`..`En`),
 call linking (harness call id -> event id of the tool call), the read/write tool rules and
 skill detection behave identically across formats.
+
+A write is file content only once its result says it happened: the text a `Write` / `Edit`
+call carries becomes a `file_content` event when the call is answered without an error. A write
+answered with an error (EACCES, "String to replace not found") stays a tool call, marked
+`is_error`, with the text it tried to write back in its call text, and no `file_content` is
+made; a write never answered is kept the same way, unmarked, with a warning. The event ids of
+a log are numbered after this, so they stay dense and stable.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +60,17 @@ _EVENTS = TypeAdapter(list[Event])
 """One validation call for a log's events: a third cheaper than an `Event(...)` each (bench/import_bench.py)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Call:
     event_id: str
     tool_name: str
     path: str | None
+    index: int
+    """Position of the call's event in the builder's list."""
+    writes: list[int] = field(default_factory=list)
+    """Positions of the `file_content` events made from the text the call writes, until it is answered."""
+    attempted_text: str | None = None
+    """The call text with the written text left in: what it shows when the write did not happen."""
 
 
 def _add_unique(items: list[str], value: str) -> None:
@@ -77,6 +90,8 @@ class EventBuilder:
         self.skills_referenced: list[str] = []
         self.warnings: list[str] = []
         self._calls: dict[str, _Call] = {}
+        self._dropped: set[int] = set()
+        """Positions of file contents of writes that did not happen, left out by `finish`."""
         self.last_call: str | None = None
         """Event id of the latest tool call, for formats that link outputs by position."""
 
@@ -134,30 +149,67 @@ class EventBuilder:
             text = render_args(args)
         eid = self.last_call = self.emit("tool_call", text, source, tool_name=name)
         path = next((argd[k] for k in _PATH_KEYS if isinstance(argd.get(k), str)), None)
-        self._calls[key if key is not None else eid] = _Call(eid, name, path)
+        call = self._calls[key if key is not None else eid] = _Call(eid, name, path, len(self._events) - 1)
         if write and isinstance(argd.get(write[0]), str):
-            self.emit("file_content", argd[write[0]], f"{source}, {args_label}.{write[0]}",
-                      tool_name=name, call_id=eid, path=path)
+            self._write(call, argd[write[0]], f"{source}, {args_label}.{write[0]}")
+            if write[1]:
+                call.attempted_text = render_args(args)
         elif name == "MultiEdit" and isinstance(argd.get("edits"), list):
             for i, edit in enumerate(argd["edits"]):
                 if isinstance(edit, dict) and isinstance(edit.get("new_string"), str):
-                    self.emit("file_content", edit["new_string"], f"{source}, {args_label}.edits[{i}].new_string",
-                              tool_name=name, call_id=eid, path=path)
+                    self._write(call, edit["new_string"], f"{source}, {args_label}.edits[{i}].new_string")
         self.note_skills(name, argd, text)
         return eid
+
+    def _write(self, call: _Call, text: str, source: str) -> None:
+        """The file content a write call carries, pending its answer (see `settle`)."""
+        self.emit("file_content", text, source, tool_name=call.tool_name, call_id=call.event_id, path=call.path)
+        call.writes.append(len(self._events) - 1)
+
+    def settle(self, key: Any, *, failed: bool) -> None:
+        """The call under `key` was answered: its writes happened, or (`failed`) they did not.
+
+        `tool_result` settles a call itself; a format whose calls can finish without an output
+        (an ACP call that only reports its status) calls this directly.
+        """
+        call = self._calls.get(key) if isinstance(key, str) else None
+        if call is None or not call.writes:
+            return
+        if failed:
+            self._void_writes(call)
+            self._events[call.index]["is_error"] = True
+        call.writes = []
+
+    def failed_write(self, key: str, text: str, label: str) -> None:
+        """A write the harness reports as failed (an ACP diff of a failed call): never file content;
+        the call is marked `is_error` and shows the text it tried to write, under `label`."""
+        call = self._calls[key]
+        event = self._events[call.index]
+        event["is_error"] = True
+        if text and text not in event["text"]:
+            event["text"] = f"{event['text']}\n{label}: {text}" if event["text"] else f"{label}: {text}"
+
+    def _void_writes(self, call: _Call) -> None:
+        """Leave out the file contents of a write that did not happen; the call shows what it tried."""
+        self._dropped.update(call.writes)
+        if call.attempted_text is not None:
+            self._events[call.index]["text"] = call.attempted_text
+        call.writes = []
 
     def tool_result(self, key: Any, text: str, source: str, *, is_error: bool = False, as_file: bool = False,
                     path: str | None = None) -> str:
         """Emit the output of the call registered under `key` (a harness id or an event id).
 
         Successful reads (or any output with `as_file`, e.g. a diff's new text) become
-        `file_content` with the read path (`path`, else the call's); an unknown key still
-        yields a `tool_output` (unlinked) plus a warning rather than losing the output.
+        `file_content` with the read path (`path`, else the call's); an error result of a write
+        voids its file contents (`settle`); an unknown key still yields a `tool_output`
+        (unlinked) plus a warning rather than losing the output.
         """
         call = self._calls.get(key) if isinstance(key, str) else None
         if call is None:
             self.warn(f"{source}: output for unknown tool call {key!r}, kept unlinked")
             return self.emit("tool_output", text, source, is_error=is_error)
+        self.settle(key, failed=is_error)
         if (as_file or call.tool_name in READ_TOOLS) and not is_error:
             return self.emit("file_content", text, source, tool_name=call.tool_name,
                              call_id=call.event_id, path=path or call.path)
@@ -183,8 +235,28 @@ class EventBuilder:
         for m in _SKILL_DIR.finditer(text):
             _add_unique(self.skills_referenced, m.group(1))
 
+    def _renumber(self) -> None:
+        kept = [e for i, e in enumerate(self._events) if i not in self._dropped]
+        new_ids = {e["id"]: f"E{n}" for n, e in enumerate(kept, 1)}
+        for n, e in enumerate(kept, 1):
+            e["id"], e["seq"] = f"E{n}", n
+            if e["call_id"] is not None:
+                e["call_id"] = new_ids.get(e["call_id"], e["call_id"])
+        self._events, self._dropped = kept, set()
+
     def finish(self, *, skills_offered: list[str] | None, metadata: dict[str, Any]) -> ParsedLog:
-        """The parse result; adds `skills_referenced` and `warnings` to the metadata when non-empty."""
+        """The parse result; adds `skills_referenced` and `warnings` to the metadata when non-empty.
+
+        Writes never answered are kept as attempts (see the module docstring), and ids are
+        renumbered when file contents of writes that did not happen were left out.
+        """
+        for call in self._calls.values():
+            if call.writes:
+                self.warn(f"{self._events[call.index]['source']}: {call.tool_name} call {call.event_id} was never "
+                          f"answered; what it would write is kept in the call, not as file content")
+                self._void_writes(call)
+        if self._dropped:
+            self._renumber()
         meta = dict(metadata)
         if self.skills_referenced:
             meta["skills_referenced"] = list(self.skills_referenced)

@@ -14,7 +14,9 @@ chunks of one kind are joined into one event), `tool_call` and `tool_call_update
 
 A tool call's `content` blocks: `content` (a text or image content block) becomes its output —
 file content for a successful `read`; `diff` (`path`, `oldText`, `newText`) becomes a
-`file_content` event holding `newText`; `terminal` a placeholder. The call text is its raw input
+`file_content` event holding `newText` — unless the call failed: then the call is marked
+`is_error` and shows the new text it tried to write, and no file content is made; `terminal` a
+placeholder. The call text is its raw input
 when the log has one, else its title and the locations it touched (opencode does not log the
 command of an `execute` call). Identical repeated content blocks of one call are kept once, with
 a warning.
@@ -216,13 +218,17 @@ class _Parser:
             if (kind, text) in state.emitted:
                 continue
             state.emitted.add((kind, text))
-            if kind.startswith("diff:"):
+            if kind.startswith("diff:") and failed:
+                b.failed_write(state.key, text, f"newText of {kind[len('diff:'):]} (not written: the call failed)")
+            elif kind.startswith("diff:"):
                 b.tool_result(state.key, text, f"{src} diff", as_file=True, path=kind[len("diff:"):] or None)
             elif is_read:
                 m = _OPENCODE_PATH.match(text)
                 b.tool_result(state.key, text, src, as_file=True, path=_path_of(call) or (m.group(1) if m else None))
             else:
                 b.tool_result(state.key, text, src, is_error=failed)
+        if call.get("status") in _DONE:
+            b.settle(state.key, failed=failed)
 
     def finish(self) -> None:
         self.flush()

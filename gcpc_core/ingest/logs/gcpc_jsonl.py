@@ -26,7 +26,8 @@ Event keys (anything else is an error, so typos are caught):
 - `call_ref` (string, tool_output / file_content only): the `call` this answers; must
   appear on an earlier line. GCPC stores it as the call's event id (`E…`)
 - `path` (string): the file read or written (file_content)
-- `is_error` (boolean): the tool reported an error
+- `is_error` (boolean): the tool reported an error; a `file_content` event with `is_error` true
+  is no file content (a read or write that failed) and is stored as a `tool_output`, with a warning
 - `skill` (string, tool_call only): the call activated this skill (fills `skills_used`)
 
 Event ids are assigned in line order (`E1`, `E2`, …); `source` is `line N`.
@@ -124,6 +125,9 @@ def parse(path: Path, text: str, doc: Any = None) -> ParsedLog:
                 raise LogError(f"{path} line {lineno}: call_ref {ref!r} names no earlier call")
             call_id, call_tool = calls[ref]
             tool = tool or call_tool
+        if kind == "file_content" and rec.get("is_error"):
+            b.warn(f"{src}: file_content with is_error true is a failed read or write, stored as tool_output")
+            kind = "tool_output"
         b.emit(kind, body, src, tool_name=tool, call_id=call_id, path=rec.get("path"),
                is_error=bool(rec.get("is_error")))
     if meta is None:  # only blank lines: read_text already rejects that, but stay total
