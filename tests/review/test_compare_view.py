@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from annotations.audits import item_audits
+from gcpc_core.judge.prompts import PROBE_VERSION
 from gcpc_core.demo import DEMO_SIMULATED_LABEL, DEMO_SIMULATED_MODEL
 from gcpc_core.review.audit import item_views, judge_stats, record_audit
 from gcpc_core.analysis.run_names import run_name
@@ -101,7 +102,7 @@ def test_the_report_names_the_run_of_each_judge(demo: Store, tmp_path: Path) -> 
     # named for a reader, the full label beside it (report.md kept the raw label alone)
     run = next(r for r in demo.judging.labels() if r.label == demo.judging.default_labels()["probe"])
     assert list(result.tables["judges"]["run"]) == [run_name(run)]
-    assert "probe · offline · probe-v1 · " in (tmp_path / "r" / "report.md").read_text()
+    assert f"probe · offline · {PROBE_VERSION} · " in (tmp_path / "r" / "report.md").read_text()
     chosen = build_report(frames_from_store(demo, labels={"probe": DEMO_SIMULATED_LABEL}), tmp_path / "s", n_boot=50,
                           figures=False)
     assert list(chosen.tables["judges"]["label"]) == [DEMO_SIMULATED_LABEL]
