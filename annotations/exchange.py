@@ -195,11 +195,12 @@ def _restore_plan(store: Store, record: dict) -> dict:
     pairs = {p.pair_id: p for p in design.pairs}
     if len(units) != len(design.units) or len(pairs) != len(design.pairs) or set(units) & set(pairs):
         raise ValueError("unit and pair codes must be distinct")
-    missing = [u.trajectory_id for u in design.units if store.trials.get_trajectory(u.trajectory_id) is None]
+    found = {u.trajectory_id: store.trials.get_trajectory(u.trajectory_id) for u in design.units}
+    missing = [tid for tid, t in found.items() if t is None]
     if missing:
         raise ValueError(f"{len(missing)} trajectories of the study are not in this project, e.g. {missing[0]}")
     for u in design.units:
-        task = store.trials.get_trajectory(u.trajectory_id).task  # type: ignore[union-attr]
+        task = found[u.trajectory_id].task  # type: ignore[union-attr]
         if u.task != task:
             raise ValueError(f"unit {u.unit_id}: trajectory {u.trajectory_id} is of task {task}, not {u.task}")
     for p in design.pairs:

@@ -22,12 +22,19 @@ import pandas as pd
 from ..models import ENDPOINT_ITEM_ID
 from .frames import FrameContractError, require_columns, trajectory_outcomes
 
-__all__ = ["PAIR_KEY", "TRANSITIONS", "item_changes", "matched_pairs", "transition_table"]
+__all__ = ["PAIR_KEY", "TRANSITIONS", "item_changes", "matched_pairs", "pair_moves", "transition_table"]
 
 PAIR_KEY = ("task", "agent", "model", "trial_index")
 TRANSITIONS = ("FAIL→PASS", "PASS→FAIL", "FAIL→FAIL", "PASS→PASS")
 """``<without skills>→<with skills>`` official outcomes."""
 EPS = 1e-9
+
+
+def pair_moves(delta: np.ndarray | pd.Series, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """(improving, regressing) of each matched pair's Δ (with − without): a move larger than `threshold`
+    either way. The one definition `transition_table`'s shares and triage's per-candidate shares count."""
+    d = np.asarray(delta, dtype=float)
+    return d > threshold + EPS, d < -threshold - EPS
 
 
 def matched_pairs(scores: pd.DataFrame, *, score_col: str = "partial_credit") -> pd.DataFrame:
@@ -67,8 +74,10 @@ def transition_table(pairs: pd.DataFrame, *, threshold: float = 0.10) -> pd.Data
                "share_regressing", "threshold", "note"]
     d = pairs["delta"].astype(float)
     scored = d.notna()
+    improving, regressing = pair_moves(d, threshold)
     long = pd.DataFrame({"judge": pairs["judge"], "transition": pairs["transition"], "delta": d,
-                         "improving": (d > threshold + EPS).where(scored), "regressing": (d < -threshold - EPS).where(scored)})
+                         "improving": pd.Series(improving, index=d.index).where(scored),
+                         "regressing": pd.Series(regressing, index=d.index).where(scored)})
     g = pd.concat([long, long.assign(transition="all")]).groupby(["judge", "transition"], sort=False)
     stats = pd.DataFrame({"n_pairs": g.size(), "n_scored": g["delta"].count(), "median_delta": g["delta"].median(),
                           "mean_delta": g["delta"].mean(), "share_improving": g["improving"].mean().astype(float),

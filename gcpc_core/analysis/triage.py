@@ -36,7 +36,7 @@ from .audits import KEY, auditor_consensus, auditor_verdicts
 from .calibration import rescore
 from .frames import require_columns
 from .item_accuracy import assertion_truth
-from .skills import EPS, TRANSITIONS, matched_pairs
+from .skills import TRANSITIONS, matched_pairs, pair_moves
 
 __all__ = ["KINDS", "TRIAGE_COLUMNS", "audit_link", "disagreements", "item_verdicts", "rank_disagreements", "triage"]
 
@@ -103,18 +103,19 @@ def _auc(outcome: np.ndarray, score: np.ndarray) -> float:
 
 
 def _shares(pairs: pd.DataFrame, threshold: float) -> pd.Series:
-    """One judge's matched-pair shares improving / regressing per transition with a scored pair (and "all"), as
-    `skills.transition_table` defines them, counted in numpy: this runs once per candidate correction, where a
+    """One judge's matched-pair shares improving / regressing per transition with a scored pair (and "all"): the
+    moves of `skills.pair_moves`, which `skills.transition_table` counts too, counted here in numpy: this runs once per candidate correction, where a
     table per candidate cost most of the page's time."""
     delta = pairs["delta"].to_numpy(dtype=float)
     transition = pairs["transition"].to_numpy(dtype=object)
     scored = np.isfinite(delta)
+    up, down = pair_moves(delta, threshold)
     improving, regressing = {}, {}
     for name in (*TRANSITIONS, "all"):
-        d = delta[scored & ((transition == name) if name != "all" else True)]
-        if len(d):
-            improving[f"improving {name}"] = float(np.mean(d > threshold + EPS))
-            regressing[f"regressing {name}"] = float(np.mean(d < -threshold - EPS))
+        chosen = scored & ((transition == name) if name != "all" else True)
+        if chosen.any():
+            improving[f"improving {name}"] = float(up[chosen].mean())
+            regressing[f"regressing {name}"] = float(down[chosen].mean())
     return pd.Series({**improving, **regressing}, dtype=float)
 
 

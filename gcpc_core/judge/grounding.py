@@ -80,15 +80,14 @@ def _default_rules() -> Rules:
     return load_rules()
 
 
-def _citation_problem(view: EvidenceView, c: Citation, item: ChecklistItem | None, rules: Rules) -> str | None:
-    """(rule name): detail, for the first rule `c` fails; None when it is grounded."""
+def _citation_problem(view: EvidenceView, c: Citation, item: ChecklistItem | None, named: frozenset[str]) -> str | None:
+    """(rule name): detail, for the first rule `c` fails; None when it is grounded (`named`: the item's literals)."""
     event = view.get(c.event_id)
     if event is None:
         return "not_evidence: not an evidence event"
     if not view.quote_in_event(c.event_id, c.quote):
         return f"not_verbatim: quote is not verbatim in that event: {c.quote[:80]!r}"
     quote = normalize_ws(c.quote)
-    named = literals(item.text, rules) if item is not None else frozenset()
     long_enough = (len(quote.replace(" ", "")) >= MIN_QUOTE_CHARS or quote == normalize_ws(event.text)
                    or any(lit in quote.lower() for lit in named))
     if not long_enough:
@@ -122,10 +121,11 @@ def ground_citations(
 
     `item` is the checklist item the citations are for (None for the holistic judge)."""
     rules = rules or _default_rules()
+    named = literals(item.text, rules) if item is not None else frozenset()  # once for all the item's citations
     kept: list[Citation] = []
     problems: list[str] = []
     for c in citations:
-        problem = _citation_problem(view, c, item, rules)
+        problem = _citation_problem(view, c, item, named)
         if problem is None:
             kept.append(c)
         else:
