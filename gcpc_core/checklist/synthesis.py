@@ -23,10 +23,17 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..decoding import DecodingBounds
-from ..judge.budget import REASON_CONTEXT_OVERFLOW, fit_prompt, repair_room
-from ..judge.calls import UNREPAIRABLE_CALL_ERRORS
-from ..llm import LLM, LLMCallError, LLMReplyError, RunTotals
-from ..llm_server import count_prompt_tokens
+from ..llm import (
+    REASON_CONTEXT_OVERFLOW,
+    UNREPAIRABLE_CALL_ERRORS,
+    LLM,
+    LLMCallError,
+    LLMReplyError,
+    RunTotals,
+    count_prompt_tokens,
+    fit_prompt,
+    repair_room,
+)
 from ..runs import Progress, ProgressBar
 from ..models import Task
 from ..store import ChecklistRow, Store, utcnow
@@ -315,7 +322,7 @@ SOURCES_LEFT_OUT = ("(verifier source left out to fit the model's context window
 
 def budget_candidates(task: Task, rules: Rules) -> list[tuple[list[dict[str, str]], str]]:
     """The synthesis request, fullest first, then ever shorter forms, each with what it leaves out
-    (for `judge.budget.fit_prompt`). The instruction is never cut: task quotes must come from it."""
+    (for `llm.budget.fit_prompt`). The instruction is never cut: task quotes must come from it."""
     out = [(build_messages(task, rules), "")]
     longest = max([len(src) for src in task.verifier_files.values()] + [len(task.test_script or "")])
     out += [(build_messages(task, rules, source_chars=step), f"verifier sources cut to {step:,} chars each")

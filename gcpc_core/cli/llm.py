@@ -16,8 +16,7 @@ __all__ = ["add_llm"]
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from ..llm import LLMConfig
-    from ..llm_server import check_endpoint
+    from ..llm import LLMConfig, check_endpoint
 
     store = open_db("llm check", args.db) if args.db is not None else None
     report = check_endpoint(LLMConfig.from_env(args.model), store=store)

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from ..checklist import Rules, load_rules
-from ..llm import LLM, LLMReplyError
+from ..llm import (
+    LLM,
+    LLMReplyError,
+    accept_batch_reply,
+    batch_line,
+    batch_results,
+    create_batch,
+    retrieve_batch,
+)
 from ..runs import Progress, ProgressBar
 from ..store import JudgeBatchRow, Store, utcnow
 from .calls import Outcome
@@ -79,7 +87,7 @@ def submit_batch(
     for unit in plan.todo:
         view = evidence_of(store, unit.trajectory.id)
         messages, reply_model, version = initial_request(unit, judge, view, rules)
-        line, key = llm.batch_line(unit.trajectory.id, messages, reply_model, prompt_version=version)
+        line, key = batch_line(llm, unit.trajectory.id, messages, reply_model, prompt_version=version)
         lines.append(line)
         requests[unit.trajectory.id] = {"trajectory_id": unit.trajectory.id, "task": unit.trajectory.task,
                                         "checklist_sha": unit.checklist_sha, "content_hash": unit.trajectory.content_hash,
@@ -90,7 +98,7 @@ def submit_batch(
     with llm.run(f"batch-submit-{judge}", prompt_version=prompt_version, rules_version=rules.version,
                  params=params) as totals:
         report.run_id, report.totals = totals.run_id, totals
-        batch = llm.run_sync(lambda: llm.submit_batch(lines, path=path, metadata={"gcpc_judge": judge}))
+        batch = llm.run_sync(lambda: create_batch(llm, lines, path=path, metadata={"gcpc_judge": judge}))
     store.judging.add_batch({
         "id": batch["id"], "judge": judge, "model": llm.model, "prompt_version": prompt_version,
         "rules_version": rules.version, "status": batch.get("status") or "submitted", "input_path": str(path),
@@ -133,8 +141,8 @@ def _result_outcome(llm: LLM, row: dict[str, Any] | None, request: dict[str, Any
         error = row.get("error") or {}
         return f"batch request failed: HTTP {response.get('status_code')} {error.get('message') or ''}".strip()
     try:
-        return llm.accept_batch_reply(response.get("body") or {}, reply_model, key=request["key"],
-                                      prompt_version=prompt_version, tag=request["trajectory_id"])
+        return accept_batch_reply(llm, response.get("body") or {}, reply_model, key=request["key"],
+                                  prompt_version=prompt_version, tag=request["trajectory_id"])
     except LLMReplyError as error:
         return error
 
@@ -167,7 +175,7 @@ def collect_batches(
 
 def _collect_one(store: Store, row: JudgeBatchRow, llm: LLM, rules: Rules, report: CollectReport, *, progress: Progress) -> str:
     judge = row.judge
-    batch = llm.run_sync(lambda: llm.retrieve_batch(row.id))
+    batch = llm.run_sync(lambda: retrieve_batch(llm, row.id))
     status = batch.get("status") or "unknown"
     if status not in BATCH_DONE_STATUSES:
         store.judging.update_batch(row.id, {"status": status})
@@ -181,7 +189,7 @@ def _collect_one(store: Store, row: JudgeBatchRow, llm: LLM, rules: Rules, repor
         judged.run_id, judged.totals = totals.run_id, totals
 
         async def work() -> None:
-            results = await llm.batch_results(batch)
+            results = await batch_results(llm, batch)
             gate = asyncio.Semaphore(2 * llm.config.concurrency)
 
             async def one(custom_id: str, request: dict[str, Any]) -> None:

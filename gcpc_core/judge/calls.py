@@ -20,16 +20,11 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from ..llm import LLM, LLMCallError, LLMReplyError, LLMResult
-from .budget import REASON_CONTEXT_OVERFLOW, repair_room
+from ..llm import UNREPAIRABLE_CALL_ERRORS, LLM, LLMCallError, LLMReplyError, LLMResult, repair_room
 from .prompts import REPAIR_REPLY_PROMPT, Messages, repair_messages
 from .results import ReplyRecord
 
-__all__ = ["REASON_TIMEOUT", "UNREPAIRABLE_CALL_ERRORS", "Assessed", "Outcome", "RepairResult", "call", "with_one_repair"]
-
-REASON_TIMEOUT = "timeout"
-UNREPAIRABLE_CALL_ERRORS = frozenset({REASON_CONTEXT_OVERFLOW, REASON_TIMEOUT})
-"""Endpoint failures stored as the items' Abstain reason instead of failing the trajectory."""
+__all__ = ["Assessed", "Outcome", "RepairResult", "call", "with_one_repair"]
 
 V = TypeVar("V")
 Outcome = LLMResult[Any] | LLMReplyError

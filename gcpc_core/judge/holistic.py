@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from ..checklist import Checklist, Rules
 from ..evidence import EvidenceView
-from ..llm import LLM
+from ..llm import REASON_CONTEXT_OVERFLOW, LLM
 from ..models import Citation, Task
-from .budget import REASON_CONTEXT_OVERFLOW, Fit, fit_evidence
+from .budget import Fit, fit_evidence
 from .calls import Assessed, Outcome, with_one_repair
 from .grounding import ground_citations
 from .prompts import HOLISTIC_PROMPT_VERSION, Messages, holistic_messages

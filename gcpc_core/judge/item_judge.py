@@ -12,9 +12,9 @@ import asyncio
 
 from ..checklist import Checklist, ChecklistItem, Rules
 from ..evidence import EvidenceView
-from ..llm import LLM
+from ..llm import REASON_CONTEXT_OVERFLOW, LLM
 from ..models import ItemJudgment, Task
-from .budget import REASON_CONTEXT_OVERFLOW, Fit, fit_evidence
+from .budget import Fit, fit_evidence
 from .calls import Assessed, Outcome, with_one_repair
 from .grounding import GroundedItems, abstain, ground_items, item_judgment
 from .prompts import (

@@ -26,8 +26,7 @@ from ..checklist.synthesis import synthesize_project
 from ..ingest import find_trial_dirs
 from ..ingest.archive import unpack_for_import
 from ..judge import find_judge, get_judge, judge_project
-from ..llm import LLMConfig, llm_status
-from ..llm_server import check_endpoint
+from ..llm import LLMConfig, check_endpoint, llm_status
 from ..runs import ProgressFn, reap_dead_runs
 from ..stages import recorded_import, recorded_score
 from ..store import RunRow, Store, utcnow

@@ -342,7 +342,7 @@ def _padded(task: Task, chars: int) -> Task:
 
 
 def _tokens(llm, messages) -> int:
-    from gcpc_core.llm_server import count_prompt_tokens
+    from gcpc_core.llm import count_prompt_tokens
 
     return llm.run_sync(lambda: count_prompt_tokens(llm, messages, ChecklistDraft))[0]
 

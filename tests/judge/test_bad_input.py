@@ -13,8 +13,8 @@ import pytest
 from fake_openai import Reply, fault_refusal, overflow_error
 
 from gcpc_core.judge import judge_project
-from gcpc_core.judge.budget import REPAIR_TOKENS_FACTOR
-from gcpc_core.llm_server import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
+from gcpc_core.llm import REPAIR_TOKENS_FACTOR
+from gcpc_core.llm.server import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
 
 from .conftest import is_items_request, is_repair, item_ids, items_reply
 
@@ -163,7 +163,7 @@ def prompt_tokens(project, llm) -> int:
     from gcpc_core.evidence import build_evidence_view
     from gcpc_core.judge.prompts import items_messages
     from gcpc_core.judge.replies import ItemJudgeReply
-    from gcpc_core.llm_server import count_prompt_tokens
+    from gcpc_core.llm import count_prompt_tokens
 
     traj = project.trials.get_trajectory(TRAJ)
     checklist = Checklist.model_validate(project.checklists.latest(traj.task).checklist)

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from gcpc_core.evidence import build_evidence_view
 from gcpc_core.judge import judge_project
 from gcpc_core.judge.budget import WINDOW_STEPS, fit_evidence
-from gcpc_core.llm_server import count_prompt_tokens, estimate_tokens
+from gcpc_core.llm import count_prompt_tokens, estimate_tokens
 from gcpc_core.models import Event
 
 from .conftest import holistic_reply, is_items_request, items_reply

@@ -11,8 +11,7 @@ from fake_openai import FAKE_MODEL, FakeOpenAI, Reply
 from local_helpers import closed_port_url
 
 from gcpc_core.cli import main
-from gcpc_core.llm import UNSETTLED_MODE, LLMConfig
-from gcpc_core.llm_server import check_endpoint
+from gcpc_core.llm import UNSETTLED_MODE, LLMConfig, check_endpoint
 from gcpc_core.local_llm import LocalServer
 from gcpc_core.review.runs import endpoint_check
 

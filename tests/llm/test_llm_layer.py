@@ -22,6 +22,7 @@ from fake_openai import (
     fault_timeout,
     iter_jsonl,
 )
+from local_helpers import LLMRequest, complete_many
 from pydantic import BaseModel
 
 from gcpc_core.llm import (
@@ -31,7 +32,6 @@ from gcpc_core.llm import (
     LLMNotConfigured,
     LLMRefusal,
     LLMReplyError,
-    LLMRequest,
     Price,
     Usage,
     estimate_cost,
@@ -301,7 +301,7 @@ def test_concurrency_bound_respected(make_llm) -> None:
         ]
         done: list[int] = []
         started = time.monotonic()
-        results = llm.run_sync(lambda: llm.complete_many(requests, on_done=lambda i, r: done.append(i)))
+        results = llm.run_sync(lambda: complete_many(llm, requests, on_done=lambda i, r: done.append(i)))
         elapsed = time.monotonic() - started
     assert all(r.parsed == Answer(**OK) for r in results)
     assert sorted(done) == list(range(12))
@@ -315,20 +315,9 @@ def test_identical_requests_in_flight_share_one_call(make_llm) -> None:
         server.on("question", Reply.json(OK))
         llm = make_llm(base_url=server.url)
         same = LLMRequest([{"role": "user", "content": "question same"}], Answer, prompt_version="v1")
-        results = llm.run_sync(lambda: llm.complete_many([same] * 5))
+        results = llm.run_sync(lambda: complete_many(llm, [same] * 5))
     assert server.request_count == 1
     assert sum(not r.cache_hit for r in results) == 1
-
-
-def test_complete_many_returns_errors_in_place(fake_openai: FakeOpenAI, make_llm) -> None:
-    fake_openai.on("good", Reply.json(OK))
-    fake_openai.on("bad", fault_malformed())
-    llm = make_llm()
-    requests = [
-        LLMRequest([{"role": "user", "content": text}], Answer, prompt_version="v1") for text in ("good", "bad", "good 2")
-    ]
-    results = llm.run_sync(lambda: llm.complete_many(requests))
-    assert [type(r).__name__ for r in results] == ["LLMResult", "LLMReplyError", "LLMResult"]
 
 
 def test_layer_survives_several_event_loops(fake_openai: FakeOpenAI, make_llm) -> None:
@@ -393,12 +382,13 @@ def test_cache_key_is_the_canonical_request(make_llm) -> None:
     whole request, or every reply cached by an earlier version would be missed."""
     import hashlib
 
-    from gcpc_core.llm import _canonical, _json_schema, request_key
+    from gcpc_core.llm import request_key
+    from gcpc_core.llm.request import canonical_json, schema_of
 
     messages = [{"role": "system", "content": "Ünïcode ⟦gcpc⟧ \"quoted\"\n"}, {"content": "q", "role": "user"}]
     for temperature in (0.0, None, 0.7):
-        whole = _canonical({"model": "m/x", "messages": messages, "temperature": temperature, "prompt_version": "v9",
-                            "schema": {"name": "Answer", "json_schema": _json_schema(Answer)}})
+        whole = canonical_json({"model": "m/x", "messages": messages, "temperature": temperature,
+                                "prompt_version": "v9", "schema": {"name": "Answer", "json_schema": schema_of(Answer)}})
         assert request_key(model="m/x", messages=messages, response_model=Answer, temperature=temperature,
                            prompt_version="v9") == hashlib.sha256(whole.encode("utf-8")).hexdigest()
 
@@ -482,10 +472,10 @@ def test_run_sync_restores_the_garbage_collector(fake_openai: FakeOpenAI, make_l
 def test_a_plain_http_endpoint_gets_no_ca_bundle_and_an_https_one_the_verifying_default() -> None:
     """A local server over HTTP needs no CA bundle (reading it delays the first request); the context
     it gets still verifies, so a redirect to HTTPS fails its certificate check rather than going through."""
-    from gcpc_core.llm import _http_client
+    from gcpc_core.llm.transport import http_client
 
-    plain = _http_client("http://127.0.0.1:8000/v1")._transport.ssl_context  # type: ignore[union-attr]
+    plain = http_client("http://127.0.0.1:8000/v1")._transport.ssl_context  # type: ignore[union-attr]
     assert plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname and plain.cert_store_stats()["x509_ca"] == 0
-    tls = _http_client("https://api.openai.com/v1")._transport.ssl_context  # type: ignore[union-attr]
+    tls = http_client("https://api.openai.com/v1")._transport.ssl_context  # type: ignore[union-attr]
     assert tls.verify_mode == ssl.CERT_REQUIRED and tls.cert_store_stats()["x509_ca"] > 0
-    assert _http_client(None)._transport.ssl_context.cert_store_stats()["x509_ca"] > 0  # type: ignore[union-attr]
+    assert http_client(None)._transport.ssl_context.cert_store_stats()["x509_ca"] > 0  # type: ignore[union-attr]

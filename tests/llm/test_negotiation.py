@@ -10,9 +10,10 @@ from typing import Literal
 
 import pytest
 from fake_openai import FAKE_MODEL, LLAMA_CPP_PYTHON_REJECTION, FakeOpenAI, Reply, format_type, overflow_error
+from local_helpers import LLMRequest, complete_many
 from pydantic import BaseModel
 
-from gcpc_core.llm import LLM, UNSETTLED_MODE, LLMCallError, LLMConfig, LLMRequest, llm_status
+from gcpc_core.llm import LLM, UNSETTLED_MODE, LLMCallError, LLMConfig, batch_line, llm_status
 
 
 class Answer(BaseModel):
@@ -149,7 +150,7 @@ def test_concurrent_first_calls_negotiate_once_each(make_llm, store) -> None:
         llm = make_llm(base_url=server.url, concurrency=4)
         requests = [LLMRequest([{"role": "user", "content": f"question {i}"}], Answer, prompt_version="v1")
                     for i in range(8)]
-        results = llm.run_sync(lambda: llm.complete_many(requests))
+        results = llm.run_sync(lambda: complete_many(llm, requests))
         assert all(r.parsed == Answer(**OK) for r in results)
         # at most the first wave (4 in flight) probed the rejected modes; everything later went straight in
         assert server.request_count <= 8 + 2 * 4
@@ -159,12 +160,12 @@ def test_concurrent_first_calls_negotiate_once_each(make_llm, store) -> None:
 
 def test_batch_line_uses_parse_or_the_negotiated_mode(fake_openai: FakeOpenAI, make_llm) -> None:
     llm = make_llm()
-    line, _ = llm.batch_line("c1", [{"role": "user", "content": "q"}], Answer, prompt_version="v1")
+    line, _ = batch_line(llm, "c1", [{"role": "user", "content": "q"}], Answer, prompt_version="v1")
     assert line["body"]["response_format"]["json_schema"]["strict"] is True
     fake_openai.accept_formats({"json_object"})
     fake_openai.on("question", Reply.json(OK))
     ask(llm)
-    line, _ = llm.batch_line("c2", [{"role": "user", "content": "q"}], Answer, prompt_version="v1")
+    line, _ = batch_line(llm, "c2", [{"role": "user", "content": "q"}], Answer, prompt_version="v1")
     assert json.dumps(line["body"]["response_format"]).startswith('{"type": "json_object"')
 
 

@@ -27,8 +27,7 @@ from gcpc_core.judge.registry import get_judge
 from gcpc_core.judge.replies import HolisticReply, ItemJudgeReply, SingleItemReply
 from gcpc_core.judge.results import TrajectoryJudgment
 from gcpc_core.judge.units import store_judgment
-from gcpc_core.llm import LLMCallError, LLMConfig, LLMReplyError
-from gcpc_core.llm_server import check_endpoint
+from gcpc_core.llm import LLMCallError, LLMConfig, LLMReplyError, check_endpoint
 from gcpc_core.local_llm import LOCAL_MODEL_ALIAS, stop_with_parent
 from gcpc_core.models import Citation, ItemJudgment
 from gcpc_core.perturb import run_perturbations

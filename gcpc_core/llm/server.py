@@ -27,8 +27,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .llm import ENV_CONTEXT_WINDOW, LLM, UNSETTLED_MODE, LLMConfig, LLMError, Message, call_error
-from .store import Store
+from ..store import Store
+from .client import LLM
+from .config import ENV_CONTEXT_WINDOW, LLMConfig
+from .errors import LLMError, call_error
+from .negotiation import UNSETTLED_MODE
+from .request import Message
 
 __all__ = [
     "ESTIMATE_CHARS_PER_TOKEN",
@@ -77,7 +81,7 @@ def _root(base_url: str) -> str:
 
 
 async def _get_json(llm: LLM, path: str) -> Any:
-    import httpx2  # here, not at module level: the SDK's transport loads with `openai` (see .llm)
+    import httpx2  # here, not at module level: the SDK's transport loads with `openai` (see `transport`)
 
     response = await llm.client().get(path, cast_to=httpx2.Response,
                                       options={"max_retries": 0, "timeout": PROBE_TIMEOUT_S})
