@@ -51,7 +51,7 @@ from pydantic import BaseModel, ValidationError
 
 from .local_llm import LOCAL_MODEL_ALIAS, TINY_LOCAL_MODEL_NOTE
 from .runs import recorded_run
-from .store import utcnow
+from .store import LLMCacheRow, LLMCallRow, utcnow
 
 if TYPE_CHECKING:
     import httpx2
@@ -697,7 +697,7 @@ class HeldWrites:
 
     cache: dict[str, tuple[str, dict[str, Any], str]] = field(default_factory=dict)
     """Request key → (model, validated reply body, when it was received)."""
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[LLMCallRow] = field(default_factory=list)
     """`llm_calls` rows, their time fixed when the call ended."""
 
     def __bool__(self) -> bool:
@@ -707,7 +707,8 @@ class HeldWrites:
         """Store what is held, inside the caller's transaction when one is open. Kept until `clear`,
         so a transaction that rolls back loses nothing."""
         if self.cache:
-            store.runs.cache_put_many((key, model, body, at) for key, (model, body, at) in self.cache.items())
+            store.runs.cache_put_many(LLMCacheRow(key=key, model=model, response=body, created_at=at)
+                                      for key, (model, body, at) in self.cache.items())
         if self.calls:
             store.runs.record_llm_calls(self.calls)
 
@@ -1013,7 +1014,7 @@ class LLM:
             self._held.cache.setdefault(key, (self.model, dict(body), utcnow()))
             return self._finish(result, prompt_version=prompt_version, tag=tag)
         with self.store.atomic():  # the cached reply and its call record: one commit per call
-            self.store.runs.cache_put(key, model=self.model, response=dict(body))
+            self.store.runs.cache_put(LLMCacheRow(key=key, model=self.model, response=dict(body), created_at=utcnow()))
             return self._finish(result, prompt_version=prompt_version, tag=tag)
 
     async def _send(
@@ -1152,17 +1153,17 @@ class LLM:
     def _record(self, *, usage: Usage, latency: float, cost: float | None, **fields: Any) -> None:
         if self.store is None:
             return
-        row = {
-            "run_id": self.totals.run_id,
-            "created_at": utcnow(),
-            "model": self.model,
-            "prompt_tokens": usage.prompt_tokens,
-            "cached_tokens": usage.cached_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "cost_usd": cost,
-            "latency_s": round(latency, 4),
+        row = LLMCallRow(
+            run_id=self.totals.run_id,
+            created_at=utcnow(),
+            model=self.model,
+            prompt_tokens=usage.prompt_tokens,
+            cached_tokens=usage.cached_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=cost,
+            latency_s=round(latency, 4),
             **fields,
-        }
+        )
         if self._held is not None:
             self._held.calls.append(row)
         else:

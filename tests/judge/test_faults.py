@@ -8,6 +8,7 @@ from fake_openai import Reply, fault_429, fault_500, fault_malformed, fault_refu
 from gcpc_core.judge import judge_project
 
 from .conftest import is_items_request, is_repair, item_ids, items_reply
+from store.helpers import llm_calls
 
 TRAJ = "ini-config-repair__0KnwxjT"
 """One demo trial (PASS); its checklist has items I1–I8."""
@@ -39,7 +40,7 @@ def test_429_then_success(fake_openai, project, make_llm) -> None:
     fake_openai.on(is_items_request, fault_429(), items_reply("Yes"))
     report = run_one(project, make_llm)
     assert report.judged == [TRAJ] and fake_openai.request_count == 2
-    assert project.runs.llm_calls(run_id=report.run_id)[0].retries == 1
+    assert llm_calls(project, run_id=report.run_id)[0].retries == 1
 
 
 def test_500_then_success(fake_openai, project, make_llm) -> None:
