@@ -173,6 +173,10 @@ class Row(BaseModel):
                 values[i] = dumps(values[i])
         return tuple(values)
 
+    def replaced(self, **changes: Any) -> Self:
+        """A copy with `changes`, validated (pydantic's `model_copy(update=…)` is not)."""
+        return self.model_validate({**self.__dict__, **changes})
+
     def db_values(self) -> tuple:
         """This row's values in column order, JSON columns encoded."""
         return self.values_of(self.__dict__)

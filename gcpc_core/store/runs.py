@@ -32,8 +32,8 @@ class LLMCallRow(Row):
     """Version of the prompt sent."""
     tag: str | None = None
     """Free label of the call, e.g. the trajectory or task id."""
-    cache_hit: int | None = None
-    """1 when the reply came from the response cache (no HTTP request)."""
+    cache_hit: bool | None = None
+    """True when the reply came from the response cache (no HTTP request)."""
     status: str
     """`ok`, or the error reason (`timeout`, `schema`, `refusal`, …)."""
     prompt_tokens: int | None = None

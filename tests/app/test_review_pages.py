@@ -16,7 +16,7 @@ from annotations import DEMO_STUDY_ID, issue_link
 from gcpc_core.demo import DEMO_SIMULATED_LABEL
 from gcpc_core.judge import score_project
 from gcpc_core.review.runs import JOBS
-from gcpc_core.store import LLMCallRow, Store, utcnow
+from gcpc_core.store import JudgeUnitRow, JudgmentRow, LLMCallRow, Store, utcnow
 
 from markdown_reader import read
 
@@ -368,7 +368,8 @@ def test_hostile_log_text_is_shown_as_text_only(demo_db: Path) -> None:
     rows = [r.model_dump() for r in store.judging.judgments(trajectory_id=traj_id, judge="probe") if r.route != "endpoint"]
     rows = [{**r, "verdict_raw": "Yes", "citations": [{"event_id": target.id, "quote": HOSTILE}],
              "rationale": f"because {HOSTILE}"} if r["item_id"] == item else r for r in rows]
-    store.judging.save_trajectory_judgment(store.judging.units("probe")[(traj_id, "probe")].model_dump(), rows, [])
+    store.judging.save_trajectory_judgment(store.judging.units("probe")[(traj_id, "probe")],
+                                           [JudgmentRow(**r) for r in rows], [])
     score_project(store, judge="probe")
 
     at = open_page("audit", trajectory=traj_id, judge="probe", item=item)
@@ -512,8 +513,9 @@ def test_runs_page_shows_a_run_started_elsewhere_live(demo_db: Path) -> None:
     store.runs.record_llm_call(LLMCallRow(run_id=run_id, status="ok", cache_hit=0, prompt_tokens=1000,
                            completion_tokens=200, cost_usd=0.25, created_at=utcnow()))
     traj = store.trials.trajectories()[0]
-    store.judging.save_trajectory_judgment({"trajectory_id": traj.id, "judge": "gcpc", "task": traj.task, "prompt_version": "p",
-                                    "created_at": "2026-01-01T00:00:00+00:00", "run_id": run_id}, [], [])
+    store.judging.save_trajectory_judgment(JudgeUnitRow(trajectory_id=traj.id, judge="gcpc", task=traj.task, prompt_version="p",
+                                                        created_at="2026-01-01T00:00:00+00:00", run_id=run_id,
+                                                        label="live"), [], [])
     at = open_page("runs")
     row = at.dataframe[-1].value.set_index("id").loc[run_id]
     assert (row["status"], row["progress"], row["prompt_tokens"]) == ("running", "1/4", 1000)
