@@ -46,7 +46,7 @@ from gcpc_core.ingest import import_project  # noqa: E402
 from gcpc_core.judge import judge_project, score_project  # noqa: E402
 from gcpc_core.store import Store  # noqa: E402
 from drills.long_log import add_long_log_study  # noqa: E402
-from store.helpers import replace_trajectory
+from store.helpers import replace_trajectory  # noqa: E402
 
 SKILLSBENCH = REPO.parent / "shared" / "skillsbench"
 PAGES = ("overview", "audit", "checklists", "pairs", "agreement", "runs", "study_admin")

@@ -61,7 +61,7 @@ from gcpc_core.judge import judge_project  # noqa: E402
 from gcpc_core.judge.prompts import items_messages  # noqa: E402
 from gcpc_core.llm import LLM, LLMConfig  # noqa: E402
 from gcpc_core.store import Store  # noqa: E402
-from store.helpers import llm_calls, replace_trajectory
+from store.helpers import llm_calls, replace_trajectory  # noqa: E402
 
 SKILLSBENCH = REPO.parent / "shared" / "skillsbench"
 CHARS_PER_TOKEN = 4

@@ -19,9 +19,9 @@ from gcpc_core.review.runs import JOBS
 from gcpc_core.store import JudgeUnitRow, JudgmentRow, LLMCallRow, Store, utcnow
 
 from markdown_reader import read
+from store.helpers import replace_trajectory
 
 from .helpers import REPO, app, open_page
-from store.helpers import replace_trajectory
 
 PAGES = {"overview": "Overview", "audit": "Item audit", "checklists": "Checklists", "pairs": "Skill pairs",
          "agreement": "Agreement", "runs": "Runs", "study_admin": "Human study"}

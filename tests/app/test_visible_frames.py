@@ -11,9 +11,9 @@ import pytest
 
 from gcpc_core.review import ui
 from gcpc_core.store import Store
+from store.helpers import replace_trajectory
 
 from .helpers import open_page
-from store.helpers import replace_trajectory
 
 MARK = "__shown_by_visible_frame__"
 BIDI_AGENT = "claude\u202etxt.exe"

@@ -28,10 +28,10 @@ from drills.long_log import BIDI_TEXT, LONG_TASK, add_long_log_study, long_event
 from gcpc_core.models import Task, Trajectory
 from gcpc_core.review.text import show_invisible
 from gcpc_core.store import Store
+from store.helpers import replace_trajectory
 
 from .conftest import ADMIN_TOKEN, REVIEWER
 from .helpers import App, Server, Watch, running, server_env
-from store.helpers import replace_trajectory
 
 FIRST_RENDER_BOUND_S = 15.0
 NEXT_BOUND_S = 10.0

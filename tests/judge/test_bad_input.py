@@ -20,7 +20,7 @@ from .conftest import is_items_request, is_repair, item_ids, items_reply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 from local_helpers import closed_port_url  # noqa: E402
-from store.helpers import llm_calls
+from store.helpers import llm_calls  # noqa: E402
 
 TRAJ = "ini-config-repair__0KnwxjT"
 

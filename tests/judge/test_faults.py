@@ -6,9 +6,9 @@ from __future__ import annotations
 from fake_openai import Reply, fault_429, fault_500, fault_malformed, fault_refusal, fault_timeout
 
 from gcpc_core.judge import judge_project
+from store.helpers import llm_calls
 
 from .conftest import is_items_request, is_repair, item_ids, items_reply
-from store.helpers import llm_calls
 
 TRAJ = "ini-config-repair__0KnwxjT"
 """One demo trial (PASS); its checklist has items I1–I8."""

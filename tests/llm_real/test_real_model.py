@@ -32,9 +32,9 @@ from gcpc_core.llm_server import check_endpoint
 from gcpc_core.local_llm import LOCAL_MODEL_ALIAS, stop_with_parent
 from gcpc_core.models import Citation, ItemJudgment
 from gcpc_core.perturb import run_perturbations
+from store.helpers import llm_calls
 
 from .conftest import CALL_TIMEOUT_S, MAX_TOKENS, REAL_N_CTX, TASK, TRIAL
-from store.helpers import llm_calls
 
 pytestmark = [pytest.mark.llm_real, pytest.mark.timeout(1800)]
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from gcpc_core.models import Event, Task, Trajectory
 from gcpc_core.store import Store
+
 from .helpers import replace_trajectory
 
 STUDY = "s1"

@@ -8,6 +8,7 @@ import pytest
 
 from gcpc_core.models import Event, Task, Trajectory
 from gcpc_core.store import Store
+
 from .helpers import replace_trajectory
 
 

@@ -7,6 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from gcpc_core.store import LLMCallRow, LLMModeRow, RunProgress, RunRow, Store, utcnow
+
 from .helpers import llm_modes
 
 VERSIONS = {"model": "m", "prompt_version": "p1", "rules_version": "r1"}
