@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, ClassVar, NamedTuple
 
-from ..models import Route, Verdict
+from ..models import Condition, Outcome, Route, Verdict
 from .common import JSON, Repository, Row
 
 Citations = Annotated[list[dict] | None, JSON]
@@ -152,9 +152,9 @@ class ScoreRow(Row):
     """Judge kind."""
     task: str
     """Task of the trial."""
-    outcome: str
-    """Official outcome (PASS, FAIL)."""
-    condition: str | None = None
+    outcome: Outcome
+    """Official outcome of the trial when scored (PASS, FAIL or unscored)."""
+    condition: Condition | None = None
     """with-skills, without-skills or unknown."""
     partial_credit: float | None = None
     """Yes / (Yes + No) over postprocessed items, endpoint included (None without any)."""
