@@ -30,10 +30,14 @@ def annotation_target(kind: str, keys: dict[str, Any]) -> str:
 
 
 def add_annotation(
-    store: Store, *, kind: str, rater: str, value: dict, **fields: Any,
+    store: Store, *, kind: str, rater: str, value: dict, assignment: tuple[str, str] | None = None,
+    token_hash: str | None = None, max_versions: int | None = None, **fields: Any,
 ) -> tuple[AnnotationRow, bool]:
-    """Append one annotation under the target its key columns make (see `store.annotations.add`)."""
+    """Append one annotation (`fields`: its other `AnnotationRow` columns; None leaves one to its default)
+    under the target its key columns make (see `store.annotations.add`, which the options go to)."""
     keys = {k: fields.get(k) for k in ("trajectory_id", "pair_id", "item_id", "judge", "label")}
     if not rater:
         raise ValueError("an annotation needs a rater")
-    return store.annotations.add(kind=kind, target=annotation_target(kind, keys), rater=rater, value=value, **fields)
+    row = AnnotationRow(kind=kind, target=annotation_target(kind, keys), rater=rater, value=value,
+                        **{k: v for k, v in fields.items() if v is not None})
+    return store.annotations.add(row, assignment=assignment, token_hash=token_hash, max_versions=max_versions)

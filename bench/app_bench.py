@@ -46,6 +46,7 @@ from gcpc_core.ingest import import_project  # noqa: E402
 from gcpc_core.judge import judge_project, score_project  # noqa: E402
 from gcpc_core.store import Store  # noqa: E402
 from drills.long_log import add_long_log_study  # noqa: E402
+from store.helpers import replace_trajectory  # noqa: E402
 
 SKILLSBENCH = REPO.parent / "shared" / "skillsbench"
 PAGES = ("overview", "audit", "checklists", "pairs", "agreement", "runs", "study_admin")
@@ -85,7 +86,7 @@ def scaled_project(db: Path, n: int) -> Path:
         for t in originals[: n - total]:
             clone = t.model_copy(update={"id": f"{t.id}-c{copy}", "source_path": f"{t.source_path}-c{copy}",
                                          "trial_index": t.trial_index + 1000 * copy})
-            store.trials.replace_trajectory(clone, events[t.id])
+            replace_trajectory(store, clone, events[t.id])
             total += 1
     judge_project(store, judge="probe", progress=False)
     score_project(store)

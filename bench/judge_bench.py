@@ -61,6 +61,7 @@ from gcpc_core.judge import judge_project  # noqa: E402
 from gcpc_core.judge.prompts import items_messages  # noqa: E402
 from gcpc_core.llm import LLM, LLMConfig  # noqa: E402
 from gcpc_core.store import Store  # noqa: E402
+from store.helpers import llm_calls, replace_trajectory  # noqa: E402
 
 SKILLSBENCH = REPO.parent / "shared" / "skillsbench"
 CHARS_PER_TOKEN = 4
@@ -126,7 +127,7 @@ def build_project(workdir: Path, n: int) -> Store:
         copy += 1
         for t in originals[: n - count]:
             clone = t.model_copy(update={"id": f"{t.id}-c{copy}", "source_path": f"{t.source_path}-c{copy}"})
-            store.trials.replace_trajectory(clone, _distinct(events[t.id], copy))
+            replace_trajectory(store, clone, _distinct(events[t.id], copy))
             count += 1
     return store
 
@@ -247,7 +248,7 @@ def real_server(workdir: Path, n: int, *, n_ctx: int, max_tokens: int) -> dict[s
         report = judge_project(store, judge="gcpc", llm=llm, limit=n, concurrency=1, progress=False,
                                on_result=lambda result: finished.append(time.monotonic()))
         wall = time.monotonic() - started
-    calls = [c for c in store.runs.llm_calls(run_id=report.run_id) if not c.cache_hit]
+    calls = [c for c in llm_calls(store, run_id=report.run_id) if not c.cache_hit]
     busy = sum(c.latency_s or 0.0 for c in calls)
     prompt, completion = sum(c.prompt_tokens or 0 for c in calls), sum(c.completion_tokens or 0 for c in calls)
     items = sum(v for k, v in report.verdicts.items() if k in ("Yes", "No") or k.startswith("Abstain:"))

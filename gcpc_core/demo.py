@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .demo_corpus import DEMO_MARKER, DEMO_SEED, write_demo_corpus
 from .ingest import ImportReport, import_project
-from .store import Store, utcnow
+from .store import JudgmentRow, Store, utcnow
 
 __all__ = ["DEMO_CHECKLISTS_DIR", "DEMO_MARKER", "DEMO_SEED", "DEMO_SIMULATED_LABEL", "DEMO_SIMULATED_MODEL",
            "build_demo_project", "default_demo_db", "ensure_demo_project", "write_demo_corpus"]
@@ -98,8 +98,9 @@ def _add_demo_simulated_run(store: Store, *, seed: int) -> None:
             if verdict in flip and rng.random() < DEMO_FLIP_SHARE:
                 row = {**row, "verdict_raw": flip[verdict], "rationale": f"SIMULATED (demo): the probe judge said "
                        f"{verdict}; this simulated run says {flip[verdict]}"}
-            rows.append({**row, **common, "verdict": row["verdict_raw"], "reason": row["reason_raw"], "scored_at": None})
-        store.judging.save_trajectory_judgment({**unit.model_dump(), **common}, rows, [], simulated=True,
+            rows.append(JudgmentRow(**{**row, **common, "verdict": row["verdict_raw"], "reason": row["reason_raw"],
+                                       "scored_at": None}))
+        store.judging.save_trajectory_judgment(unit.replaced(**common), rows, [], simulated=True,
                                        note="DEMO: simulated verdicts (the probe judge's, a share flipped), not a judge run")
     store.runs.finish(run_id, status="done", wall_s=0.0, totals={})
 

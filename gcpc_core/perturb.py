@@ -37,7 +37,7 @@ from .judge.units import judge_unit, unit_for
 from .llm import LLM, RunTotals
 from .models import Citation
 from .runs import Progress, ProgressBar
-from .store import JudgmentRow, Store, utcnow
+from .store import JudgmentRow, PerturbationRow, Store, utcnow
 
 __all__ = ["SensitivityReport", "run_perturbations"]
 
@@ -156,16 +156,16 @@ def _plan(
     return todo
 
 
-def _row(c: _Candidate, *, run_id: str | None, seed: int, scope: str, rules: Rules, **fields: Any) -> dict:
+def _row(c: _Candidate, *, run_id: str | None, seed: int, scope: str, rules: Rules, **fields: Any) -> PerturbationRow:
     r = c.row
-    return {
+    return PerturbationRow(**{
         "id": c.key, "label": r.label, "run_id": run_id, "trajectory_id": r.trajectory_id, "task": r.task,
         "judge": r.judge, "item_id": r.item_id, "route": r.route, "checklist_sha": r.checklist_sha, "model": r.model,
         "prompt_version": r.prompt_version, "rules_version": rules.version, "seed": seed, "scope": scope,
         "original_verdict": r.verdict_raw, "original_citations": r.citations, "created_at": utcnow(),
         "kind": None, "recipe": [], "verdict": None, "reason": None, "citations": [], "rationale": None,
         "replies": [], **fields,
-    }
+    })
 
 
 def run_perturbations(

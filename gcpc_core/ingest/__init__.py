@@ -23,7 +23,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..models import Condition, Task, Trajectory
-from ..store import EventRow, Store, TrajectoryClash, event_rows
+from ..store import EventValues, Store, TrajectoryClash, event_rows
 from .confine import outside_links
 from .logs._io import lone_surrogate
 from .tasks import TaskError, find_task_dirs, load_task
@@ -137,7 +137,7 @@ def _import_tasks(store: Store, tasks_dir: Path, report: ImportReport) -> None:
             report.tasks_unchanged += 1
 
 
-Loaded = tuple[Trajectory, list[EventRow]] | str
+Loaded = tuple[Trajectory, list[EventValues]] | str
 """A loaded trial (its events as `events` rows), or the reason it cannot be imported."""
 _CHUNK = 4
 """Trials per task sent to a parse worker."""
@@ -169,9 +169,9 @@ class _Writer:
     def __init__(self, store: Store, report: ImportReport) -> None:
         self._store, self._report = store, report
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gcpc-import-writer")
-        self._pending: tuple[list[tuple[str, str]], list[tuple[Trajectory, list[EventRow]]], Future | None] | None = None
+        self._pending: tuple[list[tuple[str, str]], list[tuple[Trajectory, list[EventValues]]], Future | None] | None = None
 
-    def submit(self, skips: list[tuple[str, str]], writes: list[tuple[Trajectory, list[EventRow]]]) -> None:
+    def submit(self, skips: list[tuple[str, str]], writes: list[tuple[Trajectory, list[EventValues]]]) -> None:
         """Record the batch before this one (waiting for its write), then start writing this one."""
         self._record()
         future = self._thread.submit(self._store.trials.replace_trajectories, writes) if writes else None
@@ -303,7 +303,7 @@ def import_project(
         try:
             for batch in _batches(iter(bar)):
                 skips: list[tuple[str, str]] = []
-                writes: list[tuple[Trajectory, list[EventRow]]] = []
+                writes: list[tuple[Trajectory, list[EventValues]]] = []
                 for trial_dir, outcome in batch:
                     if isinstance(outcome, str):
                         skips.append((str(trial_dir.resolve()), outcome))

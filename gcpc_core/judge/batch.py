@@ -99,13 +99,13 @@ def submit_batch(
                  params=params) as totals:
         report.run_id, report.totals = totals.run_id, totals
         batch = llm.run_sync(lambda: create_batch(llm, lines, path=path, metadata={"gcpc_judge": judge}))
-    store.judging.add_batch({
-        "id": batch["id"], "judge": judge, "model": llm.model, "prompt_version": prompt_version,
-        "rules_version": rules.version, "status": batch.get("status") or "submitted", "input_path": str(path),
-        "input_file_id": batch.get("input_file_id"), "output_file_id": batch.get("output_file_id"),
-        "error_file_id": batch.get("error_file_id"), "n_requests": len(lines), "requests": requests,
-        "run_id": report.run_id, "created_at": utcnow(), "collected_at": None, "note": None,
-    })
+    store.judging.add_batch(JudgeBatchRow(
+        id=batch["id"], judge=judge, model=llm.model, prompt_version=prompt_version,
+        rules_version=rules.version, status=batch.get("status") or "submitted", input_path=str(path),
+        input_file_id=batch.get("input_file_id"), output_file_id=batch.get("output_file_id"),
+        error_file_id=batch.get("error_file_id"), n_requests=len(lines), requests=requests,
+        run_id=report.run_id, created_at=utcnow(), collected_at=None, note=None,
+    ))
     report.batch_id = batch["id"]
     return report
 
@@ -178,7 +178,7 @@ def _collect_one(store: Store, row: JudgeBatchRow, llm: LLM, rules: Rules, repor
     batch = llm.run_sync(lambda: retrieve_batch(llm, row.id))
     status = batch.get("status") or "unknown"
     if status not in BATCH_DONE_STATUSES:
-        store.judging.update_batch(row.id, {"status": status})
+        store.judging.update_batch(row.replaced(status=status))
         return status
     judged = JudgeReport(judge=judge, model=llm.model, prompt_version=row.prompt_version)
     params = {"judge": judge, "batch_id": row.id, "trajectories": row.n_requests}
@@ -222,9 +222,9 @@ def _collect_one(store: Store, row: JudgeBatchRow, llm: LLM, rules: Rules, repor
         finally:
             bar.close()
     report.reports.append(judged)
-    store.judging.update_batch(row.id, {"status": "collected", "collected_at": utcnow(),
-                                         "output_file_id": batch.get("output_file_id"),
-                                         "error_file_id": batch.get("error_file_id"),
-                                         "note": f"provider status {status}; {len(judged.judged)} judged"})
+    store.judging.update_batch(row.replaced(status="collected", collected_at=utcnow(),
+                                            output_file_id=batch.get("output_file_id"),
+                                            error_file_id=batch.get("error_file_id"),
+                                            note=f"provider status {status}; {len(judged.judged)} judged"))
     return "collected"
 

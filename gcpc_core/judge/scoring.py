@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..models import ENDPOINT_ITEM_ID, Citation, ItemJudgment
 from ..outcome import postprocess, score_items
-from ..store import JudgmentRow, Store, utcnow
+from ..store import JudgmentRow, ScoreRow, Store, utcnow
 from .registry import find_judge
 
 __all__ = ["ScoreReport", "score_project"]
@@ -57,7 +57,7 @@ def score_project(store: Store, *, judge: str | None = None) -> ScoreReport:
     report = ScoreReport()
     trajectories = {t.id: t for t in store.trials.trajectories()}
     now = utcnow()
-    writes: list[tuple[dict, list[dict]]] = []
+    writes: list[tuple[ScoreRow, list[JudgmentRow]]] = []
     for run in store.judging.labels():
         if judge is None or run.judge == judge:
             writes += _score_run(store, report, trajectories, run.judge, run.label, now)
@@ -67,14 +67,14 @@ def score_project(store: Store, *, judge: str | None = None) -> ScoreReport:
 
 def _score_run(
     store: Store, report: ScoreReport, trajectories: dict, judge: str, label: str, now: str
-) -> list[tuple[dict, list[dict]]]:
+) -> list[tuple[ScoreRow, list[JudgmentRow]]]:
     """Score rows and postprocessed verdicts of one labelled run of `judge`."""
     selected = {judge: label}
     rows_by_unit: dict[tuple[str, str], list[JudgmentRow]] = {}
     for row in store.judging.judgments(judge=judge, labels=selected):
         if row.route != "endpoint":
             rows_by_unit.setdefault((row.trajectory_id, row.judge), []).append(row)
-    writes: list[tuple[dict, list[dict]]] = []
+    writes: list[tuple[ScoreRow, list[JudgmentRow]]] = []
     for (traj_id, judge_name), unit in store.judging.units(judge, labels=selected).items():
         traj = trajectories.get(traj_id)
         if traj is None:
@@ -87,8 +87,8 @@ def _score_run(
         raw_rows = rows_by_unit.get((traj_id, judge_name), [])
         spec = find_judge(judge_name)
         if spec is not None and not spec.has_items:
-            score = {**base, "partial_credit": unit.progress, "evidence_coverage": None, "perfect": None,
-                     "perfect_with_endpoint": None, "n_items": 0, "n_yes": 0, "n_no": 0, "n_abstain": 0}
+            score = ScoreRow(**base, partial_credit=unit.progress, evidence_coverage=None, perfect=None,
+                             perfect_with_endpoint=None, n_items=0, n_yes=0, n_no=0, n_abstain=0)
             writes.append((score, []))
         else:
             items = postprocess([_item(r) for r in raw_rows], traj.outcome)
@@ -97,12 +97,12 @@ def _score_run(
             rows = []
             for position, item in enumerate(items):
                 if item.item_id == ENDPOINT_ITEM_ID:
-                    rows.append({**ident, "item_id": item.item_id, "position": position, "route": item.route,
-                                 "verdict_raw": item.verdict_raw, "reason_raw": item.reason, "verdict": item.verdict,
-                                 "reason": item.reason, "citations": [], "rationale": item.rationale,
-                                 "created_at": now})
+                    rows.append(JudgmentRow(**ident, item_id=item.item_id, position=position, route=item.route,
+                                            verdict_raw=item.verdict_raw, reason_raw=item.reason, verdict=item.verdict,
+                                            reason=item.reason, citations=[], rationale=item.rationale,
+                                            created_at=now))
                 else:
-                    rows.append({**by_id[item.item_id].model_dump(), "verdict": item.verdict, "reason": item.reason, "scored_at": now})
-            writes.append(({**base, **s.model_dump()}, rows))
+                    rows.append(by_id[item.item_id].replaced(verdict=item.verdict, reason=item.reason, scored_at=now))
+            writes.append((ScoreRow(**base, **s.model_dump()), rows))
         report.scored[judge_name, label] += 1
     return writes

@@ -18,7 +18,7 @@ from ..evidence import EVIDENCE_KINDS, EvidenceView, build_evidence_view
 from ..llm import LLM, LLMCallError
 from ..models import EVENT_KINDS, Task
 from ..store import Store, TrajectoryRef, derive_label, utcnow
-from ..store.judging import TrajectorySave
+from ..store.judging import JudgeReplyRow, JudgeUnitRow, JudgmentRow, TrajectorySave
 from .calls import Outcome
 from .prompts import Messages
 from .registry import JudgeCall, JudgeSpec, get_judge
@@ -235,40 +235,39 @@ def judgment_rows(result: TrajectoryJudgment, *, run_id: str | None, label: str 
         "created_at": now,
     }
     judgments = [
-        {
+        JudgmentRow(
             **common,
-            "item_id": item.item_id,
-            "position": position,
-            "route": item.route,
-            "verdict_raw": item.verdict_raw,
-            "reason_raw": item.reason,
-            "verdict": item.verdict_raw,
-            "reason": item.reason,
-            "citations": [c.model_dump() for c in item.citations],
-            "rationale": item.rationale,
-            "scored_at": None,
-        }
+            item_id=item.item_id,
+            position=position,
+            route=item.route,
+            verdict_raw=item.verdict_raw,
+            reason_raw=item.reason,
+            verdict=item.verdict_raw,
+            reason=item.reason,
+            citations=[c.model_dump() for c in item.citations],
+            rationale=item.rationale,
+            scored_at=None,
+        )
         for position, item in enumerate(result.items)
     ]
-    unit = {
+    unit = JudgeUnitRow(
         **common,
-        "content_hash": result.content_hash,
-        "n_items": len(result.items),
-        "progress": result.progress,
-        "rationale": result.rationale,
-        "citations": [c.model_dump() for c in result.citations],
-        "reason": result.reason,
-    }
+        content_hash=result.content_hash,
+        n_items=len(result.items),
+        progress=result.progress,
+        rationale=result.rationale,
+        citations=[c.model_dump() for c in result.citations],
+        reason=result.reason,
+    )
     replies = [
-        {
-            "trajectory_id": result.trajectory_id,
-            "judge": result.judge,
-            "label": common["label"],
-            "run_id": run_id,
-            "created_at": now,
+        JudgeReplyRow(
+            trajectory_id=result.trajectory_id,
+            judge=result.judge,
+            label=common["label"],
+            run_id=run_id,
+            created_at=now,
             **r.model_dump(),
-            "cache_hit": int(r.cache_hit),
-        }
+        )
         for r in result.replies
     ]
     return TrajectorySave(unit, judgments, replies, named=bool(label) and label != derived)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from ..store import LLMCacheRow, LLMCallRow
 from .request import Message, canonical_json, schema_of
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ class HeldWrites:
 
     cache: dict[str, tuple[str, dict[str, Any], str]] = field(default_factory=dict)
     """Request key → (model, validated reply body, when it was received)."""
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[LLMCallRow] = field(default_factory=list)
     """`llm_calls` rows, their time fixed when the call ended."""
 
     def __bool__(self) -> bool:
@@ -72,7 +73,8 @@ class HeldWrites:
         """Store what is held, inside the caller's transaction when one is open. Kept until `clear`,
         so a transaction that rolls back loses nothing."""
         if self.cache:
-            store.runs.cache_put_many((key, model, body, at) for key, (model, body, at) in self.cache.items())
+            store.runs.cache_put_many(LLMCacheRow(key=key, model=model, response=body, created_at=at)
+                                      for key, (model, body, at) in self.cache.items())
         if self.calls:
             store.runs.record_llm_calls(self.calls)
 

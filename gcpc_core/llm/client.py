@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from ..runs import recorded_run
-from ..store import utcnow
+from ..store import LLMCacheRow, LLMCallRow, utcnow
 from .cache import HeldWrites, request_key
 from .config import LLMConfig, StructuredMode
 from .errors import LLMCallError, LLMError, LLMNotConfigured, LLMReplyError, call_error
@@ -348,7 +348,7 @@ class LLM:
             self._held.cache.setdefault(key, (self.model, dict(body), utcnow()))
             return self._finish(result, prompt_version=prompt_version, tag=tag)
         with self.store.atomic():  # the cached reply and its call record: one commit per call
-            self.store.runs.cache_put(key, model=self.model, response=dict(body))
+            self.store.runs.cache_put(LLMCacheRow(key=key, model=self.model, response=dict(body), created_at=utcnow()))
             return self._finish(result, prompt_version=prompt_version, tag=tag)
 
     async def _send(
@@ -446,17 +446,17 @@ class LLM:
     def _record(self, *, usage: Usage, latency: float, cost: float | None, **fields: Any) -> None:
         if self.store is None:
             return
-        row = {
-            "run_id": self.totals.run_id,
-            "created_at": utcnow(),
-            "model": self.model,
-            "prompt_tokens": usage.prompt_tokens,
-            "cached_tokens": usage.cached_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "cost_usd": cost,
-            "latency_s": round(latency, 4),
+        row = LLMCallRow(
+            run_id=self.totals.run_id,
+            created_at=utcnow(),
+            model=self.model,
+            prompt_tokens=usage.prompt_tokens,
+            cached_tokens=usage.cached_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=cost,
+            latency_s=round(latency, 4),
             **fields,
-        }
+        )
         if self._held is not None:
             self._held.calls.append(row)
         else:

@@ -9,13 +9,13 @@ from .db import Store
 from .judging import JudgeBatchRow, JudgeReplyRow, JudgeRun, JudgeUnitRow, JudgmentRow, ScoreRow
 from .migrations import MIGRATIONS, SchemaTooNew
 from .perturbations import PerturbationRow
-from .runs import LLMCallRow, LLMModeRow, RunProgress, RunRow
+from .runs import LLMCacheRow, LLMCallRow, LLMModeRow, RunProgress, RunRow
 from .studies import Rater, StudyAssignmentRow, StudyPairRow, StudyRow, StudyUnitRow
-from .trials import EventRow, ImportIssueRow, TrajectoryClash, TrajectoryRef, event_rows
+from .trials import EventRow, EventValues, ImportIssueRow, TaskRow, TrajectoryClash, TrajectoryRef, TrajectoryRow, event_rows
 
 __all__ = [
-    "MIGRATIONS", "SchemaTooNew", "EventRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
+    "MIGRATIONS", "SchemaTooNew", "EventRow", "EventValues", "TaskRow", "TrajectoryRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
     "Store", "TrajectoryClash", "TrajectoryRef", "derive_label", "event_rows", "utcnow",
-    "ChecklistRow", "ImportIssueRow", "LLMCallRow", "LLMModeRow", "RunProgress", "RunRow",
+    "ChecklistRow", "ImportIssueRow", "LLMCacheRow", "LLMCallRow", "LLMModeRow", "RunProgress", "RunRow",
     "AnnotationRow", "Rater", "StudyAssignmentRow", "StudyPairRow", "StudyRow", "StudyUnitRow",
 ]

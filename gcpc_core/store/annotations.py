@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Annotated, ClassVar, Literal, get_args
+from typing import Annotated, ClassVar, Literal
 
+from pydantic import Field
 from sqlite_utils import Database
 
 from .common import JSON, Repository, Row, dumps, utcnow
@@ -57,12 +58,12 @@ class AnnotationRow(Row):
     """The rater's free-text comment."""
     confidence: int | None = None
     """A preference's confidence on the study's scale."""
-    created_at: str
-    """When the answer was given."""
+    created_at: str = Field(default_factory=utcnow)
+    """When the answer was given (now, unless given)."""
     supersedes: int | None = None
     """The row this version replaces (None for a first answer)."""
-    client_token: str
-    """Idempotency key of the submit: the same token twice stores one row."""
+    client_token: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    """Idempotency key of the submit: the same token twice stores one row (a fresh one unless given)."""
     source: str = "app"
     """Where the answer came from: `app`, `import` or `simulated`."""
     is_simulated: bool = False
@@ -78,8 +79,6 @@ _INSERT = AnnotationRow.insert_sql()
 class AnnotationRepository(Repository):
     """Annotation rows and their supersession chains."""
 
-    KINDS: tuple[str, ...] = get_args(AnnotationKind)
-
     def __init__(self, store, judging: JudgingRepository, studies: StudyRepository):
         super().__init__(store)
         self._judging = judging
@@ -93,32 +92,12 @@ class AnnotationRepository(Repository):
         return next((AnnotationRow.from_db(r) for r in rows), None)
 
     def add(
-        self,
-        *,
-        kind: str,
-        target: str,
-        rater: str,
-        value: dict,
-        study_id: str | None = None,
-        task: str | None = None,
-        trajectory_id: str | None = None,
-        unit_id: str | None = None,
-        pair_id: str | None = None,
-        item_id: str | None = None,
-        judge: str | None = None,
-        label: str | None = None,
-        note: str | None = None,
-        confidence: int | None = None,
-        client_token: str | None = None,
-        source: str = "app",
-        is_simulated: bool = False,
-        created_at: str | None = None,
-        assignment: tuple[str, str] | None = None,
-        token_hash: str | None = None,
+        self, row: AnnotationRow, *, assignment: tuple[str, str] | None = None, token_hash: str | None = None,
         max_versions: int | None = None,
     ) -> tuple[AnnotationRow, bool]:
         """Append one annotation in one transaction; returns (stored row, whether a row was written).
 
+        The row is new: its `id` and `supersedes` are the store's to set (ValueError when given).
         Idempotent twice over: a `client_token` already stored returns its row (a double submit),
         and an answer identical to the current one is not stored again (a refresh re-sending it).
         Otherwise the new row supersedes the current answer of (kind, study, target, rater); `target`
@@ -130,36 +109,31 @@ class AnnotationRepository(Repository):
         many versions is refused (ValueError) and nothing is written: the history stays append-only and
         bounded, its last version current.
         """
-        if not rater:
+        if not row.rater:
             raise ValueError("an annotation needs a rater")
-        if kind not in self.KINDS:
-            raise ValueError(f"annotation kind must be one of {self.KINDS}, not {kind!r}")
-        token = client_token or uuid.uuid4().hex
+        if row.id is not None or row.supersedes is not None:
+            raise ValueError("a new annotation's id and supersedes are set by the store, not given")
+        chain = (row.kind, row.study_id, row.target, row.rater)
         with self.atomic() as db:
-            same = next(iter(db["annotations"].rows_where("client_token = ?", [token])), None)
+            same = next(iter(db["annotations"].rows_where("client_token = ?", [row.client_token])), None)
             if same is not None:
-                if (same["kind"], same["study_id"], same["target"], same["rater"]) != (kind, study_id, target, rater):
+                if (same["kind"], same["study_id"], same["target"], same["rater"]) != chain:
                     raise ValueError("client token already used for a different annotation")
                 return AnnotationRow.from_db(same), False
             if assignment is not None:
-                self._studies.require_assignment(db, study_id, rater, *assignment, token_hash=token_hash)
-            current = self._current(db, kind, study_id, target, rater)
+                self._studies.require_assignment(db, row.study_id, row.rater, *assignment, token_hash=token_hash)
+            current = self._current(db, *chain)
             if current is not None and (dumps(current.value), current.note, current.confidence) == (
-                dumps(value), note, confidence
+                dumps(row.value), row.note, row.confidence
             ):
                 return current, False
             if max_versions is not None and current is not None:
-                versions = db["annotations"].count_where(_CHAIN, [kind, study_id, target, rater])
+                versions = db["annotations"].count_where(_CHAIN, list(chain))
                 if versions >= max_versions:
                     raise ValueError(f"this answer already has {versions} saved versions, the most kept for one "
                                      "answer: it cannot be changed again (the last saved version stands)")
-            row = AnnotationRow(
-                kind=kind, study_id=study_id, target=target, task=task, trajectory_id=trajectory_id, unit_id=unit_id,
-                pair_id=pair_id, item_id=item_id, judge=judge, label=label, rater=rater, value=value, note=note,
-                confidence=confidence, created_at=created_at or utcnow(),
-                supersedes=None if current is None else current.id, client_token=token, source=source,
-                is_simulated=is_simulated,
-            )
+            if current is not None:
+                row = row.replaced(supersedes=current.id)
             written = db.execute(_INSERT, row.db_values()).lastrowid
             stored = next(iter(db["annotations"].rows_where("id = ?", [written])))
         return AnnotationRow.from_db(stored), True

@@ -41,6 +41,20 @@ def insert_sql(table: str, columns: tuple[str, ...], verb: str = "INSERT") -> st
     return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
+def select_columns(model: type[BaseModel]) -> tuple[str, tuple[Any, ...]]:
+    """The SELECT list that reads `model`'s fields by name, and its parameters: a column whose field has
+    a default reads a NULL as that default (`coalesce(col, ?)`), so a row written by hand, or before a
+    migration added the column, validates. Built once for a statement on a hot path."""
+    parts, defaults = [], []
+    for name, field in model.model_fields.items():
+        if field.is_required() or field.default is None:
+            parts.append(name)
+        else:
+            parts.append(f"coalesce({name}, ?) AS {name}")
+            defaults.append(field.default)
+    return ", ".join(parts), tuple(defaults)
+
+
 class Connection(Protocol):
     """What a repository needs of its `Store`: this thread's connection and one write transaction."""
 
@@ -104,22 +118,47 @@ class Row(BaseModel):
         return _layout(cls)[1]
 
     @classmethod
-    def from_db(cls, row: Mapping[str, Any]) -> Self:
-        """The row as read: JSON columns decoded, 0/1 columns typed `bool` become booleans. A row edited
-        outside GCPC is refused: text that is no JSON with a ValueError naming the table and column, a
-        value the model does not allow with pydantic's ValidationError naming the model and field."""
+    def decode(cls, row: Mapping[str, Any]) -> dict[str, Any]:
+        """A stored row's values with its JSON columns decoded (NULL or empty text reads as None); text
+        that is no JSON is refused with a ValueError naming the table and column."""
         data = dict(row)
         for c in cls.json_columns():
             try:
                 data[c] = json.loads(data[c]) if data.get(c) else None
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{cls.TABLE}.{c} is not valid JSON ({exc})") from None
-        return cls.model_validate(data)
+        return data
+
+    @classmethod
+    def from_db(cls, row: Mapping[str, Any]) -> Self:
+        """The row as read: JSON columns decoded, 0/1 columns typed `bool` become booleans. A row edited
+        outside GCPC is refused: text that is no JSON with a ValueError naming the table and column, a
+        value the model does not allow with pydantic's ValidationError naming the model and field."""
+        return cls.model_validate(cls.decode(row))
 
     @classmethod
     def insert_sql(cls, verb: str = "INSERT") -> str:
         """The insert statement of every column, built from the fields (prepared once by sqlite)."""
         return insert_sql(cls.TABLE, cls.columns(), verb)
+
+    @classmethod
+    def upsert_sql(cls, *key: str) -> str:
+        """The insert of every column that, when a row with the same `key` exists, updates that row in
+        place instead: `INSERT OR REPLACE` would delete it first, which the rows referring to it forbid."""
+        updates = ", ".join(f"{c} = excluded.{c}" for c in cls.columns() if c not in key)
+        return f"{cls.insert_sql()} ON CONFLICT({', '.join(key)}) DO UPDATE SET {updates}"
+
+    @classmethod
+    def update_sql(cls, *key: str) -> str:
+        """The update of every column but `key` of the row named by `key`; its parameters are
+        `update_values`."""
+        return (f"UPDATE {cls.TABLE} SET {', '.join(f'{c} = ?' for c in cls.columns() if c not in key)} "
+                f"WHERE {' AND '.join(f'{c} = ?' for c in key)}")
+
+    def update_values(self, *key: str) -> tuple:
+        """The parameters of `update_sql(*key)`: every other column's value, then the key's."""
+        values = dict(zip(self.columns(), self.db_values()))
+        return (*(v for c, v in values.items() if c not in key), *(values[c] for c in key))
 
     @classmethod
     def values_of(cls, row: Mapping[str, Any]) -> tuple:
@@ -133,6 +172,10 @@ class Row(BaseModel):
             if values[i] is not None:
                 values[i] = dumps(values[i])
         return tuple(values)
+
+    def replaced(self, **changes: Any) -> Self:
+        """A copy with `changes`, validated (pydantic's `model_copy(update=…)` is not)."""
+        return self.model_validate({**self.__dict__, **changes})
 
     def db_values(self) -> tuple:
         """This row's values in column order, JSON columns encoded."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, ClassVar, NamedTuple
 
-from .common import JSON, Repository, Row, derive_label, dumps
+from ..models import Condition, Outcome, Route, Verdict
+from .common import JSON, Repository, Row
 
 Citations = Annotated[list[dict] | None, JSON]
 
@@ -71,14 +72,18 @@ class JudgmentRow(Row):
     """Position of the item in its checklist."""
     task: str
     """Task of the trial."""
-    route: str
+    route: Route
     """Item route: `assertion`, `generated`, `judge` or `endpoint`."""
-    verdict_raw: str
-    """Verdict as judged (after the grounding check), before postprocessing."""
+    verdict_raw: Verdict
+    """Verdict as judged (after the grounding check), before postprocessing: always `Yes`, `No` or
+    `Abstain`, never a model's own words. Every writer since the first schema stores an `ItemJudgment`'s
+    verdict (a judge's reply is parsed into one, and kept as text only in `judge_replies.raw`), so a
+    stored DB holds no other value; a row edited to another is refused on read (ValidationError)
+    rather than counted as none of the three."""
     reason_raw: str | None = None
     """Reason of the raw verdict (e.g. `ungrounded`)."""
-    verdict: str
-    """Verdict after postprocessing (the official outcome applied)."""
+    verdict: Verdict
+    """Verdict after postprocessing (the official outcome applied); `Yes`, `No` or `Abstain` as above."""
     reason: str | None = None
     """Reason of the postprocessed verdict."""
     citations: Citations = None
@@ -122,8 +127,8 @@ class JudgeReplyRow(Row):
     """The item a per-item request judged (None for whole-checklist requests)."""
     llm_key: str | None = None
     """Key of the request in the LLM cache."""
-    cache_hit: int | None = None
-    """1 when the reply came from the cache."""
+    cache_hit: bool | None = None
+    """True when the reply came from the cache."""
     status: str
     """`ok`, or what was wrong with the reply."""
     problems: Annotated[list | None, JSON] = None
@@ -147,9 +152,9 @@ class ScoreRow(Row):
     """Judge kind."""
     task: str
     """Task of the trial."""
-    outcome: str
-    """Official outcome (PASS, FAIL)."""
-    condition: str | None = None
+    outcome: Outcome
+    """Official outcome of the trial when scored (PASS, FAIL or unscored)."""
+    condition: Condition | None = None
     """with-skills, without-skills or unknown."""
     partial_credit: float | None = None
     """Yes / (Yes + No) over postprocessed items, endpoint included (None without any)."""
@@ -226,16 +231,20 @@ class JudgeRun(_RunProvenance):
 
 class TrajectorySave(NamedTuple):
     """One trajectory's save (`JudgingRepository.save_trajectory_judgments`): its unit row, item
-    judgment rows and replies as mappings of their columns, and how its label is recorded."""
+    judgment rows and replies, and how its label is recorded."""
 
-    unit: dict
-    judgments: list[dict]
-    replies: list[dict]
+    unit: JudgeUnitRow
+    """The unit row: its label is the label of every row of the save."""
+    judgments: list[JudgmentRow]
+    """The item judgments."""
+    replies: list[JudgeReplyRow]
+    """The judge's replies (appended to the audit trail)."""
     named: bool = False
     """A person chose the label."""
     simulated: bool = False
     """The verdicts were simulated, not judged."""
     note: str | None = None
+    """Free text about the run."""
 
 
 class JudgeBatchRow(Row):
@@ -282,12 +291,21 @@ _INSERT_REPLY = JudgeReplyRow.insert_sql()
 _INSERT_UNIT = JudgeUnitRow.insert_sql()
 _INSERT_LABEL = JudgeLabelRow.insert_sql("INSERT OR IGNORE")
 _REPLACE_SCORE = ScoreRow.insert_sql("INSERT OR REPLACE")
+_INSERT_BATCH = JudgeBatchRow.insert_sql()
+_UPDATE_BATCH = JudgeBatchRow.update_sql("id")
 """Judging writes are batched on the hot path: statements built once from the row models."""
 
 
-def _labelled(row: dict, label: str) -> dict:
-    """The row under `label` (copied only when it names another)."""
-    return row if row.get("label") == label else {**row, "label": label}
+def _labelled(row: JudgmentRow | JudgeReplyRow, label: str) -> tuple:
+    """The row's values under `label` (copied only when it names another)."""
+    return (row if row.label == label else row.replaced(label=label)).db_values()
+
+
+_PROVENANCE = ", ".join(
+    f"u.{name}" if name in ("judge", "label") else f"coalesce(l.{name}, 0) AS {name}" if f.annotation is bool
+    else f"l.{name}" for name, f in _RunProvenance.model_fields.items())
+"""`labels()` reads a run's provenance from its `judge_labels` row (a unit without one reads as not named
+nor simulated); each column is named as its `JudgeRun` field."""
 
 
 class JudgingRepository(Repository):
@@ -301,15 +319,13 @@ class JudgingRepository(Repository):
     def labels(self) -> list[JudgeRun]:
         """Every labelled run, oldest first by its latest write: judge, label, provenance, `named`,
         `simulated`, `note`, `n_trajectories`, `first_at`, `last_at`."""
-        rows = self.db.execute(
-            "SELECT u.judge, u.label, l.model, l.prompt_version, l.rules_version, coalesce(l.named, 0),"
-            " coalesce(l.simulated, 0), l.note, count(*), min(u.created_at), max(u.created_at), max(u.rowid)"
+        rows = self.db.query(
+            f"SELECT {_PROVENANCE}, count(*) AS n_trajectories, min(u.created_at) AS first_at,"
+            " max(u.created_at) AS last_at"
             " FROM judge_units AS u LEFT JOIN judge_labels AS l ON l.judge = u.judge AND l.label = u.label"
             " GROUP BY u.judge, u.label ORDER BY max(u.created_at), max(u.rowid)"
-        ).fetchall()
-        keys = ("judge", "label", "model", "prompt_version", "rules_version", "named", "simulated", "note",
-                "n_trajectories", "first_at", "last_at")
-        return [JudgeRun.model_validate(dict(zip(keys, r[:-1]))) for r in rows]
+        )
+        return [JudgeRun.model_validate(r) for r in rows]
 
     def default_labels(self) -> dict[str, str]:
         """judge kind → its default label: the most recently written run whose verdicts a judge produced.
@@ -377,13 +393,13 @@ class JudgingRepository(Repository):
         }
 
     def save_trajectory_judgment(
-        self, unit: dict, judgments: list[dict], replies: list[dict], *, named: bool = False,
-        simulated: bool = False, note: str | None = None,
+        self, unit: JudgeUnitRow, judgments: list[JudgmentRow], replies: list[JudgeReplyRow], *,
+        named: bool = False, simulated: bool = False, note: str | None = None,
     ) -> None:
         """Replace one (trajectory, judge, label)'s judgments, unit row and score; append its replies.
-        One transaction. Every row is stored under the unit's label (one save is one run's); a unit
-        without one gets the label derived from its provenance (`derive_label`). The label is recorded on first use (`named`: a
-        person chose it; `simulated`: the verdicts were simulated, not judged)."""
+        One transaction. Every row is stored under the unit's label (one save is one run's). The label
+        is recorded on first use (`named`: a person chose it; `simulated`: the verdicts were simulated,
+        not judged)."""
         self.save_trajectory_judgments([TrajectorySave(unit, judgments, replies, named, simulated, note)])
 
     def save_trajectory_judgments(self, saves: Iterable[TrajectorySave]) -> None:
@@ -391,26 +407,24 @@ class JudgingRepository(Repository):
         its finished trajectories a group at a time (one commit each cost more than judging them).
         A (trajectory, judge, label) saved twice keeps its last save's rows and both saves' replies, as
         two saves in a row would."""
-        latest: dict[tuple[str, str, str], tuple[TrajectorySave, str]] = {}
+        latest: dict[tuple[str, str, str], TrajectorySave] = {}
         replies: list[tuple] = []
         labels: dict[tuple[str, str], tuple] = {}
         for save in saves:
             unit = save.unit
-            label = unit.get("label") or derive_label(unit["judge"], unit.get("model"), unit.get("prompt_version"),
-                                                      unit.get("rules_version"))
-            key = (unit["trajectory_id"], unit["judge"], label)
+            key = (unit.trajectory_id, unit.judge, unit.label)
             latest.pop(key, None)  # a later save goes last, as it would have been written
-            latest[key] = (save, label)
-            replies += [JudgeReplyRow.values_of(_labelled(r, label)) for r in save.replies]
-            if (unit["judge"], label) not in labels:  # recorded on first use: a later save's is ignored anyway
-                labels[unit["judge"], label] = JudgeLabelRow(
-                    judge=unit["judge"], label=label, model=unit.get("model"), prompt_version=unit.get("prompt_version"),
-                    rules_version=unit.get("rules_version"), named=save.named, simulated=save.simulated,
-                    note=save.note, created_at=unit["created_at"]).db_values()
+            latest[key] = save
+            replies += [_labelled(r, unit.label) for r in save.replies]
+            if (unit.judge, unit.label) not in labels:  # recorded on first use: a later save's is ignored anyway
+                labels[unit.judge, unit.label] = JudgeLabelRow(
+                    judge=unit.judge, label=unit.label, model=unit.model, prompt_version=unit.prompt_version,
+                    rules_version=unit.rules_version, named=save.named, simulated=save.simulated,
+                    note=save.note, created_at=unit.created_at).db_values()
         units, judgments = [], []
-        for save, label in latest.values():
-            units.append(JudgeUnitRow.values_of(_labelled(save.unit, label)))
-            judgments += [JudgmentRow.values_of(_labelled(r, label)) for r in save.judgments]
+        for save in latest.values():
+            units.append(save.unit.db_values())
+            judgments += [_labelled(r, save.unit.label) for r in save.judgments]
         keys = list(latest)
         with self.atomic() as db:
             for table in ("judgments", "scores", "judge_units"):
@@ -438,26 +452,24 @@ class JudgingRepository(Repository):
         where, args = self.where([("trajectory_id = ?", trajectory_id), ("judge = ?", judge)], labels, False)
         return [JudgeReplyRow.from_db(r) for r in self.db["judge_replies"].rows_where(where, args, order_by="id")]
 
-    def save_scores(self, scored: Iterable[tuple[dict, list[dict]]]) -> int:
+    def save_scores(self, scored: Iterable[tuple[ScoreRow, list[JudgmentRow]]]) -> int:
         """Write postprocessed verdicts and scores: each entry is (score row, postprocessed judgment
         rows, endpoint included) of one (trajectory, judge, label). Raw verdicts are never touched.
         One transaction; returns the count."""
         n = 0
         with self.atomic() as db:
             for score, rows in scored:
-                key = [score["trajectory_id"], score["judge"], score["label"]]
+                key = [score.trajectory_id, score.judge, score.label]
                 db.execute("DELETE FROM judgments WHERE trajectory_id = ? AND judge = ? AND label = ? "
                            "AND route = 'endpoint'", key)
-                real = [r for r in rows if r["route"] != "endpoint"]
+                real = [r for r in rows if r.route != "endpoint"]
                 db.conn.executemany(
                     "UPDATE judgments SET verdict = ?, reason = ?, scored_at = ? "
                     "WHERE trajectory_id = ? AND judge = ? AND label = ? AND item_id = ?",
-                    [(r["verdict"], r["reason"], r["scored_at"], r["trajectory_id"], r["judge"], r["label"], r["item_id"])
-                     for r in real],
+                    [(r.verdict, r.reason, r.scored_at, r.trajectory_id, r.judge, r.label, r.item_id) for r in real],
                 )
-                db.conn.executemany(_INSERT_JUDGMENT,
-                                    [JudgmentRow.values_of(r) for r in rows if r["route"] == "endpoint"])
-                db.conn.execute(_REPLACE_SCORE, ScoreRow.values_of(score))
+                db.conn.executemany(_INSERT_JUDGMENT, [r.db_values() for r in rows if r.route == "endpoint"])
+                db.conn.execute(_REPLACE_SCORE, score.db_values())
                 n += 1
         return n
 
@@ -468,19 +480,17 @@ class JudgingRepository(Repository):
         where, args = self.where([("judge = ?", judge)], labels, all_labels)
         return [ScoreRow.from_db(r) for r in self.db["scores"].rows_where(where, args, order_by="trajectory_id, judge, label")]
 
-    def add_batch(self, row: dict) -> None:
+    def add_batch(self, row: JudgeBatchRow) -> None:
         """Record a submitted Batch-API job (`requests` maps custom_id → what it judges)."""
         with self.atomic() as db:
-            db["judge_batches"].insert(dict(zip(JudgeBatchRow.columns(), JudgeBatchRow.values_of(row))), pk="id")
+            db.conn.execute(_INSERT_BATCH, row.db_values())
 
-    def update_batch(self, batch_id: str, fields: dict) -> None:
-        """Set some columns of a batch row (its status, output files, when it was collected, …)."""
-        unknown = set(fields) - set(JudgeBatchRow.model_fields)
-        if unknown:
-            raise ValueError(f"judge_batches has no column(s) {sorted(unknown)}")
-        json_cols = JudgeBatchRow.json_columns()
+    def update_batch(self, row: JudgeBatchRow) -> None:
+        """Rewrite a recorded batch row (a new status, its output files, when it was collected, …);
+        KeyError for a batch never recorded."""
         with self.atomic() as db:
-            db["judge_batches"].update(batch_id, {k: dumps(v) if k in json_cols else v for k, v in fields.items()})
+            if not db.conn.execute(_UPDATE_BATCH, row.update_values("id")).rowcount:
+                raise KeyError(f"no batch {row.id!r} recorded")
 
     def batches(self, *, status: str | None = None) -> list[JudgeBatchRow]:
         where, args = ("status = ?", [status]) if status else (None, [])

@@ -1,8 +1,10 @@
-"""The schema migrations of the project DB, oldest first.
+"""The schema migrations of the project DB, in the numeric order of their names.
 
 Each migration describes the schema as it was when it was written, so none is ever edited: a change
 to the schema is a new migration, and every project DB is carried forward by applying the ones it
-has not seen yet.
+has not seen yet. A DB records which migrations it has by name, not by position, so the order here
+only decides the order a DB applies what it lacks (m1401 and m1201, once listed the other way round,
+touch different tables: either order gives the same schema).
 """
 
 from __future__ import annotations
@@ -498,15 +500,15 @@ def m701_llm_modes(db: Database) -> None:
 
 
 @MIGRATIONS()
-def m1401_trial_outcome_basis(db: Database) -> None:
-    """Trials record the evidence for their official outcome (reward and threshold, or why unscored)."""
-    db["trajectories"].add_column("outcome_basis", str)
-
-
-@MIGRATIONS()
 def m1201_run_counts(db: Database) -> None:
     """What each run counted when it ended (imported, judged, scored, frozen, …), as JSON."""
     db["runs"].add_column("counts", str)
+
+
+@MIGRATIONS()
+def m1401_trial_outcome_basis(db: Database) -> None:
+    """Trials record the evidence for their official outcome (reward and threshold, or why unscored)."""
+    db["trajectories"].add_column("outcome_basis", str)
 
 
 _LABELLED = {

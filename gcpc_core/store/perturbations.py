@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, ClassVar
 
+from ..models import Route, Verdict
 from .common import JSON, Connection, Repository, Row
 from .judging import JudgingRepository
 
@@ -29,7 +30,7 @@ class PerturbationRow(Row):
     """Judge kind that judged the perturbed log."""
     item_id: str
     """The item whose Yes was put to the test."""
-    route: str | None = None
+    route: Route | None = None
     """Route of the item."""
     checklist_sha: str | None = None
     """Checklist of the item."""
@@ -49,12 +50,12 @@ class PerturbationRow(Row):
     """Kind of perturbation applied."""
     recipe: Annotated[dict | list | None, JSON] = None
     """What was changed in which events, and which cited spans are still in the log."""
-    original_verdict: str | None = None
+    original_verdict: Verdict | None = None
     """The raw verdict before perturbation (Yes)."""
     original_citations: Annotated[list[dict] | None, JSON] = None
     """The citations of the original Yes."""
-    verdict: str | None = None
-    """The verdict on the perturbed log."""
+    verdict: Verdict | None = None
+    """The verdict on the perturbed log (None when it was not judged)."""
     reason: str | None = None
     """Reason of that verdict."""
     citations: Annotated[list[dict] | None, JSON] = None
@@ -80,12 +81,12 @@ class PerturbationRepository(Repository):
         super().__init__(store)
         self._judging = judging
 
-    def save(self, row: dict) -> None:
+    def save(self, row: PerturbationRow) -> None:
         """Insert or replace one perturbation result, in one transaction."""
-        if not row.get("label"):
-            raise ValueError(f"perturbation {row.get('id')!r} names no judge run label")
+        if not row.label:
+            raise ValueError(f"perturbation {row.id!r} names no judge run label")
         with self.atomic() as db:
-            db.conn.execute(_REPLACE, PerturbationRow.values_of(row))
+            db.conn.execute(_REPLACE, row.db_values())
 
     def list(
         self, *, judge: str | None = None, run_id: str | None = None, labels: Mapping[str, str] | None = None,

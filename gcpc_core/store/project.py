@@ -3,8 +3,37 @@ pages key their caches on."""
 
 from __future__ import annotations
 
-from .common import Repository
+from typing import ClassVar
+
+from .common import Repository, Row
 from .judging import JudgingRepository
+
+
+class MetaRow(Row):
+    """One project-level setting."""
+
+    TABLE: ClassVar[str] = "meta"
+
+    key: str
+    """The setting's name (`is_demo`, `pass_threshold`, a stored headline's slot, …)."""
+    value: str | None = None
+    """Its value, as text."""
+
+
+class DataVersionRow(Row):
+    """The write counter of one table, kept by triggers (migration m2401)."""
+
+    TABLE: ClassVar[str] = "data_versions"
+
+    name: str
+    """The table counted."""
+    version: int
+    """Inserts, updates and deletes of its rows so far."""
+
+
+_UPSERT_META = MetaRow.upsert_sql("key")
+_SELECT_VERSIONS = f"SELECT {', '.join(DataVersionRow.columns())} FROM data_versions"
+"""Read on every rerun of every page (the caches' key): one fixed statement, name and version per row."""
 
 
 class ProjectRepository(Repository):
@@ -17,11 +46,11 @@ class ProjectRepository(Repository):
     def set_meta(self, key: str, value: str) -> None:
         """Project-level settings, e.g. `is_demo`, `pass_threshold`."""
         with self.atomic() as db:
-            db["meta"].upsert({"key": key, "value": value}, pk="key")
+            db.conn.execute(_UPSERT_META, MetaRow(key=key, value=value).db_values())
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
-        rows = list(self.db["meta"].rows_where("key = ?", [key]))
-        return rows[0]["value"] if rows else default
+        row = next((MetaRow.from_db(r) for r in self.db["meta"].rows_where("key = ?", [key])), None)
+        return row.value if row is not None else default
 
     def counts(self) -> dict[str, int]:
         """Row counts for `info`; tables that later stages add count as 0 until they exist. `judgments`
@@ -57,7 +86,7 @@ class ProjectRepository(Repository):
         """A string that changes whenever rows of `tables` (default: every table with a write counter) are
         inserted, updated or deleted, by any connection and across restarts: the per-table counters that
         triggers keep in `data_versions` (migration m2401)."""
-        counters = dict(self.db.execute("SELECT name, version FROM data_versions").fetchall())
+        counters = dict(self.db.execute(_SELECT_VERSIONS).fetchall())
         unknown = sorted(set(tables) - set(counters))
         if unknown:
             raise ValueError(f"no write counter for table(s) {', '.join(unknown)}; counted: {', '.join(sorted(counters))}")

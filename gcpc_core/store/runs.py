@@ -10,7 +10,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .common import JSON, Repository, Row, dumps, utcnow
+from .common import JSON, Repository, Row, utcnow
 
 
 class LLMCallRow(Row):
@@ -32,8 +32,8 @@ class LLMCallRow(Row):
     """Version of the prompt sent."""
     tag: str | None = None
     """Free label of the call, e.g. the trajectory or task id."""
-    cache_hit: int | None = None
-    """1 when the reply came from the response cache (no HTTP request)."""
+    cache_hit: bool | None = None
+    """True when the reply came from the response cache (no HTTP request)."""
     status: str
     """`ok`, or the error reason (`timeout`, `schema`, `refusal`, …)."""
     prompt_tokens: int | None = None
@@ -54,8 +54,23 @@ class LLMCallRow(Row):
     """The reply text of an unusable reply."""
 
 
+class LLMCacheRow(Row):
+    """One validated reply in the content-addressed response cache."""
+
+    TABLE: ClassVar[str] = "llm_cache"
+
+    key: str
+    """The request key (a hash of everything that decides the reply)."""
+    model: str
+    """The model that replied."""
+    response: Annotated[dict[str, Any], JSON]
+    """The chat-completion body as received."""
+    created_at: str
+    """When it was received."""
+
+
 _INSERT_LLM_CALL = LLMCallRow.insert_sql()
-_INSERT_CACHE = "INSERT OR IGNORE INTO llm_cache (key, model, response, created_at) VALUES (?, ?, ?, ?)"
+_INSERT_CACHE = LLMCacheRow.insert_sql("INSERT OR IGNORE")
 """One row per LLM call is on the judging hot path: fixed statements, executemany for many."""
 
 
@@ -174,15 +189,14 @@ class RunRepository(Repository):
         row = self.db.conn.execute("SELECT response FROM llm_cache WHERE key = ?", [key]).fetchone()
         return json.loads(row[0]) if row else None
 
-    def cache_put(self, key: str, *, model: str, response: Mapping[str, Any], created_at: str | None = None) -> None:
+    def cache_put(self, row: LLMCacheRow) -> None:
         """Cache a validated reply; the first one stored for a key wins."""
-        self.cache_put_many([(key, model, response, created_at or utcnow())])
+        self.cache_put_many([row])
 
-    def cache_put_many(self, rows: Iterable[tuple[str, str, Mapping[str, Any], str]]) -> None:
-        """Cache validated replies, each (key, model, response body, created at), in one transaction;
-        the first one stored for a key wins."""
+    def cache_put_many(self, rows: Iterable[LLMCacheRow]) -> None:
+        """Cache validated replies in one transaction; the first one stored for a key wins."""
         with self.atomic() as db:
-            db.conn.executemany(_INSERT_CACHE, [(key, model, dumps(body), at) for key, model, body, at in rows])
+            db.conn.executemany(_INSERT_CACHE, [row.db_values() for row in rows])
 
     # ---- runs and LLM calls -------------------------------------------------
 
@@ -242,21 +256,14 @@ class RunRepository(Repository):
         where, args = ("kind = ?", [kind]) if kind else (None, [])
         return [RunRow.from_db(r) for r in self.db["runs"].rows_where(where, args, order_by="started_at, id")]
 
-    def record_llm_call(self, row: Mapping[str, Any]) -> None:
+    def record_llm_call(self, row: LLMCallRow) -> None:
         """One LLM call: run id, cache hit, tokens, cost, latency, status and error (raw reply on errors)."""
         self.record_llm_calls([row])
 
-    def record_llm_calls(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Several LLM calls (`LLMCallRow` columns; `created_at` defaults to now), in one transaction."""
-        now = utcnow()
-        values = [LLMCallRow.values_of({**row, "created_at": row.get("created_at") or now}) for row in rows]
+    def record_llm_calls(self, rows: Iterable[LLMCallRow]) -> None:
+        """Several LLM calls, in one transaction (their ids are assigned here)."""
         with self.atomic() as db:
-            db.conn.executemany(_INSERT_LLM_CALL, values)
-
-    def llm_calls(self, *, run_id: str | None = None) -> list[LLMCallRow]:
-        """The recorded calls (of one run), oldest first."""
-        where, args = ("run_id = ?", [run_id]) if run_id else (None, [])
-        return [LLMCallRow.from_db(r) for r in self.db["llm_calls"].rows_where(where, args, order_by="id")]
+            db.conn.executemany(_INSERT_LLM_CALL, [row.db_values() for row in rows])
 
     # ---- negotiated structured-output modes ---------------------------------------
 
@@ -284,23 +291,17 @@ class RunRepository(Repository):
         with self.atomic() as db:
             db["llm_modes"].upsert(values, pk=("endpoint", "model"))
 
-    def llm_modes(self) -> list[LLMModeRow]:
-        """Every negotiated mode, by endpoint and model."""
-        return [LLMModeRow.from_db(r) for r in self.db["llm_modes"].rows_where(order_by="endpoint, model")]
-
     def progress(self, run_id: str) -> RunProgress:
         """What run `run_id` has stored so far: judged trajectories, checklists, and its LLM calls
         with tokens and cost (the `runs` row itself is only totalled when the run ends)."""
         db = self.db
         units = db.execute("SELECT count(*) FROM judge_units WHERE run_id = ?", [run_id]).fetchone()[0]
         checklists = db.execute("SELECT count(*) FROM checklists WHERE run_id = ?", [run_id]).fetchone()[0]
-        calls = db.execute(
-            "SELECT count(*), coalesce(sum(cache_hit = 0), 0), coalesce(sum(cache_hit), 0),"
-            " coalesce(sum(status != 'ok'), 0), coalesce(sum(prompt_tokens), 0), coalesce(sum(cached_tokens), 0),"
-            " coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0.0) FROM llm_calls WHERE run_id = ?",
-            [run_id],
-        ).fetchone()
-        keys = ("calls", "http_calls", "cache_hits", "errors", "prompt_tokens", "cached_tokens",
-                "completion_tokens", "cost_usd")
-        return RunProgress(judged=units, checklists=checklists, **dict(zip(keys, calls)))
+        calls = next(iter(db.query(  # each sum named as its RunProgress field
+            "SELECT count(*) AS calls, coalesce(sum(cache_hit = 0), 0) AS http_calls,"
+            " coalesce(sum(cache_hit), 0) AS cache_hits, coalesce(sum(status != 'ok'), 0) AS errors,"
+            " coalesce(sum(prompt_tokens), 0) AS prompt_tokens, coalesce(sum(cached_tokens), 0) AS cached_tokens,"
+            " coalesce(sum(completion_tokens), 0) AS completion_tokens, coalesce(sum(cost_usd), 0.0) AS cost_usd"
+            " FROM llm_calls WHERE run_id = ?", [run_id])))
+        return RunProgress(judged=units, checklists=checklists, **calls)
 

@@ -2,52 +2,168 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Collection, Iterable
-from typing import ClassVar
+from collections.abc import Collection, Iterable, Mapping
+from operator import attrgetter
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 from sqlite_utils import Database
 
-from ..models import CtrfTest, Event, Task, Trajectory, VerifierTest
-from .common import Repository, Row, dumps, utcnow
+from ..models import Condition, Event, EventKind, LogFormat, Outcome, Task, Trajectory
+from .common import JSON, Repository, Row, select_columns, utcnow
 
 
 class TrajectoryClash(ValueError):
     """A trial that cannot be stored under its name; the message says which row is in the way."""
 
 
-_EVENT_COLUMNS = ("trajectory_id", "seq", "id", "kind", "tool_name", "call_id", "path", "is_error", "source", "text")
-EventRow = tuple[str, int, str, str, str | None, str | None, str | None, int, str, str]
-"""One `events` row, in `_EVENT_COLUMNS` order."""
-_INSERT_EVENT = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(_EVENT_COLUMNS))})"
-_TRAJ_COLUMNS = (*Trajectory.model_fields, "imported_at")
-_UPSERT_TRAJ = (
-    f"INSERT INTO trajectories ({', '.join(_TRAJ_COLUMNS)}) VALUES ({', '.join('?' * len(_TRAJ_COLUMNS))}) "
-    f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _TRAJ_COLUMNS if c != 'id')}"
-)
+class TaskRow(Row):
+    """One imported task (a `Task`), its structured parts as JSON."""
+
+    TABLE: ClassVar[str] = "tasks"
+
+    id: str
+    """Task name (the folder name)."""
+    instruction: str
+    """The instruction the agent saw, verbatim."""
+    verifier_files: Annotated[dict[str, str] | None, JSON] = None
+    """Verifier sources under `tests/`, by file name."""
+    test_script: str | None = None
+    """`tests/test.sh`, when present."""
+    tests: Annotated[list[dict[str, Any]] | None, JSON] = None
+    """Parsed verifier test nodes (`VerifierTest` fields), in source order."""
+    parse_errors: Annotated[list[str] | None, JSON] = None
+    """Verifier files that could not be parsed, each with the reason."""
+    metadata: Annotated[dict[str, Any] | None, JSON] = None
+    """`task.toml` as parsed."""
+    source_path: str
+    """The task folder it was imported from."""
+    imported_at: str | None = None
+    """When it was last written."""
+
+    @classmethod
+    def of(cls, task: Task, imported_at: str) -> TaskRow:
+        return cls(**task.model_dump(), imported_at=imported_at)
+
+
+class TrajectoryRow(Row):
+    """One imported trial (a `Trajectory`), its structured parts as JSON."""
+
+    TABLE: ClassVar[str] = "trajectories"
+
+    id: str
+    """Trial name; unique in a project."""
+    task: str
+    """The task it ran."""
+    agent: str
+    """Agent harness name."""
+    agent_version: str | None = None
+    """Harness version, when recorded."""
+    model: str
+    """The agent's model."""
+    condition: Condition = "unknown"
+    """With or without curated Skills, or unknown."""
+    condition_basis: str = ""
+    """The evidence that decided the condition."""
+    trial_index: int = 0
+    """Rank among the trials of one (task, agent, model, condition): the matched-pair key."""
+    outcome: Outcome
+    """Official outcome."""
+    reward: float | None = None
+    """Official verifier reward."""
+    reward_source: str = ""
+    """Where the reward came from."""
+    ctrf: Annotated[list[dict[str, Any]] | None, JSON] = None
+    """Per-test verifier results (`CtrfTest` fields)."""
+    timings: Annotated[dict[str, Any] | None, JSON] = None
+    """Start and finish times of the trial and its phases."""
+    exception: Annotated[dict[str, Any] | None, JSON] = None
+    """`exception_info` of `result.json`, or None."""
+    tokens: Annotated[dict[str, Any] | None, JSON] = None
+    """Agent token usage as the harness recorded it."""
+    source_path: str
+    """The trial folder (unique: a second trial of one folder is a rename)."""
+    log_path: str
+    """The agent log, relative to the trial folder."""
+    log_format: LogFormat
+    """Detected agent-log format."""
+    log_bytes: int = 0
+    """Size of the agent log in bytes."""
+    content_hash: str = ""
+    """Hash of the trial's files: what a re-import compares."""
+    is_demo: bool = False
+    """A trial of the embedded, simulated demo corpus."""
+    imported_at: str | None = None
+    """When it was last written."""
+    outcome_basis: str | None = None
+    """The evidence for the outcome (NULL in rows imported before it was recorded, read as "")."""
+
+    @classmethod
+    def of(cls, traj: Trajectory, imported_at: str) -> TrajectoryRow:
+        return cls(**traj.model_dump(), imported_at=imported_at)
+
+
+class EventRow(Row):
+    """One normalized event of one trajectory (an `Event` and the trajectory it belongs to). Import
+    moves these as `db_values()` tuples (`event_rows`), never as models: see there."""
+
+    TABLE: ClassVar[str] = "events"
+
+    trajectory_id: str
+    """The trajectory."""
+    seq: int
+    """1-based position in the trajectory."""
+    id: str
+    """`E<seq>`: what citations point at."""
+    kind: EventKind
+    """What the step is."""
+    tool_name: str | None = None
+    """Tool of a call, output or file content."""
+    call_id: str | None = None
+    """The tool call an output or file content came from."""
+    path: str | None = None
+    """The file of a file content."""
+    is_error: bool = False
+    """A tool result the harness marked as an error, or a failed write."""
+    source: str = ""
+    """Where in the log file the step came from."""
+    text: str
+    """The step's content, whole."""
+
+
+EventValues = tuple
+"""One `events` row as `EventRow.db_values()` gives it: its values in column order."""
+_EVENT_VALUES = attrgetter(*EventRow.columns()[1:])
+"""An `Event`'s values in `events` column order after `trajectory_id`: every other column is an
+`Event` field of the same name and value (is_error is stored as the bool, which sqlite keeps as 0/1)."""
+_INSERT_EVENT = EventRow.insert_sql()
+_UPSERT_TASK = TaskRow.upsert_sql("id")
+_UPSERT_TRAJ = TrajectoryRow.upsert_sql("id")
 """Import writes trajectories in batches: fixed statements, so sqlite-utils' per-call schema
 lookups (a third of the write time in bench/import_bench.py) are not paid per trial."""
 
 
-def event_rows(traj_id: str, events: Iterable[Event]) -> list[EventRow]:
-    """The `events` rows of one trajectory. Import builds them in its parse workers: plain tuples
-    cross to the writing process several times faster than pickled models (bench/import_bench.py)."""
-    return [(traj_id, e.seq, e.id, e.kind, e.tool_name, e.call_id, e.path, int(e.is_error), e.source, e.text)
-            for e in events]
+def event_rows(traj_id: str, events: Iterable[Event]) -> list[EventValues]:
+    """The `events` rows of one trajectory, as `EventRow(trajectory_id=traj_id, **event).db_values()`
+    would give them. Import builds them in its parse workers: plain tuples cross to the writing
+    process several times faster than pickled models, and an attribute getter builds them several
+    times faster than a model per event (bench/import_bench.py)."""
+    return [(traj_id, *_EVENT_VALUES(e)) for e in events]
 
 
-_SELECT_EVENTS = (
-    "SELECT id, seq, kind, text, tool_name, call_id, path, coalesce(is_error, 0) != 0 AS is_error,"
-    " coalesce(source, '') AS source FROM events WHERE trajectory_id = ?{skip} ORDER BY seq"
-)
+_EVENT_SELECT, _EVENT_DEFAULTS = select_columns(Event)
+_SELECT_EVENTS = f"SELECT {_EVENT_SELECT} FROM events WHERE trajectory_id = ?{{skip}} ORDER BY seq"
 """One fixed statement (per number of kinds skipped) rather than `db["events"].rows_where`, which looks
 the table up in sqlite_master on every call: judging reads every trajectory's events on its hot path."""
 _EVENTS = TypeAdapter(list[Event])
 """Events read back are validated again, all of a trajectory's in one call (several times faster
 than one model per row): a row edited outside GCPC is refused, not shown as it is."""
-_JSON_TASK = ("verifier_files", "tests", "parse_errors", "metadata")
-_JSON_TRAJ = ("ctrf", "timings", "exception", "tokens")
+
+
+def _present(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A decoded row without its NULL columns, so they read as the domain model's defaults (the JSON
+    columns of an empty list or mapping, a column added after the row was written)."""
+    return {k: v for k, v in row.items() if v is not None}
 
 
 class ImportIssueRow(Row):
@@ -55,8 +171,8 @@ class ImportIssueRow(Row):
 
     TABLE: ClassVar[str] = "import_issues"
 
-    id: int
-    """Row id, in the order recorded."""
+    id: int | None = None
+    """Row id, in the order recorded (assigned on insert)."""
     run_at: str
     """When the import that skipped it ran."""
     path: str
@@ -65,6 +181,9 @@ class ImportIssueRow(Row):
     """What happened to it (`skipped`)."""
     reason: str
     """Why it was skipped."""
+
+
+_INSERT_ISSUE = ImportIssueRow.insert_sql()
 
 
 class TrajectoryRef(BaseModel):
@@ -79,8 +198,12 @@ class TrajectoryRef(BaseModel):
     """Trajectory id (the trial folder's name)."""
     task: str
     """Id of the task it is a trial of."""
-    content_hash: str
-    """Hash of the imported log: a judgment of another hash is of another log."""
+    content_hash: str = ""
+    """Hash of the imported log: a judgment of another hash is of another log (empty for a row from
+    before hashes were stored)."""
+
+
+_REF_SELECT, _REF_DEFAULTS = select_columns(TrajectoryRef)
 
 
 class TrialRepository(Repository):
@@ -88,27 +211,20 @@ class TrialRepository(Repository):
 
     def upsert_task(self, task: Task) -> bool:
         """Store a task; returns False when an identical copy is already stored."""
-        row = task.model_dump()
-        for key in _JSON_TASK:
-            row[key] = dumps(row[key])
-        existing = self._task_row(task.id)
-        if existing is not None and all(existing[k] == row[k] for k in row):
+        row = TaskRow.of(task, utcnow())
+        stored = next(iter(self.db["tasks"].rows_where("id = ?", [task.id])), None)
+        unchanged = {"imported_at"}
+        if stored is not None and TaskRow.from_db(stored).model_dump(exclude=unchanged) == row.model_dump(exclude=unchanged):
             return False
-        row["imported_at"] = utcnow()
         with self.atomic() as db:
-            db["tasks"].upsert(row, pk="id")
+            db.conn.execute(_UPSERT_TASK, row.db_values())
         return True
 
-    def _task_row(self, task_id: str) -> dict | None:
-        rows = list(self.db["tasks"].rows_where("id = ?", [task_id]))
-        return rows[0] if rows else None
-
     def get_task(self, task_id: str) -> Task | None:
-        row = self._task_row(task_id)
-        return None if row is None else _task_from_row(row)
+        return next((_task(r) for r in self.db["tasks"].rows_where("id = ?", [task_id])), None)
 
     def tasks(self) -> list[Task]:
-        return [_task_from_row(r) for r in self.db["tasks"].rows_where(order_by="id")]
+        return [_task(r) for r in self.db["tasks"].rows_where(order_by="id")]
 
     def task_ids(self) -> set[str]:
         return {r["id"] for r in self.db["tasks"].rows_where(select="id")}
@@ -122,17 +238,9 @@ class TrialRepository(Repository):
             for r in self.db["trajectories"].rows_where(select="id, source_path, content_hash")
         }
 
-    def replace_trajectory(self, traj: Trajectory, events: Iterable[Event]) -> str:
-        """Store a trajectory with its events in one transaction, replacing an older copy.
-
-        Returns `imported` or `updated`; raises `TrajectoryClash` as `replace_trajectories` reports it.
-        """
-        done = self.replace_trajectories([(traj, event_rows(traj.id, events))])[0]
-        if isinstance(done, TrajectoryClash):
-            raise done
-        return done
-
-    def replace_trajectories(self, batch: Iterable[tuple[Trajectory, list[EventRow]]]) -> list[str | TrajectoryClash]:
+    def replace_trajectories(
+        self, batch: Iterable[tuple[Trajectory, list[EventValues]]],
+    ) -> list[str | TrajectoryClash]:
         """Store trajectories with their events (`event_rows`) in one transaction, replacing older copies.
 
         Returns, per trajectory, `imported`, `updated` or the `TrajectoryClash` that kept it out (the
@@ -154,12 +262,7 @@ class TrialRepository(Repository):
                     out.append(exc)
         return out
 
-    def _replace_one(self, db: Database, traj: Trajectory, rows: list[EventRow], imported_at: str) -> str:
-        row = traj.model_dump()
-        for key in _JSON_TRAJ:
-            row[key] = dumps(row[key])
-        row["is_demo"] = int(traj.is_demo)
-        row["imported_at"] = imported_at
+    def _replace_one(self, db: Database, traj: Trajectory, rows: list[EventValues], imported_at: str) -> str:
         conn = db.conn
         owner = conn.execute("SELECT source_path FROM trajectories WHERE id = ?", [traj.id]).fetchone()
         if owner is not None and owner[0] != traj.source_path:
@@ -175,7 +278,7 @@ class TrialRepository(Repository):
             conn.execute("DELETE FROM events WHERE trajectory_id = ?", [old[0]])
             conn.execute("UPDATE trajectories SET id = ? WHERE id = ?", [traj.id, old[0]])
         conn.execute("DELETE FROM events WHERE trajectory_id = ?", [traj.id])
-        conn.execute(_UPSERT_TRAJ, [row[c] for c in _TRAJ_COLUMNS])
+        conn.execute(_UPSERT_TRAJ, TrajectoryRow.of(traj, imported_at).db_values())
         # Events are the bulk of an import: one prepared statement, executemany, instead of
         # insert_all's per-value conversion, which cost ~60% of import time (bench/import_bench.py).
         conn.executemany(_INSERT_EVENT, rows)
@@ -202,23 +305,22 @@ class TrialRepository(Repository):
     def trajectories(self, *, task: str | None = None) -> list[Trajectory]:
         where, args = ("task = ?", [task]) if task else (None, [])
         rows = self.db["trajectories"].rows_where(where, args, order_by="task, id")
-        return [_traj_from_row(r) for r in rows]
+        return [_trajectory(r) for r in rows]
 
     def trajectory_refs(self) -> list[TrajectoryRef]:
         """Every trajectory's `TrajectoryRef`, in the order of `trajectories()`."""
-        rows = self.db["trajectories"].rows_where(  # a NULL hash reads as "", as in `Trajectory`
-            select="id, task, coalesce(content_hash, '') AS content_hash", order_by="task, id")
-        return [TrajectoryRef.model_validate(r) for r in rows]
+        cursor = self.db.conn.execute(f"SELECT {_REF_SELECT} FROM trajectories ORDER BY task, id", _REF_DEFAULTS)
+        columns = [c[0] for c in cursor.description]
+        return [TrajectoryRef.model_validate(dict(zip(columns, r))) for r in cursor]
 
     def get_trajectory(self, traj_id: str) -> Trajectory | None:
-        rows = list(self.db["trajectories"].rows_where("id = ?", [traj_id]))
-        return _traj_from_row(rows[0]) if rows else None
+        return next((_trajectory(r) for r in self.db["trajectories"].rows_where("id = ?", [traj_id])), None)
 
     def events(self, traj_id: str, *, skip_kinds: Collection[str] = ()) -> list[Event]:
         """A trajectory's events in order, validated; `skip_kinds` leaves events of those kinds unread
         (a judge reads only evidence). A row of an unknown kind is never skipped: it is refused."""
         skip = f" AND kind NOT IN ({', '.join('?' * len(skip_kinds))})" if skip_kinds else ""
-        cursor = self.db.conn.execute(_SELECT_EVENTS.format(skip=skip), [traj_id, *skip_kinds])
+        cursor = self.db.conn.execute(_SELECT_EVENTS.format(skip=skip), [*_EVENT_DEFAULTS, traj_id, *skip_kinds])
         columns = [c[0] for c in cursor.description]
         return _EVENTS.validate_python([dict(zip(columns, row)) for row in cursor])
 
@@ -227,10 +329,9 @@ class TrialRepository(Repository):
     def record_import_issues(self, issues: Iterable[tuple[str, str, str]]) -> None:
         """Keep (path, kind, reason) of every skipped task or trial for the app to show."""
         run_at = utcnow()
+        rows = [ImportIssueRow(run_at=run_at, path=p, kind=k, reason=r).db_values() for p, k, r in issues]
         with self.atomic() as db:
-            db["import_issues"].insert_all(
-                {"run_at": run_at, "path": p, "kind": k, "reason": r} for p, k, r in issues
-            )
+            db.conn.executemany(_INSERT_ISSUE, rows)
 
     def import_issues(self) -> list[ImportIssueRow]:
         """Everything imports skipped, oldest first."""
@@ -245,20 +346,11 @@ class TrialRepository(Repository):
         return self.db["trajectories"].count_where("imported_at >= ?", [since])
 
 
-def _task_from_row(row: dict) -> Task:
-    data = {k: row[k] for k in Task.model_fields if k in row}
-    for key in _JSON_TASK:
-        data[key] = json.loads(row[key]) if row[key] else None
-    data["tests"] = [VerifierTest(**t) for t in data["tests"] or []]
-    return Task(**{k: v for k, v in data.items() if v is not None})
+def _task(row: Mapping[str, Any]) -> Task:
+    return Task.model_validate(_present(TaskRow.decode(row)))
 
 
-def _traj_from_row(row: dict) -> Trajectory:
-    data = {k: row[k] for k in Trajectory.model_fields if k in row}
-    for key in _JSON_TRAJ:
-        data[key] = json.loads(row[key]) if row[key] else None
-    data["ctrf"] = [CtrfTest(**c) for c in data["ctrf"] or []]
-    data["timings"] = data["timings"] or {}
-    data["tokens"] = data["tokens"] or {}
-    data["is_demo"] = bool(row["is_demo"])
-    return Trajectory(**{k: v for k, v in data.items() if v is not None or k == "exception"})
+def _trajectory(row: Mapping[str, Any]) -> Trajectory:
+    """A stored trajectory, validated once, as a `Trajectory` (its `TrajectoryRow` decoded, not
+    validated twice: every later stage reads all of them)."""
+    return Trajectory.model_validate(_present(TrajectoryRow.decode(row)))

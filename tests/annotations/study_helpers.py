@@ -8,6 +8,7 @@ from annotations import CreatedStudy, create_study
 from annotations.design import DesignParams
 from gcpc_core.models import Event, Task, Trajectory
 from gcpc_core.store import Store
+from store.helpers import replace_trajectory
 
 SECRET_MODEL = "acme/secret-model-x9"
 SKILL = "pdf-wizardry"
@@ -64,7 +65,7 @@ def add_trajectory(store: Store, traj_id: str, task: str, *, outcome: str, condi
         reward=reward if reward is not None else (1.0 if outcome == "PASS" else 0.0), source_path=f"/data/trials/{traj_id}",
         log_path="agent/claude-code.txt", log_format="claude-code",
     )
-    store.trials.replace_trajectory(traj, leaky_events(traj_id, model, condition))
+    replace_trajectory(store, traj, leaky_events(traj_id, model, condition))
 
 
 def small_project(store: Store, *, tasks: int = 3, per_stratum: int = 3) -> list[str]:

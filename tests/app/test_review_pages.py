@@ -16,9 +16,10 @@ from annotations import DEMO_STUDY_ID, issue_link
 from gcpc_core.demo import DEMO_SIMULATED_LABEL
 from gcpc_core.judge import score_project
 from gcpc_core.review.runs import JOBS
-from gcpc_core.store import Store
+from gcpc_core.store import JudgeUnitRow, JudgmentRow, LLMCallRow, Store, utcnow
 
 from markdown_reader import read
+from store.helpers import replace_trajectory
 
 from .helpers import REPO, app, open_page
 
@@ -340,7 +341,7 @@ def test_long_outputs_are_collapsed_and_search_shows_the_hidden_hit(demo_db: Pat
     events = store.trials.events(traj.id)
     target = next(e for e in events if e.kind == "tool_output")
     long_text = "\n".join(f"row {i}" if i != 80 else "the NEEDLE is here" for i in range(1, 121))
-    store.trials.replace_trajectory(traj, [e.model_copy(update={"text": long_text}) if e.id == target.id else e
+    replace_trajectory(store, traj, [e.model_copy(update={"text": long_text}) if e.id == target.id else e
                                     for e in events])
     at = open_page("audit", trajectory=traj.id, judge="probe")
     toggle = at.toggle(key=f"audit:log:{traj.id}:{target.id}:full")
@@ -363,11 +364,12 @@ def test_hostile_log_text_is_shown_as_text_only(demo_db: Path) -> None:
     events = store.trials.events(traj_id)
     target = next(e for e in events if e.kind == "tool_output")
     events = [e.model_copy(update={"text": f"before\n{HOSTILE}\nafter"}) if e.id == target.id else e for e in events]
-    store.trials.replace_trajectory(traj, events)
+    replace_trajectory(store, traj, events)
     rows = [r.model_dump() for r in store.judging.judgments(trajectory_id=traj_id, judge="probe") if r.route != "endpoint"]
     rows = [{**r, "verdict_raw": "Yes", "citations": [{"event_id": target.id, "quote": HOSTILE}],
              "rationale": f"because {HOSTILE}"} if r["item_id"] == item else r for r in rows]
-    store.judging.save_trajectory_judgment(store.judging.units("probe")[(traj_id, "probe")].model_dump(), rows, [])
+    store.judging.save_trajectory_judgment(store.judging.units("probe")[(traj_id, "probe")],
+                                           [JudgmentRow(**r) for r in rows], [])
     score_project(store, judge="probe")
 
     at = open_page("audit", trajectory=traj_id, judge="probe", item=item)
@@ -508,11 +510,12 @@ def test_runs_page_shows_a_run_started_elsewhere_live(demo_db: Path) -> None:
     store = Store(demo_db)
     run_id = store.runs.start(kind="judge-gcpc", model="m", prompt_version="p", rules_version="r",
                              params={"trajectories": 4})
-    store.runs.record_llm_call({"run_id": run_id, "status": "ok", "cache_hit": 0, "prompt_tokens": 1000,
-                           "completion_tokens": 200, "cost_usd": 0.25})
+    store.runs.record_llm_call(LLMCallRow(run_id=run_id, status="ok", cache_hit=0, prompt_tokens=1000,
+                           completion_tokens=200, cost_usd=0.25, created_at=utcnow()))
     traj = store.trials.trajectories()[0]
-    store.judging.save_trajectory_judgment({"trajectory_id": traj.id, "judge": "gcpc", "task": traj.task, "prompt_version": "p",
-                                    "created_at": "2026-01-01T00:00:00+00:00", "run_id": run_id}, [], [])
+    store.judging.save_trajectory_judgment(JudgeUnitRow(trajectory_id=traj.id, judge="gcpc", task=traj.task, prompt_version="p",
+                                                        created_at="2026-01-01T00:00:00+00:00", run_id=run_id,
+                                                        label="live"), [], [])
     at = open_page("runs")
     row = at.dataframe[-1].value.set_index("id").loc[run_id]
     assert (row["status"], row["progress"], row["prompt_tokens"]) == ("running", "1/4", 1000)

@@ -11,6 +11,7 @@ import pytest
 
 from gcpc_core.review import ui
 from gcpc_core.store import Store
+from store.helpers import replace_trajectory
 
 from .helpers import open_page
 
@@ -53,7 +54,7 @@ def test_every_agreement_table_goes_through_visible_frame(demo_db: Path, marked:
 def test_a_bidi_agent_name_and_a_zero_width_path_are_shown_marked(demo_db: Path) -> None:
     store = Store(demo_db)
     for traj in store.trials.trajectories():
-        store.trials.replace_trajectory(traj.model_copy(update={"agent": BIDI_AGENT}), store.trials.events(traj.id))
+        replace_trajectory(store, traj.model_copy(update={"agent": BIDI_AGENT}), store.trials.events(traj.id))
     store.trials.record_import_issues([("trials/x\u200by", "trial", "unreadable")])
     for page in ("overview", "pairs"):
         at = open_page(page)

@@ -19,6 +19,7 @@ from gcpc_core.checklist.registry import register_checklist
 from gcpc_core.cli import main
 from gcpc_core.review.overview import status_frame, task_status
 from gcpc_core.store import Store
+from store.helpers import replace_trajectory
 
 INFO_CONTRACT = {"tasks", "trials", "pass", "fail", "events", "checklists", "judgments", "annotations"}
 
@@ -89,7 +90,7 @@ def test_status_steps_on_a_toy_project(store: Store, rules: Rules) -> None:
     assert steps(store) == {"toy-count": "import trials"}
     traj = Trajectory(id="toy__1", task=task.id, agent="a", model="m", outcome="FAIL", source_path="/x", log_path="/x/l",
                       log_format="gcpc-jsonl")
-    store.trials.replace_trajectory(traj, [])
+    replace_trajectory(store, traj, [])
     assert steps(store) == {"toy-count": "draft a checklist"}
     assert steps(store, llm_ready=True) == {"toy-count": "synthesize a checklist"}
     checklist = draft_checklist(task, rules).checklist.model_copy(update={"source": "human:alice"})

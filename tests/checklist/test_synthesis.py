@@ -27,6 +27,7 @@ from gcpc_core.ingest.tasks import load_task
 from gcpc_core.llm import LLMNotConfigured
 from gcpc_core.models import Task
 from gcpc_core.store import Store
+from store.helpers import llm_calls
 
 pytestmark = pytest.mark.skillsbench
 
@@ -262,7 +263,7 @@ def test_malformed_reply_is_reported_not_accepted(fake_openai: FakeOpenAI, make_
     assert result.failures[0].gate == "G6"
     [row] = project.checklists.list(task=TASK_ID, status=None)
     assert row.status == "failed" and row.checklist is None and row.raw_reply
-    assert [c.status for c in project.runs.llm_calls()] == ["invalid_json", "invalid_json"]
+    assert [c.status for c in llm_calls(project)] == ["invalid_json", "invalid_json"]
 
 
 def test_malformed_then_repaired_reply_freezes(fake_openai: FakeOpenAI, make_llm, project: Store, rules) -> None:

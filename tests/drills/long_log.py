@@ -11,6 +11,7 @@ from __future__ import annotations
 from annotations import DesignParams, create_study
 from gcpc_core.models import Event, Task, Trajectory
 from gcpc_core.store import Store
+from store.helpers import replace_trajectory
 
 __all__ = ["BIDI_TEXT", "LONG_RATER", "LONG_TASK", "SPLIT_WORD", "add_long_log_study", "long_events"]
 
@@ -58,7 +59,7 @@ def add_long_log_study(store: Store, *, steps: int = 10_000, trajectories: int =
                           condition="with-skills" if k % 2 else "without-skills", outcome="PASS" if k % 2 else "FAIL",
                           reward=float(k % 2), source_path=f"/data/trials/{LONG_TASK}__run{k:04d}x",
                           log_path="agent/log.jsonl", log_format="gcpc-jsonl", trial_index=k // 2)
-        store.trials.replace_trajectory(traj, long_events(steps, seed=k))
+        replace_trajectory(store, traj, long_events(steps, seed=k))
     created = create_study(store, DesignParams(tasks=None, per_task=trajectories, raters_per_unit=1, seed=0,
                                                raters=(LONG_RATER,), pairs_per_task=1, task_ids=(LONG_TASK,)),
                            study_id="long-study", name="Long-log study", created_by="fixture")

@@ -28,6 +28,7 @@ from drills.long_log import BIDI_TEXT, LONG_TASK, add_long_log_study, long_event
 from gcpc_core.models import Task, Trajectory
 from gcpc_core.review.text import show_invisible
 from gcpc_core.store import Store
+from store.helpers import replace_trajectory
 
 from .conftest import ADMIN_TOKEN, REVIEWER
 from .helpers import App, Server, Watch, running, server_env
@@ -49,7 +50,7 @@ def long_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, s
         store = Store(db)
         long_token = add_long_log_study(store, steps=10_000, trajectories=3)
         store.trials.upsert_task(Task(id=BROKEN_TASK, instruction="Do it.", source_path="/t"))
-        store.trials.replace_trajectory(Trajectory(id=BROKEN_TRIAL, task=BROKEN_TASK, agent="a", model="m", outcome="FAIL",
+        replace_trajectory(store, Trajectory(id=BROKEN_TRIAL, task=BROKEN_TASK, agent="a", model="m", outcome="FAIL",
                                             source_path="/x", log_path="l", log_format="gcpc-jsonl"),
                                  long_events(5))
         broken = create_study(store, DesignParams(tasks=None, per_task=1, raters_per_unit=1, seed=0, raters=("b-rater",),

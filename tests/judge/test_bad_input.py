@@ -20,6 +20,7 @@ from .conftest import is_items_request, is_repair, item_ids, items_reply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 from local_helpers import closed_port_url  # noqa: E402
+from store.helpers import llm_calls  # noqa: E402
 
 TRAJ = "ini-config-repair__0KnwxjT"
 
@@ -97,7 +98,7 @@ def test_endpoint_failure_is_a_clear_error_and_stores_nothing(reply, reason, sai
     assert report.errors[TRAJ].startswith(f"{reason}: ") and said in report.errors[TRAJ]
     assert fake_openai.request_count == 1  # deterministic: neither retried nor negotiated away
     assert stored(project) == set()
-    assert project.runs.llm_calls(run_id=report.run_id)[0].status == reason
+    assert llm_calls(project, run_id=report.run_id)[0].status == reason
 
 
 def test_server_down_is_a_clear_error(project, make_llm) -> None:
@@ -106,7 +107,7 @@ def test_server_down_is_a_clear_error(project, make_llm) -> None:
     assert report.errors[TRAJ].startswith("connection: cannot reach http://127.0.0.1:")
     assert "llm check" in report.errors[TRAJ]
     assert stored(project) == set()
-    assert project.runs.llm_calls(run_id=report.run_id)[0].status == "connection"
+    assert llm_calls(project, run_id=report.run_id)[0].status == "connection"
 
 
 def cut_then_ok(request) -> Reply:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fake_openai import Reply, fault_429, fault_500, fault_malformed, fault_refusal, fault_timeout
 
 from gcpc_core.judge import judge_project
+from store.helpers import llm_calls
 
 from .conftest import is_items_request, is_repair, item_ids, items_reply
 
@@ -39,7 +40,7 @@ def test_429_then_success(fake_openai, project, make_llm) -> None:
     fake_openai.on(is_items_request, fault_429(), items_reply("Yes"))
     report = run_one(project, make_llm)
     assert report.judged == [TRAJ] and fake_openai.request_count == 2
-    assert project.runs.llm_calls(run_id=report.run_id)[0].retries == 1
+    assert llm_calls(project, run_id=report.run_id)[0].retries == 1
 
 
 def test_500_then_success(fake_openai, project, make_llm) -> None:

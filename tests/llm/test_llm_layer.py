@@ -39,6 +39,7 @@ from gcpc_core.llm import (
     load_prices,
     price_for,
 )
+from store.helpers import llm_calls
 
 
 class Answer(BaseModel):
@@ -67,7 +68,7 @@ def test_parse_happy_path(fake_openai: FakeOpenAI, make_llm, store) -> None:
     assert sent["response_format"]["type"] == "json_schema"
     assert sent["response_format"]["json_schema"]["name"] == "Answer"
     assert sent["response_format"]["json_schema"]["strict"] is True
-    [call] = store.runs.llm_calls()
+    [call] = llm_calls(store)
     assert call.status == "ok" and call.cache_hit == 0 and call.key == result.key
 
 
@@ -117,7 +118,7 @@ def test_timeouts_exhaust_retries(fake_openai: FakeOpenAI, make_llm, store) -> N
         ask(make_llm(timeout=0.2, max_retries=1))
     assert caught.value.reason == "timeout"
     assert fake_openai.request_count == 2
-    assert store.runs.llm_calls()[0].status == "timeout"
+    assert llm_calls(store)[0].status == "timeout"
 
 
 def test_bad_request_is_not_retried(fake_openai: FakeOpenAI, make_llm) -> None:
@@ -140,7 +141,7 @@ def test_malformed_json_raises_and_is_not_cached(fake_openai: FakeOpenAI, make_l
     assert caught.value.reason == "invalid_json"
     assert caught.value.raw == '{"verdict": "Yes", '
     assert caught.value.usage.completion_tokens > 0
-    [call] = store.runs.llm_calls()
+    [call] = llm_calls(store)
     assert call.status == "invalid_json" and call.raw_reply == '{"verdict": "Yes", '
     # not cached: the same request goes to the server again, and now succeeds
     assert ask(llm).parsed == Answer(**OK)
@@ -173,8 +174,8 @@ def test_refusal_raises(fake_openai: FakeOpenAI, make_llm, store) -> None:
     with pytest.raises(LLMRefusal) as caught:
         ask(make_llm())
     assert caught.value.reason == "refusal" and caught.value.raw == "I won't judge that."
-    assert store.runs.llm_calls()[0].status == "refusal"
-    assert store.runs.cache_get(store.runs.llm_calls()[0].key) is None
+    assert llm_calls(store)[0].status == "refusal"
+    assert store.runs.cache_get(llm_calls(store)[0].key) is None
 
 
 def test_truncated_reply_raises(fake_openai: FakeOpenAI, make_llm) -> None:
@@ -194,7 +195,7 @@ def test_identical_request_makes_zero_http_calls(fake_openai: FakeOpenAI, make_l
     again = ask(make_llm())  # a new layer (as in a rerun) over the same project DB
     assert fake_openai.request_count == 1
     assert again.cache_hit and again.parsed == first.parsed and again.usage == Usage()
-    assert [c.cache_hit for c in store.runs.llm_calls()] == [0, 1]
+    assert [c.cache_hit for c in llm_calls(store)] == [0, 1]
 
 
 @pytest.mark.parametrize(
@@ -254,7 +255,7 @@ def test_tokens_and_cost_per_call_and_run(fake_openai: FakeOpenAI, make_llm, sto
     assert run.cached_tokens == 400 and run.calls == 3 and run.cache_hits == 1
     assert run.cost_usd == pytest.approx(totals.cost_usd) and run.cost_usd > USAGE_COST
     assert run.wall_s >= 0
-    calls = store.runs.llm_calls(run_id=run.id)
+    calls = llm_calls(store, run_id=run.id)
     assert [c.status for c in calls] == ["ok", "ok", "invalid_json"]
     assert calls[0].prompt_tokens == 1000 and calls[0].cost_usd == pytest.approx(USAGE_COST)
 
@@ -412,7 +413,7 @@ def test_a_reply_is_cached_and_recorded_in_one_transaction(fake_openai: FakeOpen
     commits.clear()
     ask(llm, "question one, second")
     assert commits == ["transaction"]
-    call = store.runs.llm_calls()[-1]
+    call = llm_calls(store)[-1]
     assert store.runs.cache_get(call.key) is not None and call.status == "ok"
 
 
@@ -440,7 +441,7 @@ def test_held_writes_wait_for_the_caller_and_still_answer_identical_requests(fak
         assert (count("llm_cache"), count("llm_calls")) == (1, 3)
         assert ask(llm).cache_hit  # from the DB now
     assert count("llm_calls") == 4  # written when the block ended
-    calls = store.runs.llm_calls()
+    calls = llm_calls(store)
     assert [(c.cache_hit, c.status) for c in calls] == [(0, "ok"), (1, "ok"), (0, "invalid_json"), (1, "ok")]
     assert all(c.created_at for c in calls) and calls[0].prompt_tokens > 0
     assert store.runs.cache_get(calls[0].key) == store.runs.cache_get(calls[1].key) is not None

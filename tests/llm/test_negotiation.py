@@ -14,6 +14,7 @@ from local_helpers import LLMRequest, complete_many
 from pydantic import BaseModel
 
 from gcpc_core.llm import LLM, UNSETTLED_MODE, LLMCallError, LLMConfig, batch_line, llm_status
+from store.helpers import llm_calls
 
 
 class Answer(BaseModel):
@@ -115,7 +116,7 @@ def test_no_mode_accepted_is_one_clear_error(fake_openai: FakeOpenAI, make_llm, 
     assert fake_openai.request_count == 3  # known already: no request
     row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)  # the rejections are stored, no mode settled
     assert row.mode == UNSETTLED_MODE and set(row.rejected) == {"parse", "json_schema", "json_object"}
-    assert [c.status for c in store.runs.llm_calls()] == ["structured_output_unsupported"] * 2
+    assert [c.status for c in llm_calls(store)] == ["structured_output_unsupported"] * 2
 
 
 def test_500_not_naming_the_format_is_still_retried(fake_openai: FakeOpenAI, make_llm) -> None:

@@ -31,6 +31,7 @@ from gcpc_core.llm import LLMCallError, LLMConfig, LLMReplyError, check_endpoint
 from gcpc_core.local_llm import LOCAL_MODEL_ALIAS, stop_with_parent
 from gcpc_core.models import Citation, ItemJudgment
 from gcpc_core.perturb import run_perturbations
+from store.helpers import llm_calls
 
 from .conftest import CALL_TIMEOUT_S, MAX_TOKENS, REAL_N_CTX, TASK, TRIAL
 
@@ -44,7 +45,7 @@ REASONS = {"ungrounded", "not_judged", "unknown_item_id", "judge_abstain", "inva
 def assert_run_used_the_server(store, run_id: str, endpoint: str) -> None:
     run = store.runs.get(run_id)
     assert run.structured_mode == "json_object"  # llama-cpp-python takes only json_object (+ schema)
-    calls = [c for c in store.runs.llm_calls(run_id=run_id) if not c.cache_hit]
+    calls = [c for c in llm_calls(store, run_id=run_id) if not c.cache_hit]
     assert calls and all(c.prompt_tokens > 0 for c in calls)  # usage reported by the server
     assert run.prompt_tokens == sum(c.prompt_tokens for c in calls)
     assert store.runs.llm_mode(endpoint, LOCAL_MODEL_ALIAS).mode == "json_object"  # stored for later runs

@@ -10,7 +10,7 @@ import pytest
 from gcpc_core.analysis.figures import delta_histogram_figure, item_change_heatmap, natural_key
 from gcpc_core.analysis.loader import frames_from_store
 from gcpc_core.review.agreement import Dashboard, Headline, HeadlineView, dashboard, headline, headline_view, stored_headline
-from gcpc_core.store import Store
+from gcpc_core.store import JudgmentRow, Store
 from gcpc_core.store.project import ProjectRepository
 
 NAN = float("nan")
@@ -227,7 +227,8 @@ def test_a_stored_headline_is_recomputed_when_the_data_change(demo: Store, chang
     if change == "judgment":  # every item of a FAIL run judged Yes: its score, and so the AUC, rises
         rows = [{**r.model_dump(), "verdict_raw": "Yes", "reason_raw": None}
                 for r in demo.judging.judgments(trajectory_id=fail.id, judge="probe") if r.route != "endpoint"]
-        demo.judging.save_trajectory_judgment(demo.judging.units("probe")[(fail.id, "probe")].model_dump(), rows, [])
+        demo.judging.save_trajectory_judgment(demo.judging.units("probe")[(fail.id, "probe")],
+                                              [JudgmentRow(**r) for r in rows], [])
         score_project(demo, judge="probe")
     elif change == "audit":
         item = demo.judging.judgments(trajectory_id=fail.id, judge="probe")[0].item_id

@@ -24,7 +24,7 @@ from gcpc_core.review.audit import (
     ref_status,
     trajectory_frame,
 )
-from gcpc_core.store import AnnotationRow, Store
+from gcpc_core.store import AnnotationRow, JudgeUnitRow, JudgmentRow, Store, derive_label
 
 
 def first_fail(store: Store) -> str:
@@ -51,9 +51,9 @@ def test_judge_disagreement_needs_two_judges(demo: Store) -> None:
     flipped = {"Yes": "No", "No": "Yes", "Abstain": "Yes"}
     second = [{**r.model_dump(), "judge": "gcpc", "verdict_raw": flipped[r.verdict_raw] if r.item_id == rows[0].item_id
                else r.verdict_raw} for r in rows if r.route != "endpoint"]
-    unit = {"trajectory_id": traj_id, "judge": "gcpc", "task": rows[0].task, "prompt_version": "t",
-            "created_at": "2026-01-01T00:00:00+00:00"}
-    demo.judging.save_trajectory_judgment(unit, second, [])
+    unit = JudgeUnitRow(trajectory_id=traj_id, judge="gcpc", task=rows[0].task, prompt_version="t",
+                        created_at="2026-01-01T00:00:00+00:00", label=derive_label("gcpc", None, "t", None))
+    demo.judging.save_trajectory_judgment(unit, [JudgmentRow(**r) for r in second], [])
     stats = judge_stats(demo).set_index(["trajectory_id", "judge"])
     assert stats.loc[(traj_id, "probe"), "judge_disagreements"] == 1
     assert stats.loc[(traj_id, "gcpc"), "judge_disagreements"] == 1
@@ -191,7 +191,8 @@ def test_postprocessing_overwrite_is_flagged(demo: Store) -> None:
     target = next(r for r in rows if r.route == "assertion")
     rows = [{**r.model_dump(), **({"verdict_raw": "Abstain", "reason_raw": "judge_abstain"} if r is target else {})}
             for r in rows]
-    demo.judging.save_trajectory_judgment(demo.judging.units("probe")[(traj.id, "probe")].model_dump(), rows, [])
+    demo.judging.save_trajectory_judgment(demo.judging.units("probe")[(traj.id, "probe")],
+                                          [JudgmentRow(**r) for r in rows], [])
     score_project(demo, judge="probe")
     view = next(v for v in item_views(demo, traj.id, "probe") if v.item_id == target.item_id)
     assert (view.verdict_raw, view.verdict, view.reason) == ("Abstain", "Yes", "official_pass")

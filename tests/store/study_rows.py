@@ -8,6 +8,8 @@ from pathlib import Path
 from gcpc_core.models import Event, Task, Trajectory
 from gcpc_core.store import Store
 
+from .helpers import replace_trajectory
+
 STUDY = "s1"
 TRAJECTORIES = ("t1", "t2", "t3")
 UNITS = {"U1": "t1", "U2": "t2", "U3": "t3"}
@@ -43,7 +45,7 @@ def studied_store(path: Path) -> Store:
     store = Store(path)
     store.trials.upsert_task(Task(id="task-a", instruction="Do it.", source_path="/tasks/task-a"))
     for tid in TRAJECTORIES:
-        store.trials.replace_trajectory(
+        replace_trajectory(store, 
             Trajectory(id=tid, task="task-a", agent="a", model="m", outcome="PASS", reward=1.0,
                        source_path=f"/trials/{tid}", log_path="agent/log.txt", log_format="claude-code"),
             [Event(id="E1", seq=1, kind="tool_output", text="ok")],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,15 +17,21 @@ from gcpc_core.store import AnnotationRow, Store
 from .study_rows import STUDY, UNITS, studied_store
 
 
+def add(store: Store, **given: Any) -> tuple[AnnotationRow, bool]:
+    """`AnnotationRepository.add` of the row the given columns make, with the given write options."""
+    options = {k: given.pop(k) for k in ("assignment", "token_hash", "max_versions") if k in given}
+    return store.annotations.add(AnnotationRow(**given), **options)
+
+
 def rate(store: Store, rater: str, unit: str, rating: int, **given: object) -> tuple[AnnotationRow, bool]:
     """A progress rating as a rater session stores it: keyed by the trial, checked against the queue."""
-    return store.annotations.add(kind="progress_rating", study_id=STUDY, target=UNITS[unit], rater=rater,
+    return add(store, kind="progress_rating", study_id=STUDY, target=UNITS[unit], rater=rater,
                                  value={"rating": rating}, task="task-a", trajectory_id=UNITS[unit], unit_id=unit,
                                  assignment=("progress_rating", unit), **given)
 
 
 def audit(store: Store, rater: str, label: str | None, **given: object) -> AnnotationRow:
-    row, _ = store.annotations.add(kind="item_audit", target=f"t1|C1|probe|{label}", rater=rater,
+    row, _ = add(store, kind="item_audit", target=f"t1|C1|probe|{label}", rater=rater,
                                    value={"agree": True, "verdict": None}, trajectory_id="t1", item_id="C1",
                                    judge="probe", label=label, **given)
     return row
@@ -32,7 +39,7 @@ def audit(store: Store, rater: str, label: str | None, **given: object) -> Annot
 
 def test_add_returns_the_stored_row_typed_with_its_value_decoded(studied: Store) -> None:
     value = {"agree": False, "verdict": "No", "why": ["naïve", {"nested": 1.5}]}
-    row, created = studied.annotations.add(kind="item_audit", target="t1|C1|probe", rater="alice", value=value,
+    row, created = add(studied, kind="item_audit", target="t1|C1|probe", rater="alice", value=value,
                                            trajectory_id="t1", item_id="C1", judge="probe", note="see E3")
     assert created and isinstance(row, AnnotationRow)
     assert row.value == value  # JSON round trip
@@ -69,12 +76,15 @@ def test_double_submit_and_refresh_resend_store_one_row(studied: Store) -> None:
 
 
 def test_bad_input_is_refused_and_nothing_is_written(studied: Store) -> None:
-    with pytest.raises(ValueError, match="kind must be one of"):
-        studied.annotations.add(kind="essay", target="t1", rater="ann", value={})
+    with pytest.raises(ValidationError, match="kind"):
+        add(studied, kind="essay", target="t1", rater="ann", value={})
     with pytest.raises(ValueError, match="needs a rater"):
-        studied.annotations.add(kind="item_audit", target="t1|C1|probe", rater="", value={})
+        add(studied, kind="item_audit", target="t1|C1|probe", rater="", value={})
     with pytest.raises(ValidationError, match="value"):
-        studied.annotations.add(kind="item_audit", target="t1|C1|probe", rater="ann", value=["not", "a", "dict"])
+        add(studied, kind="item_audit", target="t1|C1|probe", rater="ann", value=["not", "a", "dict"])
+    for given in ({"id": 7}, {"supersedes": 1}):
+        with pytest.raises(ValueError, match="set by the store"):
+            add(studied, kind="item_audit", target="t1|C1|probe", rater="ann", value={}, **given)
     assert studied.project.counts()["annotations"] == 0
 
 

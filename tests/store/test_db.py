@@ -9,6 +9,8 @@ import pytest
 from gcpc_core.models import Event, Task, Trajectory
 from gcpc_core.store import Store
 
+from .helpers import replace_trajectory
+
 
 def _task(tid: str = "t1") -> Task:
     return Task(id=tid, instruction="Do it.", source_path=f"/tasks/{tid}")
@@ -35,9 +37,9 @@ def test_pragmas_and_schema_version(store: Store) -> None:
 
 def test_round_trip_and_replace(store: Store) -> None:
     store.trials.upsert_task(_task())
-    store.trials.replace_trajectory(_traj("x"), _events(3))
+    replace_trajectory(store, _traj("x"), _events(3))
     assert [e.id for e in store.trials.events("x")] == ["E1", "E2", "E3"]
-    store.trials.replace_trajectory(_traj("x"), _events(2))
+    replace_trajectory(store, _traj("x"), _events(2))
     assert [e.id for e in store.trials.events("x")] == ["E1", "E2"]
     got = store.trials.get_trajectory("x")
     assert got is not None and got.model_dump() | {"content_hash": ""} == _traj("x").model_dump()
@@ -45,17 +47,17 @@ def test_round_trip_and_replace(store: Store) -> None:
 
 def test_foreign_key_rejects_unknown_task_and_leaves_nothing(store: Store) -> None:
     with pytest.raises(sqlite3.IntegrityError):
-        store.trials.replace_trajectory(_traj("y", task="nope"), _events(2))
+        replace_trajectory(store, _traj("y", task="nope"), _events(2))
     assert store.trials.get_trajectory("y") is None
     assert store.project.counts()["events"] == 0
 
 
 def test_failed_replace_keeps_previous_copy_whole(store: Store) -> None:
     store.trials.upsert_task(_task())
-    store.trials.replace_trajectory(_traj("x"), _events(3))
+    replace_trajectory(store, _traj("x"), _events(3))
     dup = _events(2) + [Event(id="E1", seq=1, kind="tool_output", text="dup seq")]
     with pytest.raises(sqlite3.IntegrityError):
-        store.trials.replace_trajectory(_traj("x"), dup)
+        replace_trajectory(store, _traj("x"), dup)
     assert [e.text for e in store.trials.events("x")] == ["out 1", "out 2", "out 3"]
 
 
@@ -75,7 +77,7 @@ def test_concurrent_writers_from_threads(tmp_path: Path) -> None:
     def work(k: int) -> None:
         try:
             for i in range(25):
-                store.trials.replace_trajectory(_traj(f"w{k}-{i}"), _events(5))
+                replace_trajectory(store, _traj(f"w{k}-{i}"), _events(5))
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 

@@ -15,7 +15,7 @@ from sqlite_utils import Database
 from annotations.audits import item_audit_history, item_audits, record_item_audit
 from gcpc_core.analysis.audits import audits_frame
 from gcpc_core.judge import score_project
-from gcpc_core.store import MIGRATIONS, Store, derive_label
+from gcpc_core.store import MIGRATIONS, JudgeUnitRow, JudgmentRow, Store, derive_label
 
 NOW = "2026-01-01T00:00:00+00:00"
 LATER = "2026-01-02T00:00:00+00:00"
@@ -108,12 +108,13 @@ def test_migration_attaches_audits_to_the_run_they_were_made_on(migrated: Store)
         migrated.db.execute("UPDATE annotations SET rater = 'mallory' WHERE id = 1")
 
 
-def _unit(traj: str, label: str, verdicts: tuple[str, str], *, model: str, at: str) -> tuple[dict, list[dict]]:
+def _unit(traj: str, label: str, verdicts: tuple[str, str], *, model: str,
+          at: str) -> tuple[JudgeUnitRow, list[JudgmentRow]]:
     common = {"trajectory_id": traj, "judge": "probe", "label": label, "task": "t", "checklist_sha": "sha1",
               "model": model, "prompt_version": "probe-v1", "rules_version": RULES, "run_id": None, "created_at": at}
-    unit = {**common, "content_hash": "h", "n_items": 2, "citations": []}
-    items = [{**common, "item_id": item, "position": k, "route": "generated", "verdict_raw": v, "verdict": v,
-              "citations": [], "scored_at": None} for k, (item, v) in enumerate(zip(("C1", "C2"), verdicts))]
+    unit = JudgeUnitRow(**common, content_hash="h", n_items=2, citations=[])
+    items = [JudgmentRow(**common, item_id=item, position=k, route="generated", verdict_raw=v, verdict=v,
+                         citations=[], scored_at=None) for k, (item, v) in enumerate(zip(("C1", "C2"), verdicts))]
     return unit, items
 
 
@@ -157,7 +158,7 @@ def test_resolve_labels_names_what_is_wrong(migrated: Store) -> None:
         migrated.judging.resolve_labels(["nope"])
     for traj, judge in (("t__1", "gcpc"), ("t__1", "probe")):
         unit, items = _unit(traj, "shared", ("Yes", "No"), model="m", at=LATER)
-        migrated.judging.save_trajectory_judgment({**unit, "judge": judge}, [{**i, "judge": judge} for i in items], [])
+        migrated.judging.save_trajectory_judgment(unit.replaced(judge=judge), [i.replaced(judge=judge) for i in items], [])
     with pytest.raises(ValueError, match="several judges: write KIND=LABEL"):
         migrated.judging.resolve_labels(["shared"])
     assert migrated.judging.resolve_labels(["gcpc=shared"]) == {"gcpc": "shared"}

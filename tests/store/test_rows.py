@@ -3,14 +3,19 @@ in order, each documented; so a migration and the model that reads and writes it
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from pydantic import ValidationError
 from sqlite_utils import Database
 
-from gcpc_core.store import Store
+from gcpc_core.models import Event
+from gcpc_core.store import EventRow, JudgmentRow, Store, event_rows
 from gcpc_core.store.common import Row
+
+STORE = Path(__file__).resolve().parents[2] / "gcpc_core" / "store"
 
 
 def row_models() -> list[type[Row]]:
@@ -46,6 +51,63 @@ def test_every_row_model_has_its_tables_columns(fresh: Store) -> None:
                                          "study_pairs", "study_raters", "study_assignments"}
     problems = [p for m in models for p in drift(m, fresh.db)]
     assert not problems, "\n".join(problems)
+
+
+def test_every_table_has_a_row_model(fresh: Store) -> None:
+    modelled = {m.TABLE for m in row_models()}
+    tables = set(fresh.db.table_names()) - {"_sqlite_migrations"}  # sqlite-utils' record of the migrations
+    assert tables - modelled == set() and modelled - tables == set()
+
+
+def hand_written_columns(source: str, columns: dict[str, set[str]]) -> list[str]:
+    """`line: names` for every tuple, list or set literal of three or more strings that are all columns of
+    one table: a column list copied by hand rather than taken from the table's `Row` model."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(node.elts) >= 3 and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+        ):
+            names = {e.value for e in node.elts}  # type: ignore[attr-defined]
+            if any(names <= cols for cols in columns.values()):
+                found.append(f"{node.lineno}: {sorted(names)}")
+    return found
+
+
+def test_no_column_list_is_written_by_hand_in_the_store() -> None:
+    columns = {m.TABLE: set(m.columns()) for m in row_models()}
+    found = {p.name: hand_written_columns(p.read_text(encoding="utf-8"), columns) for p in sorted(STORE.glob("*.py"))
+             if p.name != "migrations.py"}  # the migrations are the schema as each was written
+    assert {name: lines for name, lines in found.items() if lines} == {}
+
+
+def test_the_column_list_check_finds_a_planted_list() -> None:
+    columns = {"events": {"trajectory_id", "seq", "id", "kind"}}
+    planted = 'COLUMNS = ("trajectory_id", "seq", "kind")\nTABLES = ("events", "seq", "id")\nPAIR = ("seq", "id")\n'
+    assert hand_written_columns(planted, columns) == ["1: ['kind', 'seq', 'trajectory_id']"]
+
+
+def test_event_rows_are_the_event_row_models_values() -> None:
+    events = [Event(id="E1", seq=1, kind="tool_call", text="ls", tool_name="Bash", is_error=True, source="line 3"),
+              Event(id="E2", seq=2, kind="tool_output", text="a\nb", call_id="E1", path="/x")]
+    assert event_rows("t__1", events) == [EventRow(trajectory_id="t__1", **e.model_dump()).db_values() for e in events]
+
+
+def test_a_verdict_other_than_yes_no_or_abstain_is_refused_when_read(demo_copy: Path) -> None:
+    """Every GCPC writer stores an `ItemJudgment`'s verdicts, never a model's reply text (that is in
+    `judge_replies.raw`): a judgments row holding another value was edited outside GCPC, and is refused
+    rather than counted as no verdict at all."""
+    store = Store(demo_copy)
+    judged = store.judging.judgments()
+    assert {r.verdict_raw for r in judged} | {r.verdict for r in judged} <= {"Yes", "No", "Abstain"}
+    row = judged[0]
+    with store.atomic() as db:
+        db.execute("UPDATE judgments SET verdict_raw = 'Probably' WHERE trajectory_id = ? AND judge = ? AND item_id = ?",
+                   [row.trajectory_id, row.judge, row.item_id])
+    with pytest.raises(ValidationError, match="verdict_raw"):
+        store.judging.judgments()
+    with pytest.raises(ValidationError, match="route"):
+        JudgmentRow(**{**row.model_dump(), "route": "elsewhere"})
+    store.close()
 
 
 def test_every_field_is_documented() -> None:

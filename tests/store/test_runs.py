@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from gcpc_core.store import LLMModeRow, RunProgress, RunRow, Store
+from gcpc_core.store import LLMCallRow, LLMModeRow, RunProgress, RunRow, Store, utcnow
+
+from .helpers import llm_modes
 
 VERSIONS = {"model": "m", "prompt_version": "p1", "rules_version": "r1"}
 
@@ -92,12 +94,12 @@ def test_progress_sums_what_the_run_stored_so_far(store: Store) -> None:
     assert store.runs.progress(run_id) == RunProgress(judged=0, checklists=0, calls=0, http_calls=0, cache_hits=0,
                                                       errors=0, prompt_tokens=0, cached_tokens=0,
                                                       completion_tokens=0, cost_usd=0.0)
-    store.runs.record_llm_call({"run_id": run_id, "status": "ok", "cache_hit": 0, "prompt_tokens": 100,
-                                "cached_tokens": 10, "completion_tokens": 20, "cost_usd": 0.5})
-    store.runs.record_llm_call({"run_id": run_id, "status": "timeout", "cache_hit": 0})
-    store.runs.record_llm_call({"run_id": run_id, "status": "ok", "cache_hit": 1, "prompt_tokens": 100})
+    store.runs.record_llm_call(LLMCallRow(run_id=run_id, status="ok", cache_hit=0, prompt_tokens=100,
+                                cached_tokens=10, completion_tokens=20, cost_usd=0.5, created_at=utcnow()))
+    store.runs.record_llm_call(LLMCallRow(run_id=run_id, status="timeout", cache_hit=0, created_at=utcnow()))
+    store.runs.record_llm_call(LLMCallRow(run_id=run_id, status="ok", cache_hit=1, prompt_tokens=100, created_at=utcnow()))
     other = store.runs.start(kind="judge-gcpc", **VERSIONS)
-    store.runs.record_llm_call({"run_id": other, "status": "ok", "cache_hit": 0, "prompt_tokens": 999})
+    store.runs.record_llm_call(LLMCallRow(run_id=other, status="ok", cache_hit=0, prompt_tokens=999, created_at=utcnow()))
     live = store.runs.progress(run_id)
     assert (live.calls, live.http_calls, live.cache_hits, live.errors) == (3, 2, 1, 1)
     assert (live.prompt_tokens, live.cached_tokens, live.completion_tokens) == (200, 10, 20)
@@ -134,7 +136,7 @@ def test_run_params_that_are_no_json_are_refused(store: Store) -> None:
 
 
 def test_an_unknown_endpoint_has_no_mode(store: Store) -> None:
-    assert store.runs.llm_mode("http://127.0.0.1:1/v1", "m") is None and store.runs.llm_modes() == []
+    assert store.runs.llm_mode("http://127.0.0.1:1/v1", "m") is None and llm_modes(store) == []
 
 
 def test_a_negotiated_mode_round_trips_with_its_rejections(store: Store) -> None:
@@ -158,7 +160,7 @@ def test_setting_a_mode_again_replaces_it_but_keeps_a_known_context_window(store
 def test_llm_modes_lists_every_pair_by_endpoint_and_model(store: Store) -> None:
     for endpoint, model in (("http://b/v1", "m"), ("http://a/v1", "z"), ("http://a/v1", "m")):
         store.runs.set_llm_mode(endpoint, model, "parse")
-    assert [(r.endpoint, r.model) for r in store.runs.llm_modes()] == [
+    assert [(r.endpoint, r.model) for r in llm_modes(store)] == [
         ("http://a/v1", "m"), ("http://a/v1", "z"), ("http://b/v1", "m")]
 
 
