@@ -71,7 +71,7 @@ st.subheader("Evidence sensitivity of each run")
 if result.sensitivity.empty:
     st.text("Neither run has perturbation results. This command perturbs the cited evidence of a run's Yes verdicts "
             "and judges them again:")
-    st.code("python -m gcpc_core perturb --db FILE --judge KIND --label LABEL", language="bash")
+    st.code("python -m gcpc_core perturb --db FILE --judge KIND --run LABEL", language="bash")
 else:
     st.text("Shares of each run's perturbed Yes verdicts judged No, and No or Abstain, once the cited span was "
             "replaced by a wrong value (task-clustered intervals).")

@@ -66,14 +66,15 @@ with judge_tab:
     cols = st.columns(4)
     judge = cols[0].selectbox("Judge", list(JUDGES), index=JUDGES.index("probe"), key="runs:judge")
     model = cols[1].text_input("Model", value=os.environ.get("GCPC_MODEL", ""), key="runs:model")
-    limit = cols[2].number_input("Limit (0: all)", min_value=0, value=0, key="runs:limit")
+    limit = cols[2].number_input("Limit (empty: all)", min_value=1, value=None, key="runs:limit",
+                                 help="Judge at most this many trajectories now; leave empty to judge every one")
     concurrency = cols[3].number_input("Concurrency", min_value=1, value=8, key="runs:concurrency")
     label = st.text_input("Run label (optional)", key="runs:label",
                           help="Name this run; empty: derived from judge, model, prompt and rules version. Runs under "
                                "other labels are kept side by side (the Compare runs page compares two); the same "
                                "label resumes or replaces that run.")
     force = st.toggle("Judge already judged trajectories again", key="runs:force")
-    params = {"judge": judge, "model": model.strip(), "limit": int(limit), "concurrency": int(concurrency),
+    params = {"judge": judge, "model": model.strip(), "limit": None if limit is None else int(limit), "concurrency": int(concurrency),
               "force": force, "label": label.strip()}
     blocked = needs_llm("judge", params) and not usable
     if blocked:
@@ -124,7 +125,7 @@ def live() -> None:
     st.subheader("Labelled judge runs")
     st.dataframe(judge_runs_frame(store), hide_index=True, width="stretch", column_config={
         "run": st.column_config.TextColumn("run", help="judge · model · prompt version · date of its latest write"),
-        "label": st.column_config.TextColumn("label", help="The full label (`judge --label`, `export --label`)")})
+        "label": st.column_config.TextColumn("label", help="The full label (`judge --label`, `export --run`)")})
     st.subheader("All runs")
     st.dataframe(runs_frame(store), hide_index=True, width="stretch")
     if not JOBS.running(store.path) and st.session_state.get("runs:was_running"):

@@ -1,4 +1,4 @@
-"""`export` of labelled judge runs: each judge's default run by default, the runs `--label` chooses, or every
+"""`export` of labelled judge runs: each judge's default run by default, the runs `--run` chooses, or every
 run with `--all-runs`, the label column telling them apart; a label a spreadsheet would run as a formula
 is neutralised in CSV and exact in JSONL."""
 
@@ -55,7 +55,7 @@ def test_default_chosen_and_every_run(project: Store, runs: dict[str, str], caps
     assert len(every) == 3
     code, out, _ = _export(capsys, db, "--what", "judgments")
     assert code == 0 and Counter(r["label"] for r in _jsonl(out)) == {runs["new"]: every[runs["new"]]}
-    code, out, _ = _export(capsys, db, "--what", "judgments", "--label", runs["old"])
+    code, out, _ = _export(capsys, db, "--what", "judgments", "--run", runs["old"])
     assert code == 0 and Counter(r["label"] for r in _jsonl(out)) == {runs["old"]: every[runs["old"]]}
     code, out, _ = _export(capsys, db, "--what", "judgments", "--all-runs")
     rows = _jsonl(out)
@@ -79,12 +79,12 @@ def test_default_chosen_and_every_run(project: Store, runs: dict[str, str], caps
 def test_bad_choices_are_refused_with_the_reason(project: Store, runs: dict[str, str],
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     db = project.path
-    code, out, err = _export(capsys, db, "--what", "judgments", "--label", "nope")
+    code, out, err = _export(capsys, db, "--what", "judgments", "--run", "nope")
     assert code == 2 and out == "" and "no judge run labelled 'nope'" in err and str(db) in err
-    code, out, err = _export(capsys, db, "--what", "judgments", "--label", runs["old"], "--label", runs["new"])
+    code, out, err = _export(capsys, db, "--what", "judgments", "--run", runs["old"], "--run", runs["new"])
     assert code == 2 and "two labels chosen for judge 'probe'" in err
-    code, out, err = _export(capsys, db, "--what", "scores", "--label", runs["old"], "--all-runs")
-    assert code == 2 and "--label or --all-runs, not both" in err
+    code, out, err = _export(capsys, db, "--what", "scores", "--run", runs["old"], "--all-runs")
+    assert code == 2 and "--run or --all-runs, not both" in err
     for what in ("trials", "checklists"):
         code, out, err = _export(capsys, db, "--what", what, "--all-runs")
         assert code == 2 and out == "" and f"{what} rows belong to no judge run" in err

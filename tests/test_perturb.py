@@ -225,19 +225,19 @@ def test_perturb_cli(project: Store, monkeypatch: pytest.MonkeyPatch, capsys: py
     default = project.judging.default_labels()["probe"]
     assert f"probe run {default} (seed 0, scope cited): 20 perturbed Yes items" in out
     assert f"next: python -m gcpc_core report --db {db} --out DIR\n" in out
-    # --label: a run of the judge, by its name, perturbed under its own label
-    assert main(["perturb", "--db", db, "--judge", "probe", "--label", "nope", "--quiet"]) == 2
+    # --run: a run of the judge, by its name, perturbed under its own label
+    assert main(["perturb", "--db", db, "--judge", "probe", "--run", "nope", "--quiet"]) == 2
     assert "no judge run labelled 'nope'" in capsys.readouterr().err
-    assert main(["perturb", "--db", db, "--judge", "gcpc", "--label", default, "--quiet"]) == 2
+    assert main(["perturb", "--db", db, "--judge", "gcpc", "--run", default, "--quiet"]) == 2
     assert "is a run of probe, not of judge 'gcpc'" in capsys.readouterr().err
-    assert main(["perturb", "--db", db, "--judge", "probe", "--label", DEMO_SIMULATED_LABEL, "--quiet"]) == 0
+    assert main(["perturb", "--db", db, "--judge", "probe", "--run", DEMO_SIMULATED_LABEL, "--quiet"]) == 0
     out = capsys.readouterr().out  # simulated verdicts: not the probe judge's, so none is re-judged
     assert f"judged with model demo-model-b (SIMULATED) / prompt {PROBE_VERSION}, not None / {PROBE_VERSION}" in out
     assert main(["judge", "--db", db, "--judge", "probe", "--label", "my run", "--limit", "4", "--quiet"]) == 0
-    assert main(["perturb", "--db", db, "--judge", "probe", "--label", "my run", "--limit", "10", "--quiet"]) == 0
+    assert main(["perturb", "--db", db, "--judge", "probe", "--run", "my run", "--limit", "10", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "perturb probe (run my run, seed 0, scope cited)" in out
-    assert f"next: python -m gcpc_core report --db {db} --out DIR --label 'my run'" in out  # quoted for the shell
+    assert f"next: python -m gcpc_core report --db {db} --out DIR --run 'my run'" in out  # quoted for the shell
     assert Counter(r.label for r in project.perturbations.list(judge="probe", all_labels=True)) == {
         default: 20, "my run": 10}
 

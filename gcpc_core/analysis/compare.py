@@ -12,7 +12,7 @@ see `Store.judge_labels`). `compare_runs` is pure over the **scores** and **item
   (`sklearn.metrics.cohen_kappa_score` over Yes / No / Abstain), with the cross-table;
 * every item where the verdicts differ;
 * each run's evidence sensitivity (`sensitivity.sensitivity_table` over the perturbations of each run,
-  when `perturb --label` ran on it): how often its Yes verdicts fall once the cited evidence is changed.
+  when `perturb --run` ran on it): how often its Yes verdicts fall once the cited evidence is changed.
 
 An item pairs only when both runs judged it from the same checklist (same sha): an item id of two
 checklist versions may name different requirements. Items paired across versions are counted and

@@ -263,7 +263,7 @@ def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame
                                       scored=("partial_credit", lambda x: int(x.notna().sum())))
                .reindex(ordered_judges(s["judge"].unique())).reset_index())
         caption = "Judges: trajectories with a row, tasks, trajectories with a score"
-        if "label" in s.columns:  # which labelled run of each judge the report reads (`report --label` chooses)
+        if "label" in s.columns:  # which labelled run of each judge the report reads (`report --run` chooses)
             names = given["scores"].attrs.get("run_names", {})  # (judge, label) → readable name, from the loader
             runs = s.dropna(subset=["label"]).drop_duplicates(["judge", "label"]).sort_values("label")
             runs = runs.assign(run=[names.get((j, lab), lab) for j, lab in zip(runs["judge"], runs["label"])])
@@ -414,7 +414,7 @@ def _unperturbed_runs(scores: pd.DataFrame | None, p: pd.DataFrame | None, st: _
 
 def _sensitivity(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
     blocks: list[Block] = [_Heading("RQ4 — Evidence sensitivity")]
-    how = ("`python -m gcpc_core perturb --db FILE --judge gcpc [--label LABEL]` re-judges perturbed logs of the "
+    how = ("`python -m gcpc_core perturb --db FILE --judge gcpc [--run LABEL]` re-judges perturbed logs of the "
            "judge's default run (or run LABEL) through the LLM layer (`--judge probe` runs offline); the report "
            "itself calls no LLM.")
     p = frames.get("perturbations")

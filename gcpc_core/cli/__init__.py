@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from . import app, checklists, compare, judging, llm, project, study, triage
 from .common import Exit
 
-__all__ = ["EXIT_BROKEN_PIPE", "build_parser", "gcpc", "main"]
+__all__ = ["EXIT_BROKEN_PIPE", "build_parser", "gcpc", "main", "parse_args"]
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 """Exit code when the reader closed stdout early (`export … | head`): a shell's code for a command
@@ -42,13 +42,19 @@ def build_parser(prog: str = "python -m gcpc_core") -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, *, prog: str = "python -m gcpc_core") -> int:
-    parser = build_parser(prog)
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The verb's arguments; options it does not know are an error, except that `app` passes them on to
+    streamlit (so the CLI test parses every verb's help example exactly as `main` would)."""
     args, extra = parser.parse_known_args(argv)
-    if extra and not hasattr(args, "streamlit_args"):  # only `app` passes options on (to streamlit)
+    if extra and not hasattr(args, "streamlit_args"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if extra:
         args.streamlit_args = extra
+    return args
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m gcpc_core") -> int:
+    args = parse_args(build_parser(prog), argv)
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # here, not at interpreter exit, so a closed pipe is caught below

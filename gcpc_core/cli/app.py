@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from .common import add_db, fail
+from .common import add_db, add_verb, fail
 
 __all__ = ["APP_SCRIPT", "REPO_ROOT", "add_app", "streamlit_command"]
 
@@ -41,11 +41,12 @@ def _cmd_app(args: argparse.Namespace) -> int:
 
 
 def add_app(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("app", help="serve the review app (the embedded demo project without --db or $GCPC_DB)",
-                       description="Run the Streamlit review app of this checkout with its committed settings "
-                       "(.streamlit/config.toml: loopback only, port 8501) on the project DB given by --db or "
-                       "$GCPC_DB, else on the embedded demo project (simulated data). Every other option goes to "
-                       "`streamlit run`, e.g. --server.port 8600 or --server.headless true.",
+    p = add_verb(sub, "app", help="serve the review app (the embedded demo project without --db or $GCPC_DB)",
+                 example="--db project.db --server.port 8600",
+                 description="Run the Streamlit review app of this checkout with its committed settings "
+                 "(.streamlit/config.toml: loopback only, port 8501) on the project DB given by --db or "
+                 "$GCPC_DB, else on the embedded demo project (simulated data). Every other option goes to "
+                 "`streamlit run`, e.g. --server.port 8600 or --server.headless true.",
                        allow_abbrev=False)
     add_db(p, "project DB to open (default: $GCPC_DB, else the demo project)", required=False)
     p.set_defaults(func=_cmd_app, streamlit_args=[])

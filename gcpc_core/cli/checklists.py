@@ -13,6 +13,7 @@ from .common import (
     add_force,
     add_model,
     add_quiet,
+    add_verb,
     fail,
     open_db,
     reported,
@@ -119,9 +120,10 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
 
 
 def add_validate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("validate", help="run the checklist gates on a task folder and a checklist file",
-                       description="Run gates G1–G6 (no LLM). Exit 0 when every gate passes, 1 otherwise, "
-                       "with one line '<item id> <gate id> <message>' per failure; 2 when the files are unusable.")
+    p = add_verb(sub, "validate", help="run the checklist gates on a task folder and a checklist file",
+                 example="--task-dir tasks/citation-check --checklist citation-check.yaml",
+                 description="Run gates G1–G6 (no LLM). Exit 0 when every gate passes, 1 otherwise, "
+                 "with one line '<item id> <gate id> <message>' per failure; 2 when the files are unusable.")
     p.add_argument("--task-dir", type=Path, required=True, help="Harbor task folder (instruction.md, tests/)")
     p.add_argument("--checklist", type=Path, required=True, help="checklist file, JSON or YAML")
     p.add_argument("--rules", type=Path, help="rules folder (default: the repository's rules/)")
@@ -129,13 +131,15 @@ def add_validate(sub: argparse._SubParsersAction) -> None:
 
 
 def add_checklist(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("checklist", help="draft checklists offline, or store hand-written ones in a project DB",
-                       description="`add`: gate, freeze and store checklist files (JSON or YAML) as their task's "
-                       "next version; a file failing a gate is reported and not stored. `draft`: an offline draft "
-                       "to edit.")
+    p = add_verb(sub, "checklist", help="draft checklists offline, or store hand-written ones in a project DB",
+                 example="draft --task-dir tasks/citation-check --out citation-check.yaml",
+                 description="`add`: gate, freeze and store checklist files (JSON or YAML) as their task's "
+                 "next version; a file failing a gate is reported and not stored. `draft`: an offline draft "
+                 "to edit.")
     checklist_sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    add = checklist_sub.add_parser("add", help="gate, freeze and store checklist files",
-                                   description="Gate, freeze and store checklist files in a project DB.")
+    add = add_verb(checklist_sub, "add", help="gate, freeze and store checklist files",
+                   example="--db project.db --review ana citation-check.yaml",
+                   description="Gate, freeze and store checklist files in a project DB.")
     add_db(add, "project DB file (its tasks must be imported)")
     add.add_argument("files", type=Path, nargs="+", help="checklist files")
     add.add_argument("--by", default="human", help="who stores it, recorded as created_by (default %(default)s)")
@@ -144,8 +148,9 @@ def add_checklist(sub: argparse._SubParsersAction) -> None:
                      "under source human:NAME, and created_by records the review (`--by`, review of draft:… by "
                      "NAME); other sources are kept")
     add.set_defaults(func=_cmd_checklist_add)
-    draft = checklist_sub.add_parser(
-        "draft", help="draft a checklist offline from a task's instruction and verifier (no LLM)",
+    draft = add_verb(
+        checklist_sub, "draft", help="draft a checklist offline from a task's instruction and verifier (no LLM)",
+        example="--db project.db --task citation-check --out citation-check.yaml",
         description="Write an editable draft checklist: one assertion item per verifier test (its text from the "
         "test's docstring, assertion messages or name; its verifier ref set), generated items for the output "
         "files the instruction names, each with a verbatim quote of instruction.md. The draft passes G1, G2, G5 "
@@ -160,9 +165,10 @@ def add_checklist(sub: argparse._SubParsersAction) -> None:
 
 
 def add_synthesize(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("synthesize", help="LLM checklist synthesis from instruction + verifier",
-                       description="One structured LLM call per task lacking a frozen checklist; gate failures "
-                       "get one repair round; a task still failing is stored as failed with reasons. " + ENDPOINT_FROM)
+    p = add_verb(sub, "synthesize", help="LLM checklist synthesis from instruction + verifier",
+                 example="--db project.db --model gpt-4o-mini --concurrency 4",
+                 description="One structured LLM call per task lacking a frozen checklist; gate failures "
+                 "get one repair round; a task still failing is stored as failed with reasons. " + ENDPOINT_FROM)
     add_db(p)
     p.add_argument("--task", help="only this task")
     add_model(p)

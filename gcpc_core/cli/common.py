@@ -29,9 +29,12 @@ __all__ = [
     "add_deprecated",
     "add_force",
     "add_format",
+    "add_limit",
     "add_model",
     "add_quiet",
     "add_seed",
+    "add_verb",
+    "count",
     "fail",
     "open_db",
     "reported",
@@ -141,6 +144,50 @@ def require_llm(verb: str, model: str | None) -> None:
     ok, reason = llm_status(model)
     if not ok:
         fail(verb, reason)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except that a paragraph with an indented line (the `Example:` block of
+    every verb) is kept as written: a command line rewrapped to the terminal would no longer paste."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(
+            "\n".join(indent + line for line in paragraph.splitlines())
+            if any(line.startswith(" ") for line in paragraph.splitlines())
+            else super(HelpFormatter, self)._fill_text(paragraph, width, indent)
+            for paragraph in text.split("\n\n"))
+
+
+EXAMPLE_HEADING = "Example:"
+"""The line that opens every verb's example in its `--help` (the CLI test finds the example by it)."""
+
+
+def add_verb(sub: argparse._SubParsersAction, name: str, *, help: str, description: str, example: str,
+             **kwargs: Any) -> argparse.ArgumentParser:
+    """A verb's parser, its `--help` ending with an example command line (as sqlite-utils' commands do):
+    `example` is what follows the verb, e.g. `--db project.db --judge probe`; the test parses it."""
+    return sub.add_parser(name, help=help, description=description, formatter_class=HelpFormatter,
+                          epilog=f"{EXAMPLE_HEADING}\n  %(prog)s {example}", **kwargs)
+
+
+def count(text: str) -> int:
+    """An option's count: a whole number, 0 included (0 items is a meaningful request), never negative."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+LIMIT_MEANING = "(default: all; 0: none)"
+"""What every `--limit` says about its default and 0: absent is everything, 0 is nothing (never "all")."""
+
+
+def add_limit(p: argparse.ArgumentParser, what: str) -> None:
+    """`--limit N`: `what` names the N things done or shown (`judge at most N trajectories now`)."""
+    p.add_argument("--limit", type=count, metavar="N", help=f"{what} {LIMIT_MEANING}")
 
 
 def add_db(p: argparse.ArgumentParser, help: str = "project DB file", *, required: bool = True) -> None:

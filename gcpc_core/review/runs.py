@@ -103,7 +103,7 @@ def _progress(job: Job) -> ProgressFn:
 def _judge(store: Store, job: Job) -> list[str]:
     p = job.params
     get_judge(p.get("judge"))
-    report = judge_project(store, judge=p["judge"], model=p.get("model") or None, limit=p.get("limit") or None,
+    report = judge_project(store, judge=p["judge"], model=p.get("model") or None, limit=p.get("limit"),
                            concurrency=int(p.get("concurrency") or 8), force=bool(p.get("force")),
                            progress=_progress(job), label=p.get("label") or None)
     job.run_id = report.run_id

@@ -52,10 +52,10 @@ def test_report_reads_the_perturbations_of_the_run_it_reports(demo_copy: Path, t
     assert main(["score", "--db", db]) == 0
     code, out = _report(demo_copy, tmp_path / "new", capsys, "--no-figures")  # the new default has none yet
     assert code == 0 and "not computed: no evidence-perturbation results yet for judge run(s) probe (run second)" in out
-    code, out = _report(demo_copy, tmp_path / "old", capsys, "--no-figures", "--label", first)
+    code, out = _report(demo_copy, tmp_path / "old", capsys, "--no-figures", "--run", first)
     table = pd.read_csv(tmp_path / "old" / "sensitivity.csv")
     assert code == 0 and table[["label", "n"]].values.tolist() == [[first, 15]]
-    assert main(["perturb", "--db", db, "--judge", "probe", "--label", "second", "--limit", "4", "--quiet"]) == 0
+    assert main(["perturb", "--db", db, "--judge", "probe", "--run", "second", "--limit", "4", "--quiet"]) == 0
     code, out = _report(demo_copy, tmp_path / "again", capsys, "--no-figures")
     table = pd.read_csv(tmp_path / "again" / "sensitivity.csv")
     assert code == 0 and table[["label", "n"]].values.tolist() == [["second", 4]]

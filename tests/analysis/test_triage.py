@@ -135,7 +135,7 @@ def test_cli_on_the_demo(demo_copy, capsys) -> None:  # noqa: ANN001 - pytest fi
     top = out["disagreements"][0]
     record_item_audit(store, trajectory_id=top["trajectory_id"], item_id=top["item_id"], judge="probe",
                       reviewer="alice", agree=False, corrected_verdict=top["proposed"])
-    assert main(["triage", "--db", str(demo_copy), "--json", "--limit", "0"]) == 0
+    assert main(["triage", "--db", str(demo_copy), "--json"]) == 0
     kinds = {(r["trajectory_id"], r["item_id"], r["kind"]) for r in json.loads(capsys.readouterr().out)["disagreements"]}
     assert (top["trajectory_id"], top["item_id"], "judge vs auditor") in kinds
 

@@ -590,7 +590,7 @@ def test_compare_names_runs_for_a_reader_in_every_table(demo_db: Path) -> None:
     at = open_page("compare")
     assert any(c.value.startswith("python -m gcpc_core perturb") for c in at.code)
     assert not any("`" in t.value for t in at.text)
-    assert main(["perturb", "--db", str(demo_db), "--judge", "probe", "--label", probe]) == 0
+    assert main(["perturb", "--db", str(demo_db), "--judge", "probe", "--run", probe]) == 0
     at = open_page("compare")
     assert not at.exception, at.exception
     frames = [f.value for f in at.dataframe]

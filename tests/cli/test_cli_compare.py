@@ -50,7 +50,7 @@ def test_compare_the_demo_runs(demo_copy: Path, capsys: pytest.CaptureFixture[st
                         "--limit", "3")
     assert code == 0 and out.startswith(f"A = probe={probe}; B = probe={DEMO_SIMULATED_LABEL}.")
     assert f"{len(differ)} items differ (showing 3)" in out
-    assert "(no perturbation results for either run: `perturb --label LABEL`)" in out and result["sensitivity"] == []
+    assert "(no perturbation results for either run: `perturb --run LABEL`)" in out and result["sensitivity"] == []
 
 
 def test_judge_label_coexists_resumes_and_compares(demo_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,7 +73,7 @@ def test_judge_label_coexists_resumes_and_compares(demo_copy: Path, capsys: pyte
 
     # each run's evidence sensitivity, from its own perturbations (same model and prompt: kept apart by label)
     for label, limit in (("probe-again", "10"), (before, "6")):
-        assert _run(capsys, "perturb", "--db", db, "--judge", "probe", "--label", label, "--limit", limit,
+        assert _run(capsys, "perturb", "--db", db, "--judge", "probe", "--run", label, "--limit", limit,
                     "--quiet")[0] == 0
     code, out, _ = _run(capsys, "compare", "--db", db, "--a", "probe-again", "--b", before, "--json", "--n-boot", "200")
     sens = json.loads(out)["sensitivity"]
@@ -83,7 +83,7 @@ def test_judge_label_coexists_resumes_and_compares(demo_copy: Path, capsys: pyte
     rows = out.split("evidence sensitivity of each run")[1].splitlines()[2:4]  # run A first
     assert before in rows[0] and "probe-again" in rows[1], rows
 
-    code, out, _ = _run(capsys, "triage", "--db", db, "--label", before, "--json", "--limit", "0")
+    code, out, _ = _run(capsys, "triage", "--db", db, "--run", before, "--json")
     assert code == 0 and json.loads(out)["n_disagreements"] > 0
 
 
@@ -93,5 +93,5 @@ def test_unknown_labels_are_refused(demo_copy: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and "no judge run labelled 'nope'" in err and DEMO_SIMULATED_LABEL in err
     code, _, err = _run(capsys, "compare", "--db", db, "--a", DEMO_SIMULATED_LABEL, "--b", DEMO_SIMULATED_LABEL)
     assert code == 2 and "two different runs" in err
-    code, _, err = _run(capsys, "report", "--db", db, "--out", str(tmp_path / "r"), "--label", "nope", "--no-figures")
+    code, _, err = _run(capsys, "report", "--db", db, "--out", str(tmp_path / "r"), "--run", "nope", "--no-figures")
     assert code == 2 and "no judge run labelled 'nope'" in err

@@ -11,7 +11,7 @@ import pytest
 
 from gcpc_core.cli import EXIT_BROKEN_PIPE
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("what", "fmt", "runs"), [("judgments", "jsonl", ()), ("judgments", "csv", ()),

@@ -11,7 +11,7 @@ import pytest
 
 from gcpc_core.cli import build_parser, main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def verbs() -> list[str]:
