@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from sqlite_utils import Database
 
 from ..models import Condition, Event, EventKind, LogFormat, Outcome, Task, Trajectory
-from .common import JSON, Repository, Row, select_columns, utcnow
+from .common import JSON, Repository, Row, is_bool, select_columns, utcnow
 
 
 class TrajectoryClash(ValueError):
@@ -133,9 +133,12 @@ class EventRow(Row):
 
 EventValues = tuple
 """One `events` row as `EventRow.db_values()` gives it: its values in column order."""
-_EVENT_VALUES = attrgetter(*EventRow.columns()[1:])
-"""An `Event`'s values in `events` column order after `trajectory_id`: every other column is an
-`Event` field of the same name and value (is_error is stored as the bool, which sqlite keeps as 0/1)."""
+_EVENT_COLUMNS = EventRow.columns()[1:]
+"""Every `events` column after `trajectory_id` is the `Event` field of the same name: its one bool
+column (`is_error`, written as 0/1) splits them into the plain values before and after it."""
+[_FLAG] = [i for i, name in enumerate(_EVENT_COLUMNS) if is_bool(EventRow.model_fields[name])]
+_BEFORE_FLAG, _FLAG_VALUE, _AFTER_FLAG = (attrgetter(*_EVENT_COLUMNS[:_FLAG]), attrgetter(_EVENT_COLUMNS[_FLAG]),
+                                          attrgetter(*_EVENT_COLUMNS[_FLAG + 1:]))
 _INSERT_EVENT = EventRow.insert_sql()
 _UPSERT_TASK = TaskRow.upsert_sql("id")
 _UPSERT_TRAJ = TrajectoryRow.upsert_sql("id")
@@ -146,9 +149,9 @@ lookups (a third of the write time in bench/import_bench.py) are not paid per tr
 def event_rows(traj_id: str, events: Iterable[Event]) -> list[EventValues]:
     """The `events` rows of one trajectory, as `EventRow(trajectory_id=traj_id, **event).db_values()`
     would give them. Import builds them in its parse workers: plain tuples cross to the writing
-    process several times faster than pickled models, and an attribute getter builds them several
+    process several times faster than pickled models, and attribute getters build them several
     times faster than a model per event (bench/import_bench.py)."""
-    return [(traj_id, *_EVENT_VALUES(e)) for e in events]
+    return [(traj_id, *_BEFORE_FLAG(e), int(_FLAG_VALUE(e)), *_AFTER_FLAG(e)) for e in events]
 
 
 _EVENT_SELECT, _EVENT_DEFAULTS = select_columns(Event)
