@@ -36,7 +36,8 @@ from gcpc_core.review.audit import (
 )
 from gcpc_core.review.overview import next_step_note
 from gcpc_core.review.scores import score_explanation
-from gcpc_core.review.text import excerpt, line_range, md_escape, show_invisible
+from gcpc_core.review.excerpts import excerpt, line_range
+from gcpc_core.text import md_escape, show_invisible
 from gcpc_core.review.ui import (
     badge,
     cached_events,

@@ -22,7 +22,7 @@ from gcpc_core.review.pairs import (
     transitions,
 )
 from gcpc_core.review.scores import SCORE_HELP
-from gcpc_core.review.text import md_escape
+from gcpc_core.text import md_escape
 from gcpc_core.review.ui import (
     badge,
     cached_frames,

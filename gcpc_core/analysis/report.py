@@ -4,7 +4,7 @@
 
 * ``report.md`` — sections per research question, tables (long ones truncated, pointing at
   their CSV), and a plain statement of everything that could not be computed and why. Every data-derived
-  string is Markdown-escaped (`review.text.md_escape`): a run label or judge name holding image or link
+  string is Markdown-escaped (`text.md_escape`): a run label or judge name holding image or link
   syntax shows as text;
 * ``report.html`` — the same content, standalone (plotly.js inlined once), with figures: ROC
   curves with bootstrap bands, Δ histograms per transition, agreement bars, item-change heatmaps.
@@ -32,7 +32,7 @@ import plotly.graph_objects as go
 
 from ..csv_safe import frame_csv
 from ..judge.registry import checklist_ablation, item_judges_among
-from ..review.text import md_escape
+from ..text import md_escape
 from .ablations import perfect_agreement, score_variants
 from .agreement import (
     REJECTED_COLUMNS,

@@ -39,7 +39,8 @@ from ..store import JudgeRun, Store
 from . import agreement, audit, checklists, compare, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
 from .quote_select import component_segments
-from .text import Excerpt, collapse, excerpt, highlighted_html, line_range, marked_excerpt, md_escape, show_invisible
+from ..text import md_escape, show_invisible
+from .excerpts import Excerpt, collapse, excerpt, highlighted_html, line_range, marked_excerpt
 
 __all__ = [
     "RESUME_PAGE_KEY",
