@@ -203,12 +203,12 @@ def compare_project(
 ) -> RunComparison:
     """Compare two labelled runs of a project, named as a user types them (`LABEL` or `KIND=LABEL`).
 
-    Loads every run's scores and item verdicts through the exporters (as `frames_from_store` does),
+    Loads every run's scores and item verdicts through the exporters (as `loader.run_frames` does),
     so the comparison sees what `export` writes. Raises ValueError for an unknown or ambiguous label.
     """
-    from .loader import frames_from_store  # the loader builds on the analysis modules
+    from .loader import run_frames  # the loader builds on the analysis modules
 
     run_a, run_b = (next(iter(store.judging.resolve_labels([name]).items())) for name in (a, b))
-    frames = frames_from_store(store, all_labels=True)
+    frames = run_frames(store, all_labels=True)
     return compare_runs(frames["scores"], frames["items"], run_a, run_b, n_boot=n_boot, seed=seed, ci=ci,
                         perturbations=frames["perturbations"])

@@ -1,13 +1,14 @@
-"""Load the analysis frames (see `frames`) from a project DB: what the report CLI and the app read.
+"""Load the machine-made analysis frames (see `frames`) from a project DB: what the report CLI and the app read.
 
 Scores and item verdicts come through the exporters (`export --what scores|judgments`), so the
-analysis sees exactly the rows a user can export; CTRF results come from the trajectories; human
-progress ratings and preferences from `annotations.frames` (current answers only, simulated ones
-flagged); evidence-sensitivity results from `sensitivity.perturbation_frame`. A frame with no
-rows is returned empty with its columns: data not yet available. Unscored trajectories (no
-recorded reward) have no official outcome, so their rows are left out of `scores` and `items`;
-`scores.attrs["unscored_trials"]` says how many trials of the project that leaves out, and
-`scores.attrs["run_names"]` maps (judge, label) to the run's readable name (`run_names.run_name`).
+analysis sees exactly the rows a user can export; CTRF results come from the trajectories;
+evidence-sensitivity results from `sensitivity.perturbation_frame`. Human progress ratings and
+preferences are not loaded here: the study package builds on this one and adds them
+(`annotations.frames.frames_from_store`). A frame with no rows is returned empty with its columns: data
+not yet available. Unscored trajectories (no recorded reward) have no official outcome, so their rows are
+left out of `scores` and `items`; `scores.attrs["unscored_trials"]` says how many trials of the project
+that leaves out, and `scores.attrs["run_names"]` maps (judge, label) to the run's readable name
+(`run_names.run_name`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .audits import audits_frame
 from .run_names import run_names
 from .sensitivity import perturbation_frame
 
-__all__ = ["CTRF_COLUMNS", "ITEM_COLUMNS", "SCORE_COLUMNS", "frames_from_store"]
+__all__ = ["CTRF_COLUMNS", "ITEM_COLUMNS", "SCORE_COLUMNS", "run_frames"]
 
 SCORE_COLUMNS = ("trajectory_id", "task", "judge", "label", "outcome", "condition", "agent", "model", "trial_index",
                  "partial_credit", "evidence_coverage", "perfect", "perfect_with_endpoint", "n_items", "n_yes",
@@ -37,18 +38,15 @@ def _frame(rows: list[dict], columns: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame([{c: r.get(c) for c in columns} for r in rows], columns=list(columns))
 
 
-def frames_from_store(
+def run_frames(
     store: Store, *, include_simulated: bool = True, labels: Mapping[str, str] | None = None, all_labels: bool = False,
 ) -> dict[str, pd.DataFrame]:
-    """`scores`, `items`, `ctrf`, `ratings`, `preferences`, `perturbations`, `audits` frames of a project.
+    """`scores`, `items`, `ctrf`, `perturbations`, `audits` frames of a project.
 
-    Scores, items, audits and perturbations are of one labelled run per judge: its default label (`Store.default_labels`)
-    unless `labels` chooses another; `all_labels` loads every run (for `compare`; the other analyses
-    expect one run per judge). `include_simulated=False` drops human answers from simulated raters
-    (the demo study) and simulated audits.
+    Scores, items, audits and perturbations are of one labelled run per judge: its default label
+    (`JudgingRepository.default_labels`) unless `labels` chooses another; `all_labels` loads every run (for
+    `compare`; the other analyses expect one run per judge). `include_simulated=False` drops simulated audits.
     """
-    from annotations.frames import preferences_frame, ratings_frame  # annotations builds on gcpc_core
-
     scores = _frame(list(export_scores(store, labels=labels, all_labels=all_labels)), SCORE_COLUMNS)
     for column in ("partial_credit", "evidence_coverage", "reward"):
         scores[column] = pd.to_numeric(scores[column], errors="coerce").astype(float)
@@ -59,11 +57,8 @@ def frames_from_store(
     scores.attrs["run_names"] = run_names(store)
     ctrf = pd.DataFrame([(t.id, c.name, c.status) for t in store.trials.trajectories() for c in t.ctrf],
                         columns=list(CTRF_COLUMNS))
-    ratings, preferences = ratings_frame(store), preferences_frame(store)
     audits = audits_frame(store, labels=labels, all_labels=all_labels)
     if not include_simulated:
-        ratings = ratings[~ratings["simulated"]].reset_index(drop=True)
-        preferences = preferences[~preferences["simulated"]].reset_index(drop=True)
         audits = audits[~audits["is_simulated"]].reset_index(drop=True)
-    return {"scores": scores, "items": items, "ctrf": ctrf, "ratings": ratings, "preferences": preferences,
+    return {"scores": scores, "items": items, "ctrf": ctrf,
             "perturbations": perturbation_frame(store, labels=labels, all_labels=all_labels), "audits": audits}
