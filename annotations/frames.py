@@ -1,5 +1,4 @@
-"""Human answers as pandas frames: the contract the analysis package reads, and a project's whole set of
-analysis frames (`frames_from_store`: the machine-made ones of `gcpc_core.analysis.loader` with these).
+"""Human answers as pandas frames: the contract the analysis package reads.
 
 Only current answers (the latest version of each rater's answer) are returned. Simulated answers
 are included and flagged (`simulated`), so an analysis can drop them. `pair_id` is prefixed with
@@ -11,16 +10,13 @@ passed through as stored: the analysis reports such a row and goes on without it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import pandas as pd
 
-from gcpc_core.analysis.loader import run_frames
 from gcpc_core.store import Store
 
 from .study import load_study
 
-__all__ = ["PREFERENCE_COLUMNS", "RATING_COLUMNS", "frames_from_store", "preferences_frame", "ratings_frame"]
+__all__ = ["PREFERENCE_COLUMNS", "RATING_COLUMNS", "preferences_frame", "ratings_frame"]
 
 RATING_COLUMNS = ("trajectory_id", "task", "rater", "rating", "study_id", "unit_id", "note", "created_at", "simulated",
                   "scale_min", "scale_max")
@@ -57,19 +53,3 @@ def preferences_frame(store: Store, study_id: str | None = None) -> pd.DataFrame
                      "study_id": sid, "note": r.note, "created_at": r.created_at, "simulated": r.is_simulated})
     frame = pd.DataFrame(rows, columns=list(PREFERENCE_COLUMNS))
     return frame.astype({"simulated": "bool"})
-
-
-def frames_from_store(
-    store: Store, *, include_simulated: bool = True, labels: Mapping[str, str] | None = None, all_labels: bool = False,
-) -> dict[str, pd.DataFrame]:
-    """`scores`, `items`, `ctrf`, `ratings`, `preferences`, `perturbations`, `audits` frames of a project: the
-    analysis package's `run_frames` (same `labels` and `all_labels`) with the current human answers.
-    `include_simulated=False` drops human answers from simulated raters (the demo study) and simulated audits.
-    """
-    frames = run_frames(store, include_simulated=include_simulated, labels=labels, all_labels=all_labels)
-    ratings, preferences = ratings_frame(store), preferences_frame(store)
-    if not include_simulated:
-        ratings = ratings[~ratings["simulated"]].reset_index(drop=True)
-        preferences = preferences[~preferences["simulated"]].reset_index(drop=True)
-    return {"scores": frames["scores"], "items": frames["items"], "ctrf": frames["ctrf"], "ratings": ratings,
-            "preferences": preferences, "perturbations": frames["perturbations"], "audits": frames["audits"]}

@@ -16,7 +16,7 @@ import streamlit as st
 
 from annotations.audits import item_audit_history, item_audits
 from gcpc_core.analysis.run_names import run_name
-from gcpc_core.analysis.frames import ordered_judges
+from gcpc_core.judge.registry import ordered_judges
 from gcpc_core.llm import llm_status
 from gcpc_core.review.audit import (
     ITEM_SHOW,

@@ -30,9 +30,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from pydantic import BaseModel, ValidationError
 
-from annotations.frames import frames_from_store
-
-from ..analysis import bootstrap_auc, is_available, ordered_judges, roc_data
+from ..analysis import bootstrap_auc, is_available, roc_data
 from ..analysis.agreement import HUMAN
 from ..analysis.figures import (
     agreement_figure,
@@ -43,6 +41,8 @@ from ..analysis.figures import (
 )
 from ..analysis.report import SECTION_NAMES, report_tables
 from ..csv_safe import frame_csv
+from ..judge.registry import ordered_judges
+from ..project_frames import frames_from_store
 from ..store import Store
 
 __all__ = ["ALL_SECTIONS", "ANALYSIS_TABLES", "AUDIT_CAPTION", "HEADLINE_META_PREFIX", "HEADLINE_SECTIONS",

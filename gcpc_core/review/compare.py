@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..analysis.compare import RunComparison, compare_runs, run_key
 from ..analysis.run_names import run_name
-from ..analysis.loader import run_frames
+from ..project_frames import run_frames
 from ..analysis.triage import audit_link
 from ..store import Store
 

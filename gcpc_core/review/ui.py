@@ -28,13 +28,13 @@ from streamlit.components.v1 import declare_component
 from pandas.io.formats.style import Styler
 
 from annotations.blinding import BlindStep, preview
-from annotations.frames import frames_from_store
 from annotations.tokens import (ADMIN_TOKEN_ENV, PUBLIC_URL_ENV, SignInLimiter, access_mode, client_address, is_admin,
                                 served_url)
 
 from ..analysis.run_names import run_name
 from ..checklist import Rules, load_rules
 from ..models import Event
+from ..project_frames import frames_from_store
 from ..store import JudgeRun, Store
 from . import agreement, audit, checklists, compare, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
