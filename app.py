@@ -11,7 +11,7 @@ import streamlit as st
 from annotations.tokens import RATE_PATH
 from gcpc_core.demo import ensure_demo_project
 from gcpc_core.llm import llm_status
-from gcpc_core.review.text import md_escape
+from gcpc_core.text import md_escape
 from gcpc_core.review.ui import RESUME_PAGE_KEY, SIGN_IN_PROBLEM_KEY, access, sign_in, signed_in
 from gcpc_core.store import SchemaTooNew, Store
 

@@ -49,7 +49,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from gcpc_core.models import Event, Task, Trajectory
-from gcpc_core.review.text import INVISIBLE, show_invisible
+from gcpc_core.text import INVISIBLE, show_invisible
 
 __all__ = [
     "TERMS_PATH",

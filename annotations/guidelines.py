@@ -5,9 +5,10 @@ the full text when it is created, so later edits to the file never change a runn
 the whole file (the rate page's Guidelines dialog): it is written for them and names no code or file.
 
 A study's guidelines can also come from elsewhere (a design record that `study import` read), so they are
-shown only through `safe_markdown`: headings, list items, bold and inline code keep their look, addresses
-are shown as code (the browser's Markdown links an address even when its characters are escaped), and
-every other character is escaped, so no link, image, HTML or colour directive in the text can make a
+shown only through `safe_markdown`: headings, list items, bold and inline code keep their look, and the
+rest goes through `gcpc_core.text.md_escape` like every other data value the app shows as Markdown: a word
+holding an address is shown as code (the browser's Markdown links an address even when its characters are
+escaped) and every other character is escaped, so no link, image, HTML or colour directive in the text can make a
 rater's browser fetch anything or show something to click.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from gcpc_core.review.text import md_escape, show_invisible
+from gcpc_core.text import md_escape, show_invisible
 
 __all__ = ["GUIDELINES_MAX_CHARS", "GUIDELINES_PATH", "Anchor", "Guidelines", "GuidelinesError", "load_guidelines",
            "parse_guidelines", "safe_markdown"]
@@ -32,10 +33,8 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|(\d{1,4})[.)])\s+(.*)$")
 _BOLD = re.compile(r"\\\*\\\*(.+?)\\\*\\\*")
 """`**bold**` as `md_escape` leaves it: `\\*\\*bold\\*\\*`."""
-_LITERAL = re.compile(r"`[^`\n]+`|(?i:\b(?:[a-z][a-z0-9+.\-]*://|www\.)[^\s`<>]*?(?=[).,;:!?'\"]*(?:[\s`<>]|$))"
-                      r"|[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)")
-"""What is shown as inline code: code spans, and addresses (`scheme://…`, `www.…`, `name@host.tld`; an
-address ends before the punctuation that closes a sentence or a bracket)."""
+_CODE = re.compile(r"`([^`\n]+)`")
+"""An inline code span of the text, shown as code."""
 GUIDELINES_MAX_CHARS = 100_000
 """Longest guidelines text a study accepts (the repository's file has about 4,000 characters)."""
 
@@ -119,12 +118,12 @@ def _escaped(part: str) -> str:
 
 
 def _inline(text: str) -> str:
-    """One line's text escaped, bold let through, and inline code and every address shown as code: the
-    browser's Markdown turns an address into a link even when its characters are escaped, never in code."""
+    """One line's text escaped with its bold let through, and its inline code shown as code. An address
+    becomes a code span in `md_escape`: the browser's Markdown links it even when its characters are
+    escaped, never in code."""
     out, at = [], 0
-    for m in _LITERAL.finditer(text):
-        literal = m.group()[1:-1] if m.group().startswith("`") else m.group()
-        out += [_escaped(text[at : m.start()]), f"`{show_invisible(literal)}`"]
+    for m in _CODE.finditer(text):
+        out += [_escaped(text[at : m.start()]), f"`{show_invisible(m.group(1))}`"]
         at = m.end()
     out.append(_escaped(text[at:]))
     return "".join(out)

@@ -31,7 +31,8 @@ from .analysis.sensitivity import (
 )
 from .checklist import Rules, load_rules
 from .evidence import build_evidence_view
-from .judge.registry import ITEM_JUDGES, get_judge
+from .analysis.frames import with_judge_order
+from .judge.registry import ITEM_JUDGES, get_judge, judge_order
 from .judge.runner import PREPARE_FACTOR, offline_run
 from .judge.units import judge_unit, unit_for
 from .llm import LLM, RunTotals
@@ -284,6 +285,6 @@ def run_perturbations(
     finally:
         bar.close()
         report.wall_s = time.monotonic() - started
-    frame = perturbation_frame(store, all_labels=True)
+    frame = with_judge_order(perturbation_frame(store, all_labels=True), judge_order())
     report.table = sensitivity_table(frame, n_boot=n_boot, seed=seed) if len(frame) else pd.DataFrame()
     return report

@@ -16,7 +16,7 @@ import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
 from gcpc_core.review.agreement import ALL_SECTIONS, AUDIT_CAPTION, SECTIONS, audit_agreement, table_bytes
-from gcpc_core.review.text import md_escape
+from gcpc_core.text import md_escape
 from gcpc_core.review.ui import (
     cached_dashboard,
     cached_frames,

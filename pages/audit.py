@@ -16,7 +16,7 @@ import streamlit as st
 
 from annotations.audits import item_audit_history, item_audits
 from gcpc_core.analysis.run_names import run_name
-from gcpc_core.analysis.frames import ordered_judges
+from gcpc_core.judge.registry import ordered_judges
 from gcpc_core.llm import llm_status
 from gcpc_core.review.audit import (
     ITEM_SHOW,
@@ -36,7 +36,8 @@ from gcpc_core.review.audit import (
 )
 from gcpc_core.review.overview import next_step_note
 from gcpc_core.review.scores import score_explanation
-from gcpc_core.review.text import excerpt, line_range, md_escape, show_invisible
+from gcpc_core.review.excerpts import excerpt, line_range
+from gcpc_core.text import md_escape, show_invisible
 from gcpc_core.review.ui import (
     badge,
     cached_events,

@@ -40,7 +40,7 @@ from gcpc_core.review.checklists import (
 )
 from gcpc_core.review.quote_select import SelectionError, selection_quote
 from gcpc_core.review.runs import JOBS
-from gcpc_core.review.text import md_escape
+from gcpc_core.text import md_escape
 from gcpc_core.review.ui import cached_rules, cached_task_table, require_store, reviewer, select_quote, visible_frame
 from gcpc_core.store import ChecklistRow
 

@@ -14,7 +14,7 @@ import streamlit as st
 from gcpc_core.analysis import FrameContractError
 from gcpc_core.analysis.compare import run_key
 from gcpc_core.review.compare import default_pair, differing_table, run_choices, run_title
-from gcpc_core.review.text import md_escape
+from gcpc_core.text import md_escape
 from gcpc_core.review.ui import app_base_url, cached_compare, require_store, run_labels_help
 
 store = require_store()

@@ -14,7 +14,7 @@ from gcpc_core.llm import llm_status
 from gcpc_core.review.audit import AuditFilters
 from gcpc_core.review.overview import TaskStatus, judges_frame, overview_trajectories, status_frame, studies_frame, task_status
 from gcpc_core.review.runs import JOBS
-from gcpc_core.review.text import md_escape
+from gcpc_core.text import md_escape
 from gcpc_core.review.ui import cached_judge_stats, cached_trajectory_frame, require_store, visible_frame
 
 store = require_store()

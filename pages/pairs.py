@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from gcpc_core.analysis import TRANSITIONS, FrameContractError, delta_histogram_figure, ordered_judges
+from gcpc_core.analysis import TRANSITIONS, FrameContractError, delta_histogram_figure
+from gcpc_core.judge.registry import ordered_judges
 from gcpc_core.review.audit import explain_reason
 from gcpc_core.review.pairs import (
     item_choice_label,
@@ -22,7 +23,7 @@ from gcpc_core.review.pairs import (
     transitions,
 )
 from gcpc_core.review.scores import SCORE_HELP
-from gcpc_core.review.text import md_escape
+from gcpc_core.text import md_escape
 from gcpc_core.review.ui import (
     badge,
     cached_frames,

@@ -18,7 +18,7 @@ from annotations.blinding import preview
 from annotations.guidelines import safe_markdown
 from annotations.limits import ANSWER_VERSIONS_MAX, COMMENT_MAX_CHARS
 from annotations.study import HISTORY_PAGE_SIZE, RaterSession, open_rater_session
-from gcpc_core.review.text import md_escape
+from gcpc_core.text import md_escape
 from gcpc_core.review.ui import memo, render_plain, render_steps, require_store, show_text
 
 store = require_store(admin=False)  # raters are not admins; their token scopes the session below

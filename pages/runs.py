@@ -16,7 +16,7 @@ from gcpc_core.llm import llm_status
 from gcpc_core.ingest.archive import ARCHIVE_SUFFIXES
 from gcpc_core.review.runs import (ARCHIVE_HOLDS, JOBS, endpoint_check, job_progress, job_run, judge_runs_frame,
                                    needs_llm, runs_frame, start_archive_import)
-from gcpc_core.review.text import md_escape
+from gcpc_core.text import md_escape
 from gcpc_core.review.ui import require_store
 
 store = require_store()

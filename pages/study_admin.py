@@ -35,7 +35,7 @@ from annotations import (
 )
 from annotations.exchange import DesignRecordError
 from annotations.tokens import ADMIN_TOKEN_ENV
-from gcpc_core.review.text import md_escape
+from gcpc_core.text import md_escape
 from gcpc_core.review.ui import app_base_url, pin_choice, require_store
 
 # app.py only shows this page to admins; require_store checks again, so the page never relies on how it was reached

@@ -22,7 +22,7 @@ from gcpc_core.review.auditloop import (
     history_figure,
     row_label,
 )
-from gcpc_core.review.text import md_escape
+from gcpc_core.text import md_escape
 from gcpc_core.review.ui import app_base_url, require_store, run_select
 
 store = require_store()

@@ -1,4 +1,5 @@
-"""Module structure: no module of `gcpc_core` or `annotations` imports one that imports it back.
+"""Module structure: no module of `gcpc_core` or `annotations` imports one that imports it back, and no
+package (`annotations`, each subpackage and top-level module of `gcpc_core`) one that imports it back.
 
 The import graph is read from the source with `ast`, every import statement counted wherever it
 stands — at module level, inside a function (a late import hides a circle, it does not remove it)
@@ -127,6 +128,60 @@ def own_package_imports(modules: dict[str, Path], graph: dict[str, set[str]]) ->
 def test_no_module_imports_its_own_package(tree: tuple[dict[str, Path], dict[str, set[str]]]) -> None:
     offenders = own_package_imports(*tree)
     assert not offenders, "import the sibling module instead of the package:\n" + "\n".join(offenders)
+
+
+# Packages: no package imports another that imports it back. A unit is a top-level package, except that
+# the packages in `LAYERED` count each subpackage and top-level module as a unit of its own (gcpc_core's
+# `store`, `judge`, `analysis`, `text.py`, …). The edges are the module edges above, late and
+# TYPE_CHECKING imports included, so two packages can circle without any module doing so.
+
+LAYERED = ("gcpc_core",)
+
+
+def unit_of(module: str, layered: tuple[str, ...] = LAYERED) -> str:
+    """The package unit `module` belongs to: `gcpc_core.judge.units` → `gcpc_core.judge`, `annotations.x` →
+    `annotations`."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] in layered else parts[0]
+
+
+def package_graph(graph: dict[str, set[str]], layered: tuple[str, ...] = LAYERED) -> dict[str, set[str]]:
+    """Unit → the other units its modules import."""
+    units: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        unit = unit_of(name, layered)
+        units.setdefault(unit, set()).update(t for t in map(lambda t: unit_of(t, layered), targets) if t != unit)
+    return units
+
+
+def test_no_package_imports_one_that_imports_it_back(tree: tuple[dict[str, Path], dict[str, set[str]]]) -> None:
+    graph = tree[1]
+    found = cycles(package_graph(graph))
+    why = [" → ".join(c) + ":  " + "; ".join(f"{a} imports {b}" for a, b in _edges_along(c, graph)) for c in found]
+    assert not found, "packages that import each other back:\n" + "\n".join(why)
+
+
+def _edges_along(circle: list[str], graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """For each step of a package circle, one module edge that makes it (for the failure message)."""
+    return [next((a, b) for a in sorted(graph) if unit_of(a) == src for b in sorted(graph[a]) if unit_of(b) == dst)
+            for src, dst in zip(circle, circle[1:])]
+
+
+def test_the_package_check_finds_a_circle_no_module_closes(tmp_path: Path) -> None:
+    graph = _tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/top.py": "",
+        "pkg/a/__init__.py": "",
+        "pkg/a/x.py": "def f():\n    from pkg.b.y import Y\n    return Y\n",
+        "pkg/a/z.py": "from pkg.top import *\n",
+        "pkg/b/__init__.py": "",
+        "pkg/b/y.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a.z import Z\nY = 1\n",
+    })
+    assert cycles(graph) == []  # no module imports one that imports it back ...
+    units = package_graph(graph, ("pkg",))
+    assert units["pkg.a"] == {"pkg.b", "pkg.top"} and units["pkg.b"] == {"pkg.a"} and units["pkg.top"] == set()
+    assert cycles(units) == [["pkg.a", "pkg.b", "pkg.a"]]  # ... but the packages circle
+    assert unit_of("annotations.frames") == "annotations" and unit_of("gcpc_core.judge.units") == "gcpc_core.judge"
 
 
 # The walker itself, on small trees whose answer is known.

@@ -4,8 +4,9 @@ Frame contracts are documented in `gcpc_core.analysis.frames`. One module per co
 `discrimination` (AUC, clustered bootstrap, paired ΔAUC), `agreement` (human agreement),
 `skills` (matched with/without-skills pairs), `ablations`, `item_accuracy` (verifier-grounded),
 `perturb` (evidence perturbation) and `sensitivity` (perturb, re-judge through the judge's own
-path, store, and the flip shares), `figures`, `report`; `loader` reads every frame from a project
-DB; `synthetic` builds a consistent synthetic project as frames (benchmark, tests, trying the report).
+path, store, and the flip shares), `figures`, `report`; `audits`, `sensitivity` and `run_names` read
+their frames from a project DB (`gcpc_core.project_frames` loads them all); `synthetic` builds a
+consistent synthetic project as frames (benchmark, tests, trying the report).
 """
 
 from .ablations import VARIANTS, perfect_agreement, score_variants
@@ -38,13 +39,14 @@ from .discrimination import (
 )
 from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure, sensitivity_figure
 from .frames import (
-    JUDGE_ORDER,
     FrameContractError,
+    JudgeOrder,
     common_subset,
     is_available,
-    ordered_judges,
+    judge_order_of,
     require_columns,
     trajectory_outcomes,
+    with_judge_order,
 )
 from .item_accuracy import (
     VERDICTS,
@@ -69,7 +71,6 @@ from .skills import PAIR_KEY, TRANSITIONS, item_changes, matched_pairs, transiti
 __all__ = [
     "CHOICES",
     "FRAME_NAMES",
-    "JUDGE_ORDER",
     "MIN_CLUSTERS",
     "PAIR_KEY",
     "REJECTED_COLUMNS",
@@ -80,6 +81,7 @@ __all__ = [
     "VERDICTS",
     "AucBootstrap",
     "FrameContractError",
+    "JudgeOrder",
     "PerturbationError",
     "ReportResult",
     "agreement_figure",
@@ -110,7 +112,8 @@ __all__ = [
     "matched_pairs",
     "mean_ratings",
     "node_id",
-    "ordered_judges",
+    "judge_order_of",
+    "with_judge_order",
     "pairwise_agreement",
     "percentile_ci",
     "perfect_agreement",

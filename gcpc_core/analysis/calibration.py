@@ -42,7 +42,7 @@ from .active import PRIOR, population, stratum_table
 from .audits import KEY, auditor_consensus, auditor_verdicts
 from .bootstrap import cluster_counts, draw_clusters, percentile_ci
 from .discrimination import auc_table, bootstrap_auc
-from .frames import ordered_judges, require_columns
+from .frames import judge_order_of, require_columns
 from .item_accuracy import assertion_truth
 from .skills import matched_pairs, transition_table
 
@@ -319,7 +319,7 @@ def audited_figures(
     """
     corrected, overrides = audited_items(items, audits)
     present = set(items["judge"]) & set(scores["judge"])
-    judges = [j for j in (ordered_judges(present) if judges is None else judges) if j in present]
+    judges = [j for j in (judge_order_of(items, scores).ordered(present) if judges is None else judges) if j in present]
     raw = figure_values(rescore(items, scores), judges, n_boot=n_boot, seed=seed, ci=ci, threshold=threshold)
     aud = figure_values(rescore(corrected, scores), judges, n_boot=n_boot, seed=seed, ci=ci, threshold=threshold)
     keys = ["judge", "figure", "group"]

@@ -30,12 +30,11 @@ import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 
 from ..models import ENDPOINT_ITEM_ID
-from ..store import Store
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table
 from .frames import require_columns
 from .sensitivity import sensitivity_table
 
-__all__ = ["DIFFER_COLUMNS", "VERDICT_ORDER", "RunComparison", "compare_project", "compare_runs", "run_key"]
+__all__ = ["DIFFER_COLUMNS", "VERDICT_ORDER", "RunComparison", "compare_runs", "run_key"]
 
 VERDICT_ORDER = ("Yes", "No", "Abstain")
 DIFFER_COLUMNS = ["trajectory_id", "task", "item_id", "route", "outcome", "verdict_a", "verdict_b"]
@@ -196,19 +195,3 @@ def compare_runs(
                          n_agree=int((va == vb).sum()), kappa=kappa, confusion=confusion, differing=differing,
                          n_only_a=n_only_a, n_only_b=n_only_b, n_checklist_mismatch=int(mismatch.sum()), notes=notes,
                          sensitivity=sensitivity)
-
-
-def compare_project(
-    store: Store, a: str, b: str, *, n_boot: int = 10_000, seed: int = 0, ci: float = 0.95
-) -> RunComparison:
-    """Compare two labelled runs of a project, named as a user types them (`LABEL` or `KIND=LABEL`).
-
-    Loads every run's scores and item verdicts through the exporters (as `frames_from_store` does),
-    so the comparison sees what `export` writes. Raises ValueError for an unknown or ambiguous label.
-    """
-    from .loader import frames_from_store  # the loader builds on the analysis modules
-
-    run_a, run_b = (next(iter(store.judging.resolve_labels([name]).items())) for name in (a, b))
-    frames = frames_from_store(store, all_labels=True)
-    return compare_runs(frames["scores"], frames["items"], run_a, run_b, n_boot=n_boot, seed=seed, ci=ci,
-                        perturbations=frames["perturbations"])

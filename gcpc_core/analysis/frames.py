@@ -38,6 +38,10 @@ perturbations
 
 Human annotations are append-only upstream; the loader passes the current rows. Should a rater
 still have two rows for one unit or pair, the last row wins.
+
+Judges are ordered, and told apart as item or rating judges, by the `JudgeOrder` the frames carry
+(`with_judge_order`: the loader attaches the registered judges'); the analysis imports no judge. A frame
+without one shows its judges alphabetically.
 """
 
 from __future__ import annotations
@@ -46,17 +50,22 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from ..judge.registry import JUDGE_ORDER, ordered_judges
+from ..judge_order import JudgeOrder
 
 __all__ = [
+    "JUDGE_ORDER_ATTR",
     "FrameContractError",
-    "JUDGE_ORDER",
+    "JudgeOrder",
     "common_subset",
     "is_available",
-    "ordered_judges",
+    "judge_order_of",
     "require_columns",
     "trajectory_outcomes",
+    "with_judge_order",
 ]
+
+JUDGE_ORDER_ATTR = "judge_order"
+"""The key of a frame's `attrs` that holds its `JudgeOrder`."""
 
 OUTCOMES = ("PASS", "FAIL")
 
@@ -73,6 +82,21 @@ def require_columns(frame: pd.DataFrame, columns: Iterable[str], name: str) -> N
             f"{name} frame is missing required column(s) {', '.join(map(repr, missing))}; "
             f"it has {', '.join(map(repr, frame.columns)) or 'no columns'}"
         )
+
+
+def with_judge_order(frame: pd.DataFrame, order: JudgeOrder) -> pd.DataFrame:
+    """`frame`, carrying `order` (in its `attrs`, which pandas keeps through filtering and copying)."""
+    frame.attrs[JUDGE_ORDER_ATTR] = order
+    return frame
+
+
+def judge_order_of(*frames: pd.DataFrame | None) -> JudgeOrder:
+    """The `JudgeOrder` the first of `frames` that carries one holds; the empty order when none does."""
+    for frame in frames:
+        order = frame.attrs.get(JUDGE_ORDER_ATTR) if frame is not None else None
+        if isinstance(order, JudgeOrder):
+            return order
+    return JudgeOrder()
 
 
 def is_available(frame: pd.DataFrame | None) -> bool:
@@ -111,11 +135,11 @@ def common_subset(
     ValueError rather than an empty result, so a typo cannot pass for missing data.
     """
     require_columns(scores, ("trajectory_id", "task", "judge", "outcome", score_col), "scores")
-    present = set(scores["judge"].unique())
-    judges = ordered_judges(present) if judges is None else list(judges)
+    present = judge_order_of(scores).ordered(scores["judge"].unique())
+    judges = present if judges is None else list(judges)
     unknown = [j for j in judges if j not in present]
     if unknown:
-        raise ValueError(f"judge(s) {unknown} have no rows in the scores frame (judges present: {ordered_judges(present)})")
+        raise ValueError(f"judge(s) {unknown} have no rows in the scores frame (judges present: {present})")
     sub = scores[scores["judge"].isin(judges)]
     dup = sub.duplicated(["trajectory_id", "judge"])
     if dup.any():

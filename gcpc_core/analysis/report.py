@@ -4,7 +4,7 @@
 
 * ``report.md`` — sections per research question, tables (long ones truncated, pointing at
   their CSV), and a plain statement of everything that could not be computed and why. Every data-derived
-  string is Markdown-escaped (`review.text.md_escape`): a run label or judge name holding image or link
+  string is Markdown-escaped (`text.md_escape`): a run label or judge name holding image or link
   syntax shows as text;
 * ``report.html`` — the same content, standalone (plotly.js inlined once), with figures: ROC
   curves with bootstrap bands, Δ histograms per transition, agreement bars, item-change heatmaps.
@@ -31,8 +31,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..csv_safe import frame_csv
-from ..judge.registry import checklist_ablation, item_judges_among
-from ..review.text import md_escape
+from ..text import md_escape
 from .ablations import perfect_agreement, score_variants
 from .agreement import (
     REJECTED_COLUMNS,
@@ -46,7 +45,7 @@ from .agreement import (
 from .calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table, roc_data
 from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure, sensitivity_figure
-from .frames import is_available, ordered_judges, require_columns, trajectory_outcomes
+from .frames import JudgeOrder, is_available, judge_order_of, require_columns, trajectory_outcomes
 from .item_accuracy import assertion_truth, confusion_table, ctrf_pass_fraction, item_accuracy_table
 from .sensitivity import sensitivity_table
 from .skills import item_changes, matched_pairs, transition_table
@@ -125,6 +124,8 @@ class _Settings:
     judges: tuple[str, ...] | None
     figures: bool
     rating_scale: tuple[int, int] | None
+    order: JudgeOrder
+    """The judges' display order, item judges and ablation pair, from the frames (`judge_order_of`)."""
 
 
 def _fmt(value: object) -> str:
@@ -248,7 +249,8 @@ def _outcomes(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame | None:
     return None
 
 
-def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame | None]) -> list[Block]:
+def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame | None], st: _Settings
+            ) -> list[Block]:
     rows = [{"frame": n, "rows": len(given[n]) if given.get(n) is not None else 0,
              "status": "used" if n in frames else "absent or empty",
              "columns": ", ".join(map(str, given[n].columns)) if given.get(n) is not None else ""} for n in FRAME_NAMES]
@@ -261,7 +263,7 @@ def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame
         require_columns(s, ("trajectory_id", "task", "judge", "partial_credit"), "scores")
         per = (s.groupby("judge").agg(trajectories=("trajectory_id", "nunique"), tasks=("task", "nunique"),
                                       scored=("partial_credit", lambda x: int(x.notna().sum())))
-               .reindex(ordered_judges(s["judge"].unique())).reset_index())
+               .reindex(st.order.ordered(s["judge"].unique())).reset_index())
         caption = "Judges: trajectories with a row, tasks, trajectories with a score"
         if "label" in s.columns:  # which labelled run of each judge the report reads (`report --run` chooses)
             names = given["scores"].attrs.get("run_names", {})  # (judge, label) → readable name, from the loader
@@ -395,7 +397,7 @@ def _skills(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
     blocks.append(_Table("skills_item_changes", changes, "Item changes per task (all pairs; largest |net share| first)",
                          display=display))
     if st.figures:
-        for judge in ordered_judges(changes["judge"].unique()):
+        for judge in st.order.ordered(changes["judge"].unique()):
             blocks.append(_Figure(item_change_heatmap(changes, judge), f"Per-task item changes, {judge}"))
     return blocks
 
@@ -408,7 +410,7 @@ def _unperturbed_runs(scores: pd.DataFrame | None, p: pd.DataFrame | None, st: _
     done = set() if p is None else set(zip(p["judge"], p["label"] if labelled else [None] * len(p)))
     runs = (scores[["judge", "label"]] if labelled else scores[["judge"]].assign(label=None)).drop_duplicates()
     return [f"{judge} (run {label})" if isinstance(label, str) else judge
-            for judge in item_judges_among(runs["judge"].unique()) if st.judges is None or judge in st.judges
+            for judge in st.order.item_judges_among(runs["judge"].unique()) if st.judges is None or judge in st.judges
             for label in runs.loc[runs["judge"] == judge, "label"] if (judge, label) not in done]
 
 
@@ -449,8 +451,11 @@ def _ablations(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]
     blocks: list[Block] = [_Heading("RQ4 — Ablations")]
     if "scores" in frames:
         judges = set(frames["scores"]["judge"]) & set(st.judges if st.judges is not None else frames["scores"]["judge"])
-        task_judge, fixed_judge = checklist_ablation()
-        if {task_judge, fixed_judge} <= judges:
+        task_judge, fixed_judge = st.order.checklist_ablation or (None, None)
+        if task_judge is None:
+            blocks.append(_Missing("no judge of the frames repeats a task-checklist judge over the fixed checklist: "
+                                   "task vs fixed checklist not compared."))
+        elif {task_judge, fixed_judge} <= judges:
             boot = bootstrap_auc(frames["scores"], [task_judge, fixed_judge], n_boot=st.n_boot,
                                  seed=st.seed)
             blocks.append(_Table("ablation_checklist", delta_auc_table(boot, ci=st.ci),
@@ -475,7 +480,7 @@ def _ablations(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]
         return blocks + [_Missing("no checklist item verdicts for the compared judges: score variants not computed.")]
     aucs, deltas = [], []
     pairs = [("pass_propagation", "raw"), ("endpoint", "raw"), ("full", "raw"), ("endpoint", "pass_propagation")]
-    for judge in ordered_judges(variants["judge"].unique()):
+    for judge in st.order.ordered(variants["judge"].unique()):
         v = variants[variants["judge"] == judge].drop(columns="judge").rename(columns={"variant": "judge"})
         boot = bootstrap_auc(v, ["raw", "pass_propagation", "endpoint", "full"], n_boot=st.n_boot, seed=st.seed)
         aucs.append(auc_table(boot, ci=st.ci).rename(columns={"judge": "variant"}).assign(judge=judge))
@@ -578,10 +583,11 @@ class ReportTables:
     captions: dict[str, str]
 
 
-def _settings(n_boot: int, seed: int, ci: float, threshold: float, judges: Sequence[str] | None, figures: bool,
-              rating_scale: tuple[int, int] | None) -> _Settings:
+def _settings(frames: Mapping[str, pd.DataFrame | None], n_boot: int, seed: int, ci: float, threshold: float,
+              judges: Sequence[str] | None, figures: bool, rating_scale: tuple[int, int] | None) -> _Settings:
     return _Settings(n_boot, seed, ci, threshold, tuple(judges) if judges is not None else None, figures,
-                     None if rating_scale is None else (int(rating_scale[0]), int(rating_scale[1])))
+                     None if rating_scale is None else (int(rating_scale[0]), int(rating_scale[1])),
+                     judge_order_of(*(frames.get(n) for n in FRAME_NAMES)))
 
 
 def _available(frames: Mapping[str, pd.DataFrame | None]) -> dict[str, pd.DataFrame]:
@@ -607,8 +613,8 @@ def report_tables(
         raise ValueError(f"unknown report section(s) {', '.join(map(repr, unknown))}; "
                          f"known: inputs, {', '.join(SECTION_NAMES)}")
     available = _available(frames)
-    st = _settings(n_boot, seed, ci, threshold, judges, False, rating_scale)
-    blocks: list[Block] = _inputs(available, frames) if "inputs" in sections else []
+    st = _settings(frames, n_boot, seed, ci, threshold, judges, False, rating_scale)
+    blocks: list[Block] = _inputs(available, frames, st) if "inputs" in sections else []
     for name, section in SECTION_NAMES.items():
         if name in sections:
             blocks += section(available, st)
@@ -642,11 +648,11 @@ def build_report(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     available = _available(frames)
-    st = _settings(n_boot, seed, ci, threshold, judges, figures, rating_scale)
+    st = _settings(frames, n_boot, seed, ci, threshold, judges, figures, rating_scale)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     blocks: list[Block] = [_Text(f"Generated {stamp}; bootstrap: {n_boot} task-clustered draws, seed {seed}, "
                                  f"{ci:.0%} percentile intervals; skill threshold {threshold:g}.")]
-    blocks += _inputs(available, frames)
+    blocks += _inputs(available, frames, st)
     for section in SECTIONS:
         blocks += section(available, st)
     blocks += [_Heading("RQ5 — Transfer"),

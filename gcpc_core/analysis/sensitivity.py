@@ -35,7 +35,7 @@ from ..evidence import EVIDENCE_KINDS, quote_occurs
 from ..models import Citation, Event
 from ..store import Store
 from .bootstrap import cluster_counts, clustered_ci, draw_clusters
-from .frames import ordered_judges, require_columns
+from .frames import judge_order_of, require_columns
 from .perturb import perturb_span
 
 __all__ = [
@@ -162,7 +162,7 @@ def sensitivity_table(
     out = pd.DataFrame(rows, columns=columns)
     if out.empty:
         return out
-    order = {j: i for i, j in enumerate(ordered_judges(out["judge"]))}
+    order = {j: i for i, j in enumerate(judge_order_of(perturbations).ordered(out["judge"]))}
     out = out.sort_values(keys, key=lambda s: s.map(order) if s.name == "judge" else s, kind="stable")
     out["model"] = out["model"].replace("—", None)
     return out.reset_index(drop=True)

@@ -13,8 +13,13 @@ import numpy as np
 import pandas as pd
 
 from .ablations import score_variants
+from .frames import JudgeOrder, with_judge_order
 
-__all__ = ["synthetic_frames"]
+SYNTHETIC_JUDGES = JudgeOrder(names=("gcpc", "fixed", "holistic"), item_judges=frozenset({"gcpc", "fixed"}),
+                              checklist_ablation=("gcpc", "fixed"))
+"""The synthetic project's judges: the method, its fixed-checklist variant and a rating judge."""
+
+__all__ = ["SYNTHETIC_JUDGES", "synthetic_frames"]
 
 AGENTS = (("claude-code", "anthropic/claude-opus-4.5"), ("claude-code", "anthropic/claude-sonnet-4.5"),
           ("gemini-cli", "google/gemini-3-pro"), ("codex", "openai/gpt-5.2"), ("terminus-2", "minimax/MiniMax-M2.1"))
@@ -39,7 +44,7 @@ def synthetic_frames(
     seed: int = 0,
 ) -> dict[str, pd.DataFrame]:
     """Frames ``scores, items, ctrf, ratings, preferences`` (contracts in `frames`); 9 checklist items per
-    trajectory for the ``gcpc`` and ``fixed`` judges, plus a ``holistic`` judge."""
+    trajectory for the ``gcpc`` and ``fixed`` judges, plus a ``holistic`` judge (`SYNTHETIC_JUDGES`)."""
     rng = np.random.default_rng(seed)
     tasks = np.array([f"task-{k:03d}" for k in range(n_tasks)], dtype=object)
     difficulty = rng.normal(0.0, 1.0, n_tasks)
@@ -120,4 +125,5 @@ def synthetic_frames(
         "task": np.repeat(rows["task"].to_numpy()[left], n_raters),
         "left_id": np.where(swap, r_id, l_id), "right_id": np.where(swap, l_id, r_id),
         "rater": np.tile([f"rater-{r}" for r in range(n_raters)], n_pref_pairs), "choice": choice})
-    return {"scores": scores, "items": items, "ctrf": ctrf, "ratings": ratings, "preferences": preferences}
+    return {"scores": with_judge_order(scores, SYNTHETIC_JUDGES), "items": with_judge_order(items, SYNTHETIC_JUDGES),
+            "ctrf": ctrf, "ratings": ratings, "preferences": preferences}

@@ -49,7 +49,7 @@ def chosen_labels(verb: str, store: Store, names: Sequence[str]) -> dict[str, st
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ..analysis.compare import compare_project
+    from ..project_frames import compare_project
     from ..analysis.frames import FrameContractError
 
     store = open_db("compare", args.db)

@@ -68,7 +68,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from ..analysis.loader import frames_from_store
+    from ..project_frames import frames_from_store
     from ..stages import recorded_report
 
     store = open_db("report", args.db)

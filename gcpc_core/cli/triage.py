@@ -79,7 +79,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     from ..analysis.active import STRATA, compare, population, propose, verifier_audits
     from ..analysis.calibration import audited_figures
     from ..analysis.frames import FrameContractError
-    from ..analysis.loader import frames_from_store
+    from ..project_frames import frames_from_store
     from ..analysis.triage import item_verdicts, triage
     from ..judge.registry import item_judges_among
 

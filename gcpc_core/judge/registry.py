@@ -7,6 +7,7 @@ the spec (`calls_llm`, `has_items`, `checklist`, `version`, `judge`, `first_requ
 
 `JUDGES`, `LLM_JUDGES`, `ITEM_JUDGES`, `TASK_CHECKLIST_JUDGES` (registration order) and
 `JUDGE_ORDER` (display order) are live views: a judge registered later appears in them at once.
+`judge_order()` is the same knowledge as data (`JudgeOrder`), for the analysis, which imports no judge.
 Names stored in a project DB but not registered (a judge since removed) are still shown, scored
 (from their stored item verdicts) and exported; `find_judge` returns None for them.
 """
@@ -15,17 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 from pydantic import BaseModel
 
 from ..checklist import Checklist, Rules
 from ..evidence import EvidenceView
-from ..llm import LLM
+from ..judge_order import JudgeOrder
 from ..models import Citation, ItemJudgment, Task
 from .calls import Outcome
 from .prompts import Messages
 from .results import ReplyRecord
+
+if TYPE_CHECKING:
+    from ..llm import LLM
 
 __all__ = [
     "ITEM_JUDGES",
@@ -42,6 +46,7 @@ __all__ = [
     "find_judge",
     "get_judge",
     "item_judges_among",
+    "judge_order",
     "judge_specs",
     "ordered_judges",
     "register_judge",
@@ -214,20 +219,30 @@ JUDGE_ORDER: Sequence[str] = _Names(lambda s: True, display=True)
 
 def ordered_judges(names: Iterable[str]) -> list[str]:
     """Distinct judge names in display order: registered judges first, the rest alphabetically."""
-    distinct = set(names)
-    known = [j for j in JUDGE_ORDER if j in distinct]
-    return known + sorted(distinct - set(known))
+    return judge_order().ordered(names)
 
 
 def item_judges_among(names: Iterable[str]) -> list[str]:
     """The registered judges with item verdicts among `names`, in display order."""
-    return [j for j in ordered_judges(names) if (spec := find_judge(j)) is not None and spec.has_items]
+    return judge_order().item_judges_among(names)
 
 
-def checklist_ablation() -> tuple[str, str]:
-    """(task-checklist judge, its fixed-checklist variant): the pair the checklist ablation compares."""
+def _ablation() -> tuple[str, str] | None:
     for spec in _REGISTRY.values():
         base = find_judge(spec.variant_of)
         if base is not None and base.checklist == "task" and spec.checklist == "fixed":
             return base.name, spec.name
-    raise LookupError("no registered judge repeats a task-checklist judge over the fixed checklist")
+    return None
+
+
+def checklist_ablation() -> tuple[str, str]:
+    """(task-checklist judge, its fixed-checklist variant): the pair the checklist ablation compares."""
+    pair = _ablation()
+    if pair is None:
+        raise LookupError("no registered judge repeats a task-checklist judge over the fixed checklist")
+    return pair
+
+
+def judge_order() -> JudgeOrder:
+    """The registered judges now, as the data the analysis takes."""
+    return JudgeOrder(names=tuple(JUDGE_ORDER), item_judges=frozenset(ITEM_JUDGES), checklist_ablation=_ablation())

@@ -30,9 +30,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from pydantic import BaseModel, ValidationError
 
-from ..analysis import bootstrap_auc, is_available, ordered_judges, roc_data
+from ..analysis import bootstrap_auc, is_available, roc_data
 from ..analysis.agreement import HUMAN
-from ..analysis.loader import frames_from_store
 from ..analysis.figures import (
     agreement_figure,
     delta_histogram_figure,
@@ -42,6 +41,8 @@ from ..analysis.figures import (
 )
 from ..analysis.report import SECTION_NAMES, report_tables
 from ..csv_safe import frame_csv
+from ..judge.registry import ordered_judges
+from ..project_frames import frames_from_store
 from ..store import Store
 
 __all__ = ["ALL_SECTIONS", "ANALYSIS_TABLES", "AUDIT_CAPTION", "HEADLINE_META_PREFIX", "HEADLINE_SECTIONS",
@@ -357,7 +358,7 @@ def _code_fingerprint() -> str:
 
 
 def headline_view(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: int = 0) -> HeadlineView:
-    """The headline of `frames` (`analysis.loader.frames_from_store`'s), computed: the report's
+    """The headline of `frames` (`annotations.frames.frames_from_store`'s), computed: the report's
     `HEADLINE_SECTIONS`."""
     dash = dashboard(frames, sections=HEADLINE_SECTIONS, n_boot=n_boot, seed=seed, figures=False)
     simulated = sum(int(frames[n]["simulated"].sum()) for n in ("ratings", "preferences"))

@@ -25,7 +25,7 @@ from ..judge.probe import REASON_NO_MATCH, REASON_NO_PROBE
 from ..judge.registry import checklist_kind
 from ..models import ENDPOINT_ITEM_ID, CtrfTest, Event, Task, Trajectory
 from ..store import AnnotationRow, JudgmentRow, ScoreRow, Store
-from .text import Excerpt, Span, excerpt, locate
+from .excerpts import Excerpt, Span, excerpt, locate
 
 __all__ = [
     "ITEM_SHOW",

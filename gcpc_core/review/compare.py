@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..analysis.compare import RunComparison, compare_runs, run_key
 from ..analysis.run_names import run_name
-from ..analysis.loader import frames_from_store
+from ..project_frames import run_frames
 from ..analysis.triage import audit_link
 from ..store import Store
 
@@ -46,7 +46,7 @@ def compare_view(store: Store, a: str, b: str, n_boot: int = 2000, seed: int = 0
     unknown = [k for k in (a, b) if k not in runs]
     if unknown:
         raise ValueError(f"no judge run {', '.join(unknown)} in this project")
-    frames = frames_from_store(store, all_labels=True)
+    frames = run_frames(store, all_labels=True)
     return compare_runs(frames["scores"], frames["items"], runs[a], runs[b], n_boot=n_boot, seed=seed,
                         perturbations=frames["perturbations"])
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from ..evidence import EVIDENCE_KINDS
 from ..models import EVENT_KINDS, Event
-from .text import Span, search_fold, search_pattern
+from ..text import search_fold, search_pattern
+from .excerpts import Span
 
 __all__ = [
     "LogBlock",

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..checklist.gates import normalize_whitespace
-from .text import INVISIBLE, invisible_marker
+from ..text import INVISIBLE, invisible_marker
 
 __all__ = ["Segment", "SelectionError", "component_segments", "segments", "selected_span", "selection_quote"]
 

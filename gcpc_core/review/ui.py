@@ -32,14 +32,15 @@ from annotations.tokens import (ADMIN_TOKEN_ENV, PUBLIC_URL_ENV, SignInLimiter, 
                                 served_url)
 
 from ..analysis.run_names import run_name
-from ..analysis.loader import frames_from_store
 from ..checklist import Rules, load_rules
 from ..models import Event
+from ..project_frames import frames_from_store
 from ..store import JudgeRun, Store
 from . import agreement, audit, checklists, compare, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
 from .quote_select import component_segments
-from .text import Excerpt, collapse, excerpt, highlighted_html, line_range, marked_excerpt, md_escape, show_invisible
+from ..text import md_escape, show_invisible
+from .excerpts import Excerpt, collapse, excerpt, highlighted_html, line_range, marked_excerpt
 
 __all__ = [
     "RESUME_PAGE_KEY",

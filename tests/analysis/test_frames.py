@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gcpc_core.analysis import FrameContractError, common_subset, ordered_judges, require_columns
+from gcpc_core.analysis import FrameContractError, JudgeOrder, common_subset, require_columns
 
 
 def scores(rows: list[tuple]) -> pd.DataFrame:
@@ -44,4 +44,6 @@ def test_unknown_judge_is_an_error_not_an_empty_subset() -> None:
 
 
 def test_judge_order_puts_known_judges_first() -> None:
-    assert ordered_judges(["zeta", "holistic", "alpha", "gcpc", "fixed"]) == ["gcpc", "fixed", "holistic", "alpha", "zeta"]
+    order = JudgeOrder(names=("gcpc", "fixed", "holistic"))
+    assert order.ordered(["zeta", "holistic", "alpha", "gcpc", "fixed"]) == ["gcpc", "fixed", "holistic", "alpha", "zeta"]
+    assert JudgeOrder().ordered(["gcpc", "fixed"]) == ["fixed", "gcpc"]  # a frame without an order: alphabetical

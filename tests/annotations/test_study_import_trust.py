@@ -156,8 +156,9 @@ def test_guidelines_with_remote_images_and_links_are_stored_but_shown_without_th
     assert PROBE in text  # stored as written ...
     shown = safe_markdown(text)
     code = re.findall(r"`([^`]*)`", shown)
-    assert {"http://phish.test/login", PROBE, "www.phish.test", "http://phish.test/a", "help@phish.test",
-            "[code](x)"} <= set(code)  # addresses are shown as code, which the browser never links
+    for literal in ("http://phish.test/login", PROBE, "www.phish.test", "http://phish.test/a", "help@phish.test"):
+        assert any(literal in span for span in code), literal  # addresses are shown as code, never linked
+    assert "[code](x)" in code  # the text's own inline code stays code
     outside_code = re.sub(r"`[^`]*`", "", shown)
     for live in ("![", "](", "<img", "://", "www.", "@", ":red["):
         assert not re.search(r"(?<!\\)" + re.escape(live), outside_code), live  # ... never shown live

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import app_test as app_test_module
 
 from annotations import DEMO_STUDY_ID, issue_link
 from annotations.tokens import SignInLimiter
-from gcpc_core.review.text import show_invisible
+from gcpc_core.text import show_invisible
 from gcpc_core.store import Store
 from markdown_reader import read
 
@@ -353,7 +353,7 @@ def test_guidelines_are_written_for_raters() -> None:
 
 def test_the_answer_history_shows_one_page_of_versions(demo_db: Path) -> None:
     from annotations import open_rater_session
-    from gcpc_core.review.text import md_escape
+    from gcpc_core.text import md_escape
 
     store = Store(demo_db)
     token = issue_link(store, DEMO_STUDY_ID, "demo-you")

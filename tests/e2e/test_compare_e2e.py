@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 
 from playwright.sync_api import expect
 
-from gcpc_core.analysis.compare import compare_project
+from gcpc_core.project_frames import compare_project
 from gcpc_core.demo import DEMO_SIMULATED_LABEL
 from gcpc_core.review.audit import item_views
 from gcpc_core.review.compare import run_choices

@@ -12,7 +12,7 @@ import pytest
 from conftest import copy_db
 from playwright.sync_api import expect
 
-from gcpc_core.analysis.loader import frames_from_store
+from gcpc_core.project_frames import frames_from_store
 from gcpc_core.review.audit import item_views
 from gcpc_core.review.pairs import most_informative_pair, pair_items, pair_label, pairs_table
 from gcpc_core.store import Store

@@ -26,7 +26,7 @@ from annotations import DesignParams, create_study
 from annotations.tokens import SignInLimiter
 from drills.long_log import BIDI_TEXT, LONG_TASK, add_long_log_study, long_events
 from gcpc_core.models import Task, Trajectory
-from gcpc_core.review.text import show_invisible
+from gcpc_core.text import show_invisible
 from gcpc_core.store import Store
 from store.helpers import replace_trajectory
 

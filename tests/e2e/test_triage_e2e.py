@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from annotations.audits import item_audits
 from gcpc_core.analysis.active import estimate_error, population
-from gcpc_core.analysis.loader import frames_from_store
+from gcpc_core.project_frames import frames_from_store
 from gcpc_core.analysis.triage import triage
 from gcpc_core.store import Store
 

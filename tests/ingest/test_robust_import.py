@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gcpc_core.analysis.loader import frames_from_store
+from gcpc_core.project_frames import frames_from_store
 from gcpc_core.cli import main
 from gcpc_core.ingest import UNEXPECTED, find_trial_dirs, import_project
 from gcpc_core.ingest.confine import walk

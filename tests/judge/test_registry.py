@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gcpc_core.analysis import build_report
-from gcpc_core.analysis.loader import frames_from_store
+from gcpc_core.project_frames import frames_from_store
 from gcpc_core.cli import main
 from gcpc_core.judge import (
     ITEM_JUDGES,

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from gcpc_core.analysis.figures import delta_histogram_figure, item_change_heatmap, natural_key
-from gcpc_core.analysis.loader import frames_from_store
+from gcpc_core.project_frames import frames_from_store
 from gcpc_core.review.agreement import Dashboard, Headline, HeadlineView, dashboard, headline, headline_view, stored_headline
 from gcpc_core.store import JudgmentRow, Store
 from gcpc_core.store.project import ProjectRepository

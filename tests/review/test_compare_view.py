@@ -95,7 +95,7 @@ def test_triage_reads_the_chosen_run_and_links_to_it(demo: Store) -> None:
 
 def test_the_report_names_the_run_of_each_judge(demo: Store, tmp_path: Path) -> None:
     from gcpc_core.analysis import build_report
-    from gcpc_core.analysis.loader import frames_from_store
+    from gcpc_core.project_frames import frames_from_store
 
     result = build_report(frames_from_store(demo), tmp_path / "r", n_boot=50, figures=False)
     assert list(result.tables["judges"]["label"]) == [demo.judging.default_labels()["probe"]]

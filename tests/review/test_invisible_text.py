@@ -7,7 +7,8 @@ import pandas as pd
 
 from gcpc_core.models import Event
 from gcpc_core.review.logview import LogQuery, first_hit, log_blocks, search_hits
-from gcpc_core.review.text import Span, md_escape, search_fold, show_invisible
+from gcpc_core.review.excerpts import Span
+from gcpc_core.text import md_escape, search_fold, show_invisible
 from gcpc_core.review.ui import visible_frame
 
 

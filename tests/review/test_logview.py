@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gcpc_core.models import Event
 from gcpc_core.review.logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of, search_hits
-from gcpc_core.review.text import Span
+from gcpc_core.review.excerpts import Span
 
 
 def ev(seq: int, kind: str, text: str, **kw: object) -> Event:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from gcpc_core.analysis.loader import frames_from_store
+from gcpc_core.project_frames import frames_from_store
 from gcpc_core.checklist import load_rules
 from gcpc_core.review.checklists import (
     check_text,

@@ -12,7 +12,7 @@ from gcpc_core.checklist import load_rules
 from gcpc_core.models import Task
 from gcpc_core.review.checklists import add_quoted_item, check_text, set_quote, skeleton
 from gcpc_core.review.quote_select import SelectionError, Segment, component_segments, segments, selection_quote
-from gcpc_core.review.text import INVISIBLE, show_invisible
+from gcpc_core.text import INVISIBLE, show_invisible
 
 TEXT = "Write /app/out.csv\u200b with\u202e one row per node.\nKeep the header 😀 line."
 

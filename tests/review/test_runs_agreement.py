@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from annotations.audits import record_item_audit
-from gcpc_core.analysis.loader import CTRF_COLUMNS, ITEM_COLUMNS, SCORE_COLUMNS, frames_from_store
+from gcpc_core.project_frames import frames_from_store
+from gcpc_core.project_frames import CTRF_COLUMNS, ITEM_COLUMNS, SCORE_COLUMNS
 from gcpc_core.demo import write_demo_corpus
 from gcpc_core.review.agreement import SECTIONS, audit_agreement, auc_ci_figure, dashboard, table_bytes
 from gcpc_core.review.audit import AuditFilters, judge_stats, trajectory_frame
