@@ -9,10 +9,8 @@ so a rerun resumes where an interrupted one stopped.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,11 +31,10 @@ from .checklist import Rules, load_rules
 from .evidence import build_evidence_view
 from .analysis.frames import with_judge_order
 from .judge.registry import ITEM_JUDGES, get_judge, judge_order
-from .judge.runner import PREPARE_FACTOR, offline_run
 from .judge.units import judge_unit, unit_for
 from .llm import LLM, RunTotals
 from .models import Citation
-from .runs import Progress, ProgressBar
+from .runs import Progress, RunKind, StageRun, run_stage
 from .store import JudgmentRow, PerturbationRow, Store, utcnow
 
 __all__ = ["SensitivityReport", "run_perturbations"]
@@ -202,9 +199,8 @@ def run_perturbations(
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
     rules = rules or load_rules()
-    if spec.calls_llm and llm is None:
-        llm = LLM.from_env(model, store=store, concurrency=concurrency)
-    model_name = llm.model if spec.calls_llm and llm is not None else None
+    llm = (llm or LLM.from_env(model, store=store, concurrency=concurrency)) if spec.calls_llm else None
+    model_name = llm.model if llm is not None else None
     prompt_version = spec.version(per_item=per_item)
     runs = {r.label for r in store.judging.labels() if r.judge == judge}
     if label is not None and label not in runs:
@@ -217,11 +213,9 @@ def run_perturbations(
     # Per-item prompts (and probes) judge one item alone: re-judge only the perturbed item, which is
     # exactly the original request for it. An all-items prompt is re-sent whole, as it was judged.
     narrow = per_item or not spec.calls_llm
-    started = time.monotonic()
-    bar = ProgressBar(len(todo), desc=f"perturb {judge}", unit="item", progress=progress)
 
-    async def one(c: _Candidate, run_id: str | None) -> None:
-        r = c.row
+    async def one(c: _Candidate, run: StageRun[None]) -> None:
+        r, run_id = c.row, run.run_id
         unit = unit_for(store, judge, r.trajectory_id, r.checklist_sha, rules)
         events = store.trials.events(r.trajectory_id)
         try:
@@ -238,7 +232,7 @@ def run_perturbations(
             assert unit.checklist is not None
             items = [i for i in unit.checklist.items if i.id == r.item_id]
             unit = replace(unit, checklist=unit.checklist.model_copy(update={"items": items}))
-        result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm if spec.calls_llm else None,
+        result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm,
                                   per_item=per_item, view=build_evidence_view(changed))
         if result.status == "error":
             report.errors[c.key] = f"{r.trajectory_id} {r.item_id}: {result.reason}"
@@ -252,39 +246,15 @@ def run_perturbations(
         report.done["judged"] += 1
         report.verdicts[item.verdict_raw if item.verdict_raw != "Abstain" else f"Abstain:{item.reason}"] += 1
 
-    params = {"judge": judge, "label": label, "seed": seed, "scope": scope, "limit": limit, "per_item": per_item, "force": force,
-              "items": len(todo)}
-    try:
-        if todo and not spec.calls_llm:
-            with offline_run(store, f"perturb-{judge}", prompt_version=prompt_version, rules_version=rules.version,
-                             params=params, counts=report.counts) as totals:
-                report.run_id, report.totals = totals.run_id, totals
-
-                async def in_order() -> None:
-                    for c in todo:
-                        await one(c, totals.run_id)
-                        bar.update(1)
-
-                asyncio.run(in_order())
-        elif todo:
-            assert llm is not None
-            with llm.run(f"perturb-{judge}", prompt_version=prompt_version, rules_version=rules.version,
-                         params={**params, "concurrency": llm.config.concurrency}, counts=report.counts) as totals:
-                report.run_id, report.totals = totals.run_id, totals
-                gate = asyncio.Semaphore(PREPARE_FACTOR * llm.config.concurrency)
-
-                async def gated(c: _Candidate) -> None:
-                    async with gate:
-                        await one(c, totals.run_id)
-                    bar.update(1)
-
-                async def everything() -> None:
-                    await asyncio.gather(*(gated(c) for c in todo))
-
-                llm.run_sync(everything)
-    finally:
-        bar.close()
-        report.wall_s = time.monotonic() - started
+    if todo:
+        params = {"judge": judge, "label": label, "seed": seed, "scope": scope, "limit": limit, "per_item": per_item,
+                  "force": force, "items": len(todo)}
+        if llm is not None:
+            params["concurrency"] = llm.config.concurrency
+        run = run_stage(store, RunKind.perturb(judge), todo, one, llm=llm, prompt_version=prompt_version,
+                        rules_version=rules.version, params=params, counts=lambda _: report.counts(),
+                        progress=progress, unit="item")
+        report.run_id, report.totals, report.wall_s = run.run_id, run.totals, run.wall_s
     frame = with_judge_order(perturbation_frame(store, all_labels=True), judge_order())
     report.table = sensitivity_table(frame, n_boot=n_boot, seed=seed) if len(frame) else pd.DataFrame()
     return report

@@ -1,20 +1,20 @@
-"""Recorded runs of the stages that do not open a ledger row themselves: import, score and report.
+"""Recorded runs of the stages that work on the whole project at once: import, score and report.
 
-Synthesis, judging and perturbation open their own `runs` row through the harness
-(`gcpc_core.runs`), because their LLM calls and stored rows carry its id. The three stages here
-run without an LLM and write nothing tagged by a run, so they are wrapped from outside — once,
-here, for the command line and the app's Runs page alike.
+Every stage runs through `runs.run_stage`. Synthesis, judging and perturbation call it themselves,
+one unit per task, trajectory or item, because their LLM calls and stored rows carry the run's id.
+The three stages here run without an LLM and write nothing tagged by a run: each is one unit (the
+project) of a `run_stage` call, made here once for the command line and the app's Runs page alike.
 
-A new stage verb follows one of the two ways: a stage with LLM calls opens its row itself with
-`LLM.run(kind, …, counts=report.counts)` and shows progress with `runs.ProgressBar`; one without
-gets a `recorded_<stage>` function here, which its CLI verb and its Runs-page job both call.
+A new stage verb calls `run_stage` with its units and a `RunKind` of its stage (added to
+`runs.Stage`); a stage over the whole project gets a `recorded_<stage>` function here, which its
+CLI verb and its Runs-page job both call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
 
@@ -22,25 +22,10 @@ from .analysis import ReportResult, build_report
 from .checklist import load_rules
 from .ingest import ImportReport, import_project
 from .judge import ScoreReport, score_project
-from .judge.runner import offline_run
+from .runs import RunKind, counts_of_one, run_stage
 from .store import Store
 
 __all__ = ["recorded_import", "recorded_report", "recorded_score"]
-
-Result = TypeVar("Result")
-
-
-def _run(
-    store: Store, kind: str, work: Callable[[], Result], *, counts: Callable[[Result], Mapping[str, int]],
-    rules_version: str | None, params: Mapping[str, Any],
-) -> Result:
-    """`work()` inside one recorded offline run whose counts are read from its result."""
-    done: list[Result] = []
-    with offline_run(store, kind, prompt_version="-", rules_version=rules_version, params=dict(params),
-                     counts=lambda: counts(done[0]) if done else {}):
-        done.append(work())
-    return done[0]
-
 
 def _import_counts(report: ImportReport) -> dict[str, int]:
     return {"tasks_imported": report.tasks_imported, "tasks_unchanged": report.tasks_unchanged,
@@ -62,19 +47,24 @@ def recorded_import(
     recorded = {"tasks_dir": str(tasks_dir) if tasks_dir else None, "trials_dir": str(trials_dir) if trials_dir else None,
                 **{k: v for k, v in options.items() if k in ("pass_threshold", "max_log_bytes", "derive_outcome")},
                 "conditions": bool(options.get("condition_map")), **(params or {})}
-    return _run(store, "import", lambda: import_project(store, tasks_dir=tasks_dir, trials_dir=trials_dir, **options),
-                counts=_import_counts, rules_version="-", params=recorded)
+    run = run_stage(store, RunKind("import"), [store],
+                    lambda project, _: import_project(project, tasks_dir=tasks_dir, trials_dir=trials_dir, **options),
+                    prompt_version="-", rules_version="-", params=recorded, counts=counts_of_one(_import_counts))
+    return run.results[0]
 
 
 def recorded_score(store: Store, *, judge: str | None = None) -> ScoreReport:
     """`judge.score_project` as a `score` run, under the current rules version."""
-    return _run(store, "score", lambda: score_project(store, judge=judge),
-                counts=ScoreReport.counts,
-                rules_version=load_rules().version, params={"judge": judge} if judge else {})
+    run = run_stage(store, RunKind("score"), [store], lambda project, _: score_project(project, judge=judge),
+                    prompt_version="-", rules_version=load_rules().version, params={"judge": judge} if judge else {},
+                    counts=counts_of_one(ScoreReport.counts))
+    return run.results[0]
 
 
 def recorded_report(store: Store, frames: Mapping[str, pd.DataFrame], out: Path, **options: Any) -> ReportResult:
     """`analysis.build_report` over `frames` as a `report` run (options go to it unchanged)."""
-    return _run(store, "report", lambda: build_report(frames, out, **options),
-                counts=lambda r: {"tables": len(r.csv), "figures": len(r.figures), "not_computed": len(r.missing)},
-                rules_version=None, params={"out": str(out), **options})
+    run = run_stage(store, RunKind("report"), [frames], lambda chosen, _: build_report(chosen, out, **options),
+                    prompt_version="-", params={"out": str(out), **options},
+                    counts=counts_of_one(lambda r: {"tables": len(r.csv), "figures": len(r.figures),
+                                                     "not_computed": len(r.missing)}))
+    return run.results[0]

@@ -1,4 +1,4 @@
-"""The run harness (`gcpc_core.runs`) and the recorded stage entry points (`gcpc_core.stages`).
+"""The run harness (`gcpc_core.runs.run_stage`, `RunKind`) and the recorded stage entry points (`gcpc_core.stages`).
 
 Every stage verb writes one `runs` row with its counts, whether the command line or the app's Runs
 page started it; a run ends `done`, `interrupted` or `failed`; dead runs are reaped; progress goes
@@ -8,7 +8,9 @@ to a terminal bar or to the caller's callback; a project DB of the previous sche
 
 from __future__ import annotations
 
+import copy
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -21,9 +23,8 @@ from sqlite_utils.migrations import Migrations
 
 from gcpc_core.cli import main
 from gcpc_core.demo import write_demo_corpus
-from gcpc_core.llm import RunTotals
-from gcpc_core.review.runs import JobRunner, job_progress, job_run
-from gcpc_core.runs import ProgressBar, reap_dead_runs, recorded_run, run_owner
+from gcpc_core.review.runs import JOB_KINDS, JobRunner, job_progress, job_run
+from gcpc_core.runs import STAGES, ProgressBar, RunKind, StageRun, reap_dead_runs, run_owner, run_stage
 from gcpc_core.store import MIGRATIONS, Store
 
 RUN = {"model": "m", "prompt_version": "p", "rules_version": "r"}
@@ -48,28 +49,59 @@ def test_dead_runs_of_this_host_are_reaped_live_foreign_and_unowned_ones_kept(st
     assert reap_dead_runs(store) == 0
 
 
-def test_a_recorded_run_reaps_first_and_ends_done_interrupted_or_failed_with_its_counts(store: Store) -> None:
+def test_a_stage_run_reaps_first_and_ends_done_interrupted_or_failed_with_its_counts(store: Store) -> None:
     dead = store.runs.start(kind="judge", **RUN, pid=_gone_pid(), host=socket.gethostname())
-    counted: dict[str, int] = {}
-    with recorded_run(store, RunTotals(), "work", model=None, prompt_version="-", params={"a": 1},
-                      counts=lambda: dict(counted)) as totals:
-        assert store.runs.get(dead).status == "interrupted"
-        counted["done"] = 2
-    row = store.runs.get(totals.run_id)
-    assert (row.status, row.counts, row.params, row.pid, row.host) == (
-        "done", {"done": 2}, {"a": 1}, os.getpid(), socket.gethostname())
-    assert row.wall_s >= 0 and row.calls == 0
+    seen: list[tuple[int, int]] = []
 
-    with pytest.raises(KeyboardInterrupt), recorded_run(store, RunTotals(), "work", model=None, prompt_version="-",
-                                                         counts=lambda: dict(counted)) as stopped:
-        counted["done"] = 3
-        raise KeyboardInterrupt
-    assert (store.runs.get(stopped.run_id).status, store.runs.get(stopped.run_id).counts) == (
-        "interrupted", {"done": 3})
-    with pytest.raises(RuntimeError), recorded_run(store, RunTotals(), "work", model=None,
-                                                   prompt_version="-") as broken:
+    async def double(n: int, run: StageRun[int]) -> int:
+        assert store.runs.get(dead).status == "interrupted" and store.runs.get(run.run_id).status == "running"
+        return 2 * n
+
+    run = run_stage(store, RunKind("score"), [1, 2], double, prompt_version="-", params={"a": 1},
+                    counts=lambda done: {"done": len(done)}, progress=lambda d, t: seen.append((d, t)))
+    row = store.runs.get(run.run_id)
+    assert run.results == [2, 4] and seen == [(1, 2), (2, 2)]
+    assert (row.kind, row.status, row.counts, row.params, row.pid, row.host) == (
+        "score", "done", {"done": 2}, {"a": 1}, os.getpid(), socket.gethostname())
+    assert row.wall_s >= 0 and row.calls == 0 and row.model is None
+
+    def stop(n: int, run: StageRun[int]) -> int:  # a plain function works a unit too
+        if n == 3:
+            raise KeyboardInterrupt
+        return n
+
+    with pytest.raises(KeyboardInterrupt):
+        run_stage(store, RunKind.judge("probe"), [1, 2, 3], stop, prompt_version="-",
+                  counts=lambda done: {"done": len(done)})
+    [stopped] = store.runs.list(kind="judge-probe")
+    assert (stopped.status, stopped.counts) == ("interrupted", {"done": 2})
+
+    def boom(n: int, run: StageRun[int]) -> int:
         raise RuntimeError("boom")
-    assert store.runs.get(broken.run_id).status == "failed" and store.runs.get(broken.run_id).counts is None
+
+    flushed: list[bool] = []
+    with pytest.raises(RuntimeError):
+        run_stage(store, RunKind("report"), [1], boom, prompt_version="-", finish=lambda: flushed.append(True))
+    [broken] = store.runs.list(kind="report")
+    assert broken.status == "failed" and broken.counts is None and flushed == [True]
+
+
+def test_run_kinds_are_the_strings_the_ledger_holds_and_parse_back() -> None:
+    assert RunKind.judge("gcpc") == "judge-gcpc" and RunKind.perturb("probe") == "perturb-probe"
+    assert RunKind("batch-collect", "gcpc") == "batch-collect-gcpc" and RunKind("score") == "score"
+    for text in ("judge-gcpc", "judge-probe-simulated", "batch-submit-fixed", "import", "triage", "judge"):
+        kind = RunKind.parse(text)
+        assert kind == text and RunKind(kind.stage, kind.judge_name) == text
+    assert (RunKind.parse("judge-probe-simulated").stage, RunKind.parse("judge-probe-simulated").judge_name) == (
+        "judge", "probe-simulated")
+    assert copy.deepcopy(RunKind.judge("gcpc")).judge_name == "gcpc"
+    assert pickle.loads(pickle.dumps(RunKind.judge("gcpc"))).stage == "judge"
+    for bad in ("work", "scoring", "judgement-x"):
+        with pytest.raises(ValueError):
+            RunKind.parse(bad)
+    with pytest.raises(ValueError):
+        RunKind("score", "gcpc")  # score is not run per judge
+    assert set(JOB_KINDS) <= set(STAGES) and list(JOB_KINDS) == [s for s in STAGES if s in JOB_KINDS]
 
 
 def test_progress_goes_to_the_callback_or_the_terminal_bar(capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,9 +135,8 @@ def test_a_project_db_of_the_previous_schema_gains_the_counts_column(tmp_path: P
     assert store.schema_version == len(MIGRATIONS._migrations)
     row = store.runs.get("r1")
     assert (row.kind, row.params, row.counts) == ("judge-probe", {"judge": "probe"}, None)
-    with recorded_run(store, RunTotals(), "score", model=None, prompt_version="-", counts=lambda: {"n": 1}) as t:
-        pass
-    assert store.runs.get(t.run_id).counts == {"n": 1}
+    run = run_stage(store, RunKind("score"), [1], lambda n, _: n, prompt_version="-", counts=lambda done: {"n": 1})
+    assert store.runs.get(run.run_id).counts == {"n": 1}
 
 
 def _only_run(store: Store, kind: str) -> dict:

@@ -12,7 +12,6 @@ prompt, so a rules change also changes every request (and so misses the response
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 from collections.abc import Callable, Mapping
@@ -34,7 +33,7 @@ from ..llm import (
     fit_prompt,
     repair_room,
 )
-from ..runs import Progress, ProgressBar
+from ..runs import Progress, RunKind, StageRun, run_stage
 from ..models import Task
 from ..store import ChecklistRow, Store, utcnow
 from .freeze import checklist_sha, freeze
@@ -575,25 +574,17 @@ def synthesize_project(
     if not todo:
         return report
     params = {"task": task, "force": force, "concurrency": llm.config.concurrency, "tasks": len(todo)}
-    with llm.run("synthesize", prompt_version=PROMPT_VERSION, rules_version=rules.version, params=params,
-                 counts=report.counts) as totals:
-        report.run_id, report.totals = totals.run_id, totals
-        bar = ProgressBar(len(todo), desc="synthesize", unit="task", progress=progress)
 
-        async def one(t: Task) -> SynthesisResult:
-            result = await synthesize_checklist_async(t, llm=llm, rules=rules)
-            record_synthesis(store, result, run_id=totals.run_id)
-            report.results.append(result)  # as they finish, so an interrupted run still counts them
-            bar.update(1, note=f"{t.id} {result.status}")
-            if on_result is not None:
-                on_result(result)
-            return result
+    async def one(t: Task, run: StageRun[SynthesisResult]) -> SynthesisResult:
+        result = await synthesize_checklist_async(t, llm=llm, rules=rules)
+        record_synthesis(store, result, run_id=run.run_id)
+        report.results.append(result)  # as they finish, so an interrupted run still counts them
+        if on_result is not None:
+            on_result(result)
+        return result
 
-        async def everything() -> list[SynthesisResult]:
-            return list(await asyncio.gather(*(one(t) for t in todo)))
-
-        try:
-            report.results = llm.run_sync(everything)
-        finally:
-            bar.close()
+    run = run_stage(store, RunKind("synthesize"), todo, one, llm=llm, prompt_version=PROMPT_VERSION,
+                    rules_version=rules.version, params=params, counts=lambda _: report.counts(), progress=progress,
+                    unit="task", note=lambda result: f"{result.task} {result.status}")
+    report.run_id, report.totals, report.results = run.run_id, run.totals, run.results
     return report

@@ -73,41 +73,18 @@ def _estimate(items: pd.DataFrame, audits: pd.DataFrame, judge: str, target: flo
             "by_route": _records(est.by_route)}
 
 
-def _cmd_triage(args: argparse.Namespace) -> int:
+def _triage_of(args: argparse.Namespace, frames: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, dict]:
+    """The ranked disagreements and what `triage` reports about them (proposals, simulated audits)."""
     import pandas as pd
 
-    from ..analysis.active import STRATA, compare, population, propose, verifier_audits
+    from annotations.tokens import default_base_url
+
+    from ..analysis.active import population, propose, verifier_audits
     from ..analysis.calibration import audited_figures
-    from ..analysis.frames import FrameContractError
-    from ..project_frames import frames_from_store
     from ..analysis.triage import item_verdicts, triage
     from ..judge.registry import item_judges_among
 
-    if args.simulate:
-        table = compare(args.scenario, target_width=args.target_width, seeds=range(args.seed, args.seed + args.n_seeds))
-        if args.json:
-            print(json.dumps({"scenario": args.scenario, "target_width": args.target_width, "runs": _records(table)}))
-        else:
-            _print(f"audits to reach interval width {args.target_width:g} ({args.scenario} scenario, strata "
-                   f"{' × '.join(STRATA)}): active vs uniform random", table)
-        return 0
-    if args.db is None:
-        fail("triage", "--db is required (or --simulate)")
-    store = open_db("triage", args.db)
-    try:
-        frames = frames_from_store(store, labels=chosen_labels("triage", store, args.run))
-    except FrameContractError as exc:
-        fail("triage", f"{args.db}: {exc}")
-    items = frames["items"]
-    if args.judge:
-        items = items[items["judge"] == args.judge]
-    if items.empty:
-        fail("triage", f"{args.db}: no item verdicts{f' of judge {args.judge}' if args.judge else ''}: run `judge` "
-                       "and `score` first")
-    frames["items"] = items
-    audits = frames["audits"]
-    from annotations.tokens import default_base_url
-
+    items, audits = frames["items"], frames["audits"]
     ranked = triage(frames, base_url=args.base_url or default_base_url())
     judges = item_judges_among(items["judge"].unique())
     out: dict = {"db": str(args.db), "n_disagreements": len(ranked),
@@ -133,6 +110,51 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             "estimates_before": [_estimate(items, audits, j, args.target_width) for j in judges],
             "estimates_after": [_estimate(items, played, j, args.target_width) for j in judges],
             "figures_before": _records(before), "figures_after": _records(after)}
+    return ranked, out
+
+
+def _triage_counts(found: tuple[pd.DataFrame, dict]) -> dict[str, int]:
+    """What the ledger records a `triage` run found."""
+    ranked, out = found
+    return {"disagreements": len(ranked), "proposals": len(out.get("proposals", [])),
+            "simulated_audits": out["simulated_audits"]["n_audits"] if "simulated_audits" in out else 0}
+
+
+def _cmd_triage(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ..analysis.active import STRATA, compare
+    from ..analysis.frames import FrameContractError
+    from ..project_frames import frames_from_store
+    from ..runs import RunKind, counts_of_one, run_stage
+
+    if args.simulate:
+        table = compare(args.scenario, target_width=args.target_width, seeds=range(args.seed, args.seed + args.n_seeds))
+        if args.json:
+            print(json.dumps({"scenario": args.scenario, "target_width": args.target_width, "runs": _records(table)}))
+        else:
+            _print(f"audits to reach interval width {args.target_width:g} ({args.scenario} scenario, strata "
+                   f"{' × '.join(STRATA)}): active vs uniform random", table)
+        return 0
+    if args.db is None:
+        fail("triage", "--db is required (or --simulate)")
+    store = open_db("triage", args.db)
+    try:
+        frames = frames_from_store(store, labels=chosen_labels("triage", store, args.run))
+    except FrameContractError as exc:
+        fail("triage", f"{args.db}: {exc}")
+    items = frames["items"]
+    if args.judge:
+        items = items[items["judge"] == args.judge]
+    if items.empty:
+        fail("triage", f"{args.db}: no item verdicts{f' of judge {args.judge}' if args.judge else ''}: run `judge` "
+                       "and `score` first")
+    frames["items"] = items
+    run = run_stage(store, RunKind("triage"), [frames], lambda chosen, _: _triage_of(args, chosen), prompt_version="-",
+                    params={"judge": args.judge, "next": args.next, "simulate_audits": args.simulate_audits,
+                            "seed": args.seed, "target_width": args.target_width},
+                    counts=counts_of_one(_triage_counts))
+    ranked, out = run.results[0]
     if args.json:
         print(json.dumps(out, default=str))
         return 0

@@ -11,7 +11,6 @@ reply is missing or failed is left unjudged, so a later live run picks it up.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +26,7 @@ from ..llm import (
     create_batch,
     retrieve_batch,
 )
-from ..runs import Progress, ProgressBar
+from ..runs import Progress, RunKind, StageRun, run_stage
 from ..store import JudgeBatchRow, Store, utcnow
 from .calls import Outcome
 from .registry import LLM_JUDGES, get_judge
@@ -95,10 +94,13 @@ def submit_batch(
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
     path = Path(out_dir or batch_dir(store)) / f"{judge}-{stamp}.jsonl"
     params = {"judge": judge, "trajectories": len(lines), "checklists": plan.checklists, "input_path": str(path)}
-    with llm.run(f"batch-submit-{judge}", prompt_version=prompt_version, rules_version=rules.version,
-                 params=params) as totals:
-        report.run_id, report.totals = totals.run_id, totals
-        batch = llm.run_sync(lambda: create_batch(llm, lines, path=path, metadata={"gcpc_judge": judge}))
+
+    async def submit(_: Path, run: StageRun[dict[str, Any]]) -> dict[str, Any]:
+        return await create_batch(llm, lines, path=path, metadata={"gcpc_judge": judge})
+
+    run = run_stage(store, RunKind("batch-submit", judge), [path], submit, llm=llm, prompt_version=prompt_version,
+                    rules_version=rules.version, params=params)
+    report.run_id, report.totals, [batch] = run.run_id, run.totals, run.results
     store.judging.add_batch(JudgeBatchRow(
         id=batch["id"], judge=judge, model=llm.model, prompt_version=prompt_version,
         rules_version=rules.version, status=batch.get("status") or "submitted", input_path=str(path),
@@ -183,44 +185,32 @@ def _collect_one(store: Store, row: JudgeBatchRow, llm: LLM, rules: Rules, repor
     judged = JudgeReport(judge=judge, model=llm.model, prompt_version=row.prompt_version)
     params = {"judge": judge, "batch_id": row.id, "trajectories": row.n_requests}
     requests: dict[str, dict[str, Any]] = row.requests or {}
-    bar = ProgressBar(len(requests), desc=f"collect {row.id}", unit="traj", progress=progress)
-    with llm.run(f"batch-collect-{judge}", prompt_version=row.prompt_version, rules_version=rules.version,
-                 params=params, counts=judged.counts) as totals:
-        judged.run_id, judged.totals = totals.run_id, totals
+    results = llm.run_sync(lambda: batch_results(llm, batch))
 
-        async def work() -> None:
-            results = await batch_results(llm, batch)
-            gate = asyncio.Semaphore(2 * llm.config.concurrency)
+    async def one(item: tuple[str, dict[str, Any]], run: StageRun[None]) -> None:
+        custom_id, request = item
+        unit = unit_for(store, judge, request["trajectory_id"], request["checklist_sha"], rules)
+        if isinstance(unit, str):
+            report.not_ingested[request["trajectory_id"]] = unit
+            return
+        if unit.trajectory.content_hash != request["content_hash"]:
+            report.not_ingested[request["trajectory_id"]] = "trajectory re-imported with other content"
+            return
+        view = evidence_of(store, unit.trajectory.id)
+        _, reply_model, version = initial_request(unit, judge, view, rules)
+        first = _result_outcome(llm, results.get(custom_id), request, reply_model, version)
+        if isinstance(first, str):
+            report.not_ingested[request["trajectory_id"]] = first
+            return
+        result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm, first=first)
+        if result.status == "judged":
+            store_judgment(store, result, run_id=run.run_id)
+        account_result(judged, result)
 
-            async def one(custom_id: str, request: dict[str, Any]) -> None:
-                try:
-                    unit = unit_for(store, judge, request["trajectory_id"], request["checklist_sha"], rules)
-                    if isinstance(unit, str):
-                        report.not_ingested[request["trajectory_id"]] = unit
-                        return
-                    if unit.trajectory.content_hash != request["content_hash"]:
-                        report.not_ingested[request["trajectory_id"]] = "trajectory re-imported with other content"
-                        return
-                    view = evidence_of(store, unit.trajectory.id)
-                    _, reply_model, version = initial_request(unit, judge, view, rules)
-                    first = _result_outcome(llm, results.get(custom_id), request, reply_model, version)
-                    if isinstance(first, str):
-                        report.not_ingested[request["trajectory_id"]] = first
-                        return
-                    async with gate:
-                        result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm, first=first)
-                    if result.status == "judged":
-                        store_judgment(store, result, run_id=totals.run_id)
-                    account_result(judged, result)
-                finally:
-                    bar.update(1)
-
-            await asyncio.gather(*(one(cid, req) for cid, req in requests.items()))
-
-        try:
-            llm.run_sync(work)
-        finally:
-            bar.close()
+    run = run_stage(store, RunKind("batch-collect", judge), list(requests.items()), one, llm=llm,
+                    prompt_version=row.prompt_version, rules_version=rules.version, params=params,
+                    counts=lambda _: judged.counts(), progress=progress, desc=f"collect {row.id}", unit="traj")
+    judged.run_id, judged.totals = run.run_id, run.totals
     report.reports.append(judged)
     store.judging.update_batch(row.replaced(status="collected", collected_at=utcnow(),
                                             output_file_id=batch.get("output_file_id"),

@@ -7,8 +7,8 @@ per trajectory cost more CPU than judging it). So a kill -9 never leaves half a 
 loses at most the trajectories in flight or finished in the last `GROUP_SECONDS` — with their
 LLM calls, which the rerun makes again; Ctrl-C and errors store every finished one first. A stored
 trajectory's replies are in the response cache, and finished trajectories are skipped (see `units`).
-Concurrency: the LLM layer bounds HTTP requests in flight; a second semaphore here bounds the
-trajectories being prepared (events loaded, prompts built), so memory stays flat for any size.
+Concurrency: the LLM layer bounds HTTP requests in flight; the run harness (`runs.run_stage`) bounds
+the trajectories being prepared (events loaded, prompts built), so memory stays flat for any size.
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 from ..checklist import Rules, load_rules
-from ..llm import LLM, HeldWrites, RunTotals
-from ..runs import Progress, ProgressBar, recorded_run
+from ..llm import LLM
+from ..runs import Progress, RunKind, StageRun, run_stage
 from ..store import Store
 from ..store.judging import TrajectorySave
 from .batch import batched_trajectories, submit_batch
@@ -30,10 +29,7 @@ from .results import TrajectoryJudgment
 from .registry import get_judge
 from .units import Plan, judge_unit, judgment_rows, plan_units
 
-__all__ = ["GROUP_SECONDS", "PREPARE_FACTOR", "judge_project", "offline_run"]
-
-PREPARE_FACTOR = 2
-"""Trajectories prepared at once = this × the LLM concurrency: enough to keep every HTTP slot busy."""
+__all__ = ["GROUP_SECONDS", "judge_project"]
 GROUP_SECONDS = 0.2
 """A finished trajectory is stored at most this long after it finished (with all that finished meanwhile)."""
 
@@ -42,8 +38,10 @@ class _GroupWriter:
     """Stores finished trajectories a group at a time (see the module docstring): one transaction
     holds the group's rows and the LLM layer's held cache rows and call records."""
 
-    def __init__(self, store: Store, held: HeldWrites | None, *, run_id: str | None, label: str | None):
-        self.store, self.held, self.run_id, self.label = store, held, run_id, label
+    def __init__(self, store: Store, *, label: str | None):
+        self.store, self.label = store, label
+        self.run: StageRun[TrajectoryJudgment] | None = None
+        """The run the results belong to (known from the first one)."""
         self.saves: list[TrajectorySave] = []
         self.since: float | None = None
         """When the oldest unwritten result arrived (None: nothing waits)."""
@@ -51,10 +49,11 @@ class _GroupWriter:
         self.failed: Exception | None = None
         """A write due on the timer failed: raised to the next caller, so the run stops with it."""
 
-    def add(self, result: TrajectoryJudgment) -> None:
-        """Take a finished trajectory (an error result stores nothing, but its calls are written)."""
+    def add(self, result: TrajectoryJudgment, run: StageRun[TrajectoryJudgment]) -> None:
+        """Take a finished trajectory of `run` (an error result stores nothing, but its calls are written)."""
+        self.run = run
         if result.status == "judged":
-            self.saves.append(judgment_rows(result, run_id=self.run_id, label=self.label))
+            self.saves.append(judgment_rows(result, run_id=run.run_id, label=self.label))
         if self.failed is not None:
             raise self.failed
         now = time.monotonic()
@@ -81,26 +80,17 @@ class _GroupWriter:
             self.timer.cancel()
             self.timer = None
         self.since = None
-        if not self.saves and not self.held:
+        held = self.run.held if self.run is not None else None
+        if not self.saves and not held:
             return
         with self.store.atomic():
-            if self.held is not None:
-                self.held.write(self.store)
+            if held is not None:
+                held.write(self.store)
             self.store.judging.save_trajectory_judgments(self.saves)
-        if self.held is not None:
-            self.held.clear()
+        if held is not None:
+            held.clear()
         self.saves.clear()
         self.failed = None
-
-
-def offline_run(
-    store: Store, kind: str, *, prompt_version: str, rules_version: str | None, params: dict,
-    counts: Callable[[], dict[str, int]] | None = None,
-) -> AbstractContextManager[RunTotals]:
-    """A `runs` row for work without an LLM (the probe judge, import, scoring), recorded like `LLM.run`
-    records one."""
-    return recorded_run(store, RunTotals(), kind, model=None, prompt_version=prompt_version,
-                        rules_version=rules_version, params=params, counts=counts)
 
 
 def judge_project(
@@ -136,9 +126,8 @@ def judge_project(
         return submit_batch(store, judge=judge, model=model, limit=limit, per_item=per_item, force=force,
                             llm=llm, rules=rules)
     spec = get_judge(judge)
-    if spec.calls_llm and llm is None:
-        llm = LLM.from_env(model, store=store, concurrency=concurrency)
-    model_name = llm.model if spec.calls_llm and llm is not None else None
+    llm = (llm or LLM.from_env(model, store=store, concurrency=concurrency)) if spec.calls_llm else None
+    model_name = llm.model if llm is not None else None
     plan: Plan = plan_units(store, judge, rules=rules, model=model_name, per_item=per_item, limit=limit, force=force,
                             exclude=batched_trajectories(store, judge), label=label)
     prompt_version = spec.version(per_item=per_item)
@@ -147,55 +136,27 @@ def judge_project(
         return report
     params: dict[str, Any] = {"judge": judge, "label": label, "per_item": per_item, "limit": limit, "force": force,
                               "trajectories": len(plan.todo), "checklists": plan.checklists}
-    started = time.monotonic()
-    bar = ProgressBar(len(plan.todo), desc=f"judge {judge}", unit="traj", progress=progress)
+    if llm is not None:
+        params["concurrency"] = llm.config.concurrency
+    writer = _GroupWriter(store, label=label)
 
-    def finish(result: TrajectoryJudgment, totals: RunTotals, writer: _GroupWriter) -> None:
-        writer.add(result)
+    async def one(unit: Any, run: StageRun[TrajectoryJudgment]) -> TrajectoryJudgment:
+        result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm, per_item=per_item)
+        writer.add(result, run)
         account_result(report, result)
         if on_result is not None:
             on_result(result)
-        bar.update(1, note=f"${totals.cost_usd:.4f} · {totals.http_calls} http · {totals.cache_hits} cached"
-                   + (f" · {len(report.errors)} errors" if report.errors else "")
-                   if llm is not None and spec.calls_llm else None)
+        return result
 
-    try:
-        if not spec.calls_llm:
-            with offline_run(store, f"judge-{judge}", prompt_version=prompt_version, rules_version=rules.version,
-                             params=params, counts=report.counts) as totals:
-                report.run_id, report.totals = totals.run_id, totals
-                writer = _GroupWriter(store, None, run_id=totals.run_id, label=label)
+    def note(_: TrajectoryJudgment) -> str | None:
+        if llm is None:
+            return None
+        totals = llm.totals
+        return (f"${totals.cost_usd:.4f} · {totals.http_calls} http · {totals.cache_hits} cached"
+                + (f" · {len(report.errors)} errors" if report.errors else ""))
 
-                async def in_order() -> None:
-                    try:
-                        for unit in plan.todo:
-                            finish(await judge_unit(unit, judge, store=store, rules=rules, llm=None), totals, writer)
-                    finally:
-                        writer.flush()
-
-                asyncio.run(in_order())
-        else:
-            assert llm is not None
-            params["concurrency"] = llm.config.concurrency
-            with llm.run(f"judge-{judge}", prompt_version=prompt_version, rules_version=rules.version,
-                         params=params, counts=report.counts) as totals, llm.holding_writes() as held:
-                report.run_id, report.totals = totals.run_id, totals
-                writer = _GroupWriter(store, held, run_id=totals.run_id, label=label)
-                gate = asyncio.Semaphore(PREPARE_FACTOR * llm.config.concurrency)
-
-                async def one(unit: Any) -> None:
-                    async with gate:
-                        result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm, per_item=per_item)
-                    finish(result, totals, writer)
-
-                async def everything() -> None:
-                    try:
-                        await asyncio.gather(*(one(u) for u in plan.todo))
-                    finally:
-                        writer.flush()
-
-                llm.run_sync(everything)
-    finally:
-        bar.close()
-        report.wall_s = time.monotonic() - started
+    run = run_stage(store, RunKind.judge(judge), plan.todo, one, llm=llm, prompt_version=prompt_version,
+                    rules_version=rules.version, params=params, counts=lambda _: report.counts(),
+                    progress=progress, unit="traj", note=note, hold_writes=True, finish=writer.flush)
+    report.run_id, report.totals, report.wall_s = run.run_id, run.totals, run.wall_s
     return report

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from ..runs import recorded_run
 from ..store import LLMCacheRow, LLMCallRow, utcnow
 from .cache import HeldWrites, request_key
 from .config import LLMConfig, StructuredMode
@@ -60,8 +59,8 @@ class _LoopState:
 class LLM:
     """A configured model endpoint with cache, accounting and a concurrency bound.
 
-    Use one instance per run: `with llm.run("synthesize", prompt_version=...)` records the run;
-    calls made outside a run are recorded with no run id.
+    Use one instance per run: `runs.run_stage(store, kind, units, work_one, llm=llm, ...)` records
+    the run; calls made outside a run are recorded with no run id.
     """
 
     def __init__(
@@ -119,27 +118,11 @@ class LLM:
 
     # -- runs --
 
-    @contextmanager
-    def run(
-        self,
-        kind: str,
-        *,
-        prompt_version: str,
-        rules_version: str | None = None,
-        params: Mapping[str, Any] | None = None,
-        counts: Callable[[], Mapping[str, int]] | None = None,
-    ) -> Iterator[RunTotals]:
-        """Record one run (a `runs` row, see `runs.recorded_run`): its calls are tagged with its id and
-        summed into it. Without a store the totals are kept in memory only."""
+    def new_run_totals(self) -> RunTotals:
+        """Fresh totals for a run that starts (`runs.run_stage` records it): this instance's calls are
+        summed into them and tagged with their `run_id`."""
         self.totals = RunTotals(structured_mode=self._mode)
-        if self.store is None:
-            yield self.totals
-            return
-        with recorded_run(
-            self.store, self.totals, kind, model=self.model, prompt_version=prompt_version,
-            rules_version=rules_version, params=params, counts=counts,
-        ) as totals:
-            yield totals
+        return self.totals
 
     @contextmanager
     def holding_writes(self) -> Iterator[HeldWrites]:

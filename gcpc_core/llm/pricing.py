@@ -103,7 +103,7 @@ def estimate_cost(usage: Usage, price: Price | None) -> float | None:
 
 @dataclass
 class RunTotals:
-    """What one run spent so far; `LLM.run` writes it to the `runs` row at the end."""
+    """What one run spent so far; `runs.run_stage` writes it to the `runs` row at the end."""
 
     run_id: str | None = None
     calls: int = 0

@@ -1,9 +1,9 @@
 """The runs page's data: background jobs (import, judge, score, synthesize) and the `runs` table.
 
 A job runs in a daemon thread of the app's server with its own `Store` (one connection per
-thread, WAL mode: the pages keep reading while it writes). It calls the same recorded entry point
-as the command line (`gcpc_core.stages`, or the stage itself where it records its own run through
-`gcpc_core.runs`), so both write the same `runs` row. Progress is read from the DB — the `runs`
+thread, WAL mode: the pages keep reading while it writes). It calls the same entry point as the
+command line, which runs through `runs.run_stage`, so both write the same `runs` row; the jobs it
+can start come from the same list of stages (`runs.STAGES`). Progress is read from the DB — the `runs`
 row, the judge units / checklists / LLM calls stored under the run id — so a run started from the
 command line shows live progress in the same table as one started here; a job started here also
 counts its finished units through the harness's progress callback.
@@ -27,7 +27,7 @@ from ..ingest import find_trial_dirs
 from ..ingest.archive import unpack_for_import
 from ..judge import find_judge, get_judge, judge_project
 from ..llm import LLMConfig, check_endpoint, llm_status
-from ..runs import ProgressFn, reap_dead_runs
+from ..runs import PER_JUDGE, STAGES, ProgressFn, RunKind, Stage, reap_dead_runs
 from ..stages import recorded_import, recorded_score
 from ..store import RunRow, Store, utcnow
 
@@ -46,12 +46,11 @@ __all__ = [
     "start_archive_import",
 ]
 
-JOB_KINDS = ("import", "judge", "score", "synthesize")
 ARCHIVE_HOLDS = {"trials": ("trials_dir",), "tasks": ("tasks_dir",), "tasks and trials": ("tasks_dir", "trials_dir")}
 """What an uploaded archive holds → the import folders its unpacked root stands for."""
 
 
-def needs_llm(kind: str, params: dict[str, Any]) -> bool:
+def needs_llm(kind: Stage, params: dict[str, Any]) -> bool:
     """Whether a job calls the LLM endpoint (and so needs it configured)."""
     spec = find_judge(params.get("judge")) if kind == "judge" else None
     return kind == "synthesize" or (spec is not None and spec.calls_llm)
@@ -63,7 +62,8 @@ class Job:
 
     id: str
     db_path: str
-    kind: str
+    kind: Stage
+    """The stage the job runs (one of `JOB_KINDS`)."""
     params: dict[str, Any]
     started_at: str
     status: str = "running"
@@ -122,9 +122,11 @@ def _synthesize(store: Store, job: Job) -> list[str]:
     return report.lines()
 
 
-_WORK: dict[str, Callable[[Store, Job], list[str]]] = {
-    "import": _import, "judge": _judge, "score": _score, "synthesize": _synthesize,
+_WORK: dict[Stage, Callable[[Store, Job], list[str]]] = {
+    "import": _import, "synthesize": _synthesize, "judge": _judge, "score": _score,
 }
+JOB_KINDS: tuple[Stage, ...] = tuple(stage for stage in STAGES if stage in _WORK)
+"""The stages the Runs page starts as jobs, in pipeline order (`runs.STAGES`)."""
 
 
 class JobRunner:
@@ -134,7 +136,7 @@ class JobRunner:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
 
-    def start(self, db_path: str | Path, kind: str, params: dict[str, Any] | None = None) -> Job:
+    def start(self, db_path: str | Path, kind: Stage, params: dict[str, Any] | None = None) -> Job:
         """Start a job; raises ValueError for an unknown kind or an LLM job without an endpoint."""
         params = dict(params or {})
         if kind not in _WORK:
@@ -205,15 +207,18 @@ def endpoint_check(store: Store) -> list[str]:
 def run_progress(store: Store, run: RunRow) -> tuple[int | None, int | None]:
     """(done, total) of a run from what it has stored; None where the run kind does not say."""
     params = run.params or {}
-    kind = run.kind
-    if kind == "import":
+    try:
+        stage = RunKind.parse(run.kind).stage
+    except ValueError:  # a row of no stage (written by hand or by a test): nothing says its progress
+        return None, None
+    if stage == "import":
         total = params.get("trials")
         done = store.trials.count_trajectories_imported_since(run.started_at) if run.status == "running" else total
         return done, total
     live = store.runs.progress(run.id)
-    if kind.startswith("judge"):
+    if stage == "judge":
         return live.judged, params.get("trajectories")
-    if kind == "synthesize":
+    if stage == "synthesize":
         return live.checklists, params.get("tasks")
     return None, None
 
@@ -231,7 +236,7 @@ def job_run(store: Store, job: Job) -> RunRow | None:
     kind started since the job (the stages open their row themselves)."""
     if job.run_id:
         return store.runs.get(job.run_id)
-    kind = f"judge-{job.params.get('judge')}" if job.kind == "judge" else job.kind
+    kind = RunKind(job.kind, job.params.get("judge") or None) if job.kind in PER_JUDGE else RunKind(job.kind)
     return next((r for r in store.runs.list(kind=kind) if r.started_at >= job.started_at), None)
 
 

@@ -39,6 +39,7 @@ from gcpc_core.llm import (
     load_prices,
     price_for,
 )
+from gcpc_core.runs import RunKind, StageRun, run_stage
 from store.helpers import llm_calls
 
 
@@ -50,9 +51,20 @@ class Answer(BaseModel):
 OK = {"verdict": "Yes", "reason": "the file exists"}
 
 
-def ask(llm: LLM, question: str = "question one", *, prompt_version: str = "v1", **kwargs):
+def ask_async(llm: LLM, question: str = "question one", *, prompt_version: str = "v1", **kwargs):
     messages = [{"role": "system", "content": "You judge."}, {"role": "user", "content": question}]
-    return llm.run_sync(lambda: llm.complete(messages, Answer, prompt_version=prompt_version, **kwargs))
+    return llm.complete(messages, Answer, prompt_version=prompt_version, **kwargs)
+
+
+def ask(llm: LLM, question: str = "question one", *, prompt_version: str = "v1", **kwargs):
+    return llm.run_sync(lambda: ask_async(llm, question, prompt_version=prompt_version, **kwargs))
+
+
+def in_run(store, llm: LLM, work, **options) -> StageRun:
+    """`work()` (async) as the one unit of a recorded LLM run."""
+    async def one(_: None, run: StageRun):
+        return await work()
+    return run_stage(store, RunKind("synthesize"), [None], one, llm=llm, prompt_version="v1", **options)
 
 
 # ---- structured output -------------------------------------------------------------
@@ -240,16 +252,20 @@ def test_tokens_and_cost_per_call_and_run(fake_openai: FakeOpenAI, make_llm, sto
     fake_openai.on("question", Reply.json(OK, usage=USAGE))
     fake_openai.on("bad", fault_malformed())
     llm = make_llm()
-    with llm.run("test", prompt_version="v1", rules_version="r1", params={"k": 1}) as totals:
-        result = ask(llm, "question one")
-        ask(llm, "question one")  # cache hit: costs nothing
+    async def work():
+        result = await ask_async(llm, "question one")
+        await ask_async(llm, "question one")  # cache hit: costs nothing
         with pytest.raises(LLMReplyError):
-            ask(llm, "bad one")
+            await ask_async(llm, "bad one")
+        return result
+
+    run = in_run(store, llm, work, rules_version="r1", params={"k": 1})
+    [result], totals = run.results, run.totals
     assert result.usage == Usage(prompt_tokens=1000, cached_tokens=400, completion_tokens=500)
     assert result.cost_usd == pytest.approx(USAGE_COST)
     assert totals.calls == 3 and totals.cache_hits == 1 and totals.http_calls == 2 and totals.errors == 1
     [run] = store.runs.list()
-    assert run.status == "done" and run.kind == "test" and run.params == {"k": 1}
+    assert run.status == "done" and run.kind == "synthesize" and run.params == {"k": 1}
     assert run.rules_version == "r1" and run.prompt_version == "v1" and run.model == FAKE_MODEL
     assert run.prompt_tokens == totals.usage.prompt_tokens > 1000  # the bad reply's tokens count too
     assert run.cached_tokens == 400 and run.calls == 3 and run.cache_hits == 1
@@ -263,8 +279,8 @@ def test_tokens_and_cost_per_call_and_run(fake_openai: FakeOpenAI, make_llm, sto
 def test_unknown_model_costs_none(fake_openai: FakeOpenAI, make_llm, store) -> None:
     fake_openai.on("question one", Reply.json(OK, usage=USAGE))
     llm = make_llm(model="mystery-model")
-    with llm.run("test", prompt_version="v1") as totals:
-        result = ask(llm)
+    run = in_run(store, llm, lambda: ask_async(llm))
+    [result], totals = run.results, run.totals
     assert result.cost_usd is None
     assert totals.unpriced_calls == 1 and totals.cost_or_none is None
     assert store.runs.list()[0].cost_usd is None
@@ -272,10 +288,13 @@ def test_unknown_model_costs_none(fake_openai: FakeOpenAI, make_llm, store) -> N
 
 def test_run_marked_failed_or_interrupted(make_llm, store) -> None:
     llm = make_llm()
-    with pytest.raises(RuntimeError), llm.run("a", prompt_version="v1"):
-        raise RuntimeError("boom")
-    with pytest.raises(KeyboardInterrupt), llm.run("b", prompt_version="v1"):
-        raise KeyboardInterrupt
+    async def fail(error: BaseException):
+        raise error
+
+    with pytest.raises(RuntimeError):
+        in_run(store, llm, lambda: fail(RuntimeError("boom")))
+    with pytest.raises(KeyboardInterrupt):
+        in_run(store, llm, lambda: fail(KeyboardInterrupt()))
     assert [r.status for r in store.runs.list()] == ["failed", "interrupted"]
 
 

@@ -14,6 +14,7 @@ from local_helpers import LLMRequest, complete_many
 from pydantic import BaseModel
 
 from gcpc_core.llm import LLM, UNSETTLED_MODE, LLMCallError, LLMConfig, batch_line, llm_status
+from gcpc_core.runs import RunKind, StageRun, run_stage
 from store.helpers import llm_calls
 
 
@@ -34,8 +35,12 @@ def test_llama_cpp_python_like_server_negotiates_json_object(fake_openai: FakeOp
     fake_openai.accept_formats({"text", "json_object"})
     fake_openai.on("question", Reply.json(OK))
     llm = make_llm(max_retries=3)
-    with llm.run("test", prompt_version="v1"):
-        assert ask(llm).parsed == Answer(**OK)
+
+    async def one(_: None, run: StageRun) -> object:
+        return await llm.complete([{"role": "user", "content": "question one"}], Answer, prompt_version="v1")
+
+    [result] = run_stage(store, RunKind("synthesize"), [None], one, llm=llm, prompt_version="v1").results
+    assert result.parsed == Answer(**OK)
     # one request per mode: the 500s naming response_format were not retried by the client
     assert [format_type(r) for r in fake_openai.requests] == ["json_schema", "json_schema", "json_object"]
     assert fake_openai.requests[0]["response_format"]["json_schema"]["strict"] is True  # parse
