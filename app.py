@@ -13,7 +13,7 @@ from gcpc_core.demo import ensure_demo_project
 from gcpc_core.llm import llm_status
 from gcpc_core.text import md_escape
 from gcpc_core.review.ui import RESUME_PAGE_KEY, SIGN_IN_PROBLEM_KEY, access, sign_in, signed_in
-from gcpc_core.store import SchemaTooNew, Store
+from gcpc_core.store import SchemaTooNew, Store, StoredRowError
 
 st.set_page_config(page_title="GCPC", layout="wide")
 
@@ -116,5 +116,9 @@ if resume:
     st.switch_page(resume, query_params=dict(st.query_params))
 try:
     page.run()
+except StoredRowError as exc:  # a row edited outside GCPC: named, shown as text, and nothing is written
+    st.error("This page cannot be shown: the project DB holds a row that GCPC did not write (edited outside it "
+             "or damaged). Fix or remove that row, or re-create the data with GCPC.")
+    st.text(f"{db_path}: {exc}")
 except Exception as exc:  # noqa: BLE001 - admins get the details; raters get Streamlit's generic message
     st.exception(exc)

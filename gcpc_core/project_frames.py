@@ -7,7 +7,7 @@ flagged); evidence-sensitivity results from `analysis.sensitivity.perturbation_f
 rows is returned empty with its columns: data not yet available. Unscored trajectories (no
 recorded reward) have no official outcome, so their rows are left out of `scores` and `items`;
 `scores.attrs["unscored_trials"]` says how many trials of the project that leaves out, and
-`scores.attrs["run_names"]` maps (judge, label) to the run's readable name (`run_names.run_name`).
+`scores.attrs["run_names"]` maps judge → label → the run's readable name (`run_names.run_name`).
 Every judge frame carries the registered judges' `JudgeOrder` (`analysis.frames.with_judge_order`).
 
 It stands above the judges, the analysis and the studies, which it joins: the analysis imports none

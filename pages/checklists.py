@@ -230,7 +230,8 @@ with edit_tab:
             st.success("Every gate passes: this can be saved as a new frozen version.")
         else:
             st.error(f"{len(check.failures)} gate failure(s): fix them to save.")
-        st.dataframe(gate_table(list(check.failures)), hide_index=True, width="stretch")
+        with st.container(key="checklists-edit-gate-table"):
+            st.dataframe(gate_table(list(check.failures)), hide_index=True, width="stretch")
         by_item = failures_by_item(list(check.failures))
         with st.container(height=420, key=f"checklists-gates-{task_id}"):
             for item_id, failures in by_item.items():

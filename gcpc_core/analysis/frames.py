@@ -65,7 +65,8 @@ __all__ = [
 ]
 
 JUDGE_ORDER_ATTR = "judge_order"
-"""The key of a frame's `attrs` that holds its `JudgeOrder`."""
+"""The key of a frame's `attrs` that holds its `JudgeOrder`, as JSON-ready data (Streamlit serialises a
+shown frame's `attrs` as JSON, and warns about a value it cannot)."""
 
 OUTCOMES = ("PASS", "FAIL")
 
@@ -86,7 +87,7 @@ def require_columns(frame: pd.DataFrame, columns: Iterable[str], name: str) -> N
 
 def with_judge_order(frame: pd.DataFrame, order: JudgeOrder) -> pd.DataFrame:
     """`frame`, carrying `order` (in its `attrs`, which pandas keeps through filtering and copying)."""
-    frame.attrs[JUDGE_ORDER_ATTR] = order
+    frame.attrs[JUDGE_ORDER_ATTR] = order.model_dump(mode="json")
     return frame
 
 
@@ -94,8 +95,8 @@ def judge_order_of(*frames: pd.DataFrame | None) -> JudgeOrder:
     """The `JudgeOrder` the first of `frames` that carries one holds; the empty order when none does."""
     for frame in frames:
         order = frame.attrs.get(JUDGE_ORDER_ATTR) if frame is not None else None
-        if isinstance(order, JudgeOrder):
-            return order
+        if isinstance(order, dict):
+            return JudgeOrder.model_validate(order)
     return JudgeOrder()
 
 

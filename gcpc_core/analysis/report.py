@@ -266,9 +266,9 @@ def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame
                .reindex(st.order.ordered(s["judge"].unique())).reset_index())
         caption = "Judges: trajectories with a row, tasks, trajectories with a score"
         if "label" in s.columns:  # which labelled run of each judge the report reads (`report --run` chooses)
-            names = given["scores"].attrs.get("run_names", {})  # (judge, label) → readable name, from the loader
+            names = given["scores"].attrs.get("run_names", {})  # judge → label → readable name, from the loader
             runs = s.dropna(subset=["label"]).drop_duplicates(["judge", "label"]).sort_values("label")
-            runs = runs.assign(run=[names.get((j, lab), lab) for j, lab in zip(runs["judge"], runs["label"])])
+            runs = runs.assign(run=[names.get(j, {}).get(lab, lab) for j, lab in zip(runs["judge"], runs["label"])])
             joined = runs.groupby("judge").agg(run=("run", ", ".join), label=("label", ", ".join))
             per.insert(1, "run", per["judge"].map(joined["run"]))
             per.insert(2, "label", per["judge"].map(joined["label"]))

@@ -19,6 +19,10 @@ def run_name(run: JudgeRun) -> str:
     return name + (" · SIMULATED" if run.simulated and "SIMULATED" not in name else "")  # once (a model may say so)
 
 
-def run_names(store: Store) -> dict[tuple[str, str], str]:
-    """(judge, label) → `run_name` of every labelled run of the project."""
-    return {(r.judge, r.label): run_name(r) for r in store.judging.labels()}
+def run_names(store: Store) -> dict[str, dict[str, str]]:
+    """judge → label → `run_name` of every labelled run of the project (nested, not keyed by pairs: the
+    loader keeps it in a frame's `attrs`, which Streamlit serialises as JSON when the frame is shown)."""
+    names: dict[str, dict[str, str]] = {}
+    for r in store.judging.labels():
+        names.setdefault(r.judge, {})[r.label] = run_name(r)
+    return names

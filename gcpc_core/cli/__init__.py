@@ -61,6 +61,13 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m gcpc_core"
         return code
     except Exit as stop:
         return stop.code
+    except ValueError as exc:
+        from ..store import StoredRowError  # here: the store is imported only by the verbs that open one
+
+        if not isinstance(exc, StoredRowError):
+            raise
+        print(f"{args.verb}: {getattr(args, 'db', None) or 'the project DB'}: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader stopped reading (`… | head`): end quietly. Python would flush stdout again at exit
         # and report that failure too, so stdout is pointed at /dev/null first.

@@ -4,7 +4,7 @@ migrations; each stage's tables are read and written through its repository on t
 from . import lean_import  # noqa: F401, I001  (first: every later import of sqlite_utils is the lean one)
 from .annotations import AnnotationRow
 from .checklists import ChecklistRow
-from .common import derive_label, utcnow
+from .common import StoredRowError, derive_label, utcnow
 from .db import Store
 from .judging import JudgeBatchRow, JudgeReplyRow, JudgeRun, JudgeUnitRow, JudgmentRow, ScoreRow
 from .migrations import MIGRATIONS, SchemaTooNew
@@ -15,7 +15,7 @@ from .trials import EventRow, EventValues, ImportIssueRow, TaskRow, TrajectoryCl
 
 __all__ = [
     "MIGRATIONS", "SchemaTooNew", "EventRow", "EventValues", "TaskRow", "TrajectoryRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
-    "Store", "TrajectoryClash", "TrajectoryRef", "derive_label", "event_rows", "utcnow",
+    "Store", "StoredRowError", "TrajectoryClash", "TrajectoryRef", "derive_label", "event_rows", "utcnow",
     "ChecklistRow", "ImportIssueRow", "LLMCacheRow", "LLMCallRow", "LLMModeRow", "RunProgress", "RunRow",
     "AnnotationRow", "Rater", "StudyAssignmentRow", "StudyPairRow", "StudyRow", "StudyUnitRow",
 ]

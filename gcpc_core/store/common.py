@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from functools import cache
 from typing import Any, ClassVar, Protocol, Self, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
 from sqlite_utils import Database
 
@@ -113,6 +113,11 @@ def _bool_positions(cls: type[Row]) -> tuple[int, ...]:
     return tuple(i for i, f in enumerate(cls.model_fields.values()) if is_bool(f))
 
 
+class StoredRowError(ValueError):
+    """A stored row GCPC would not have written (edited outside it, or damaged): named by table, column and
+    value, so a page or command can say which row of which DB it cannot use instead of a traceback."""
+
+
 class Row(BaseModel):
     """One table row, declared once: its fields are the table's columns (in table order), each with a
     docstring; JSON fields are marked `JSON`. Reads build a row from the stored values, writes take
@@ -133,21 +138,27 @@ class Row(BaseModel):
     @classmethod
     def decode(cls, row: Mapping[str, Any]) -> dict[str, Any]:
         """A stored row's values with its JSON columns decoded (NULL or empty text reads as None); text
-        that is no JSON is refused with a ValueError naming the table and column."""
+        that is no JSON is refused with a StoredRowError naming the table and column."""
         data = dict(row)
         for c in cls.json_columns():
             try:
                 data[c] = json.loads(data[c]) if data.get(c) else None
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{cls.TABLE}.{c} is not valid JSON ({exc})") from None
+                raise StoredRowError(f"{cls.TABLE}.{c} is not valid JSON ({exc})") from None
         return data
 
     @classmethod
     def from_db(cls, row: Mapping[str, Any]) -> Self:
         """The row as read: JSON columns decoded, 0/1 columns typed `bool` become booleans. A row edited
-        outside GCPC is refused: text that is no JSON with a ValueError naming the table and column, a
-        value the model does not allow with pydantic's ValidationError naming the model and field."""
-        return cls.model_validate(cls.decode(row))
+        outside GCPC is refused with a StoredRowError naming the table and column: text that is no JSON,
+        or a value the model does not allow (with the value, shown as its repr, and pydantic's reason)."""
+        data = cls.decode(row)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(f"{cls.TABLE}.{'.'.join(map(str, e['loc']))} = {e.get('input')!r}: {e['msg']}"
+                                 for e in exc.errors())
+            raise StoredRowError(f"a row edited outside GCPC: {problems}") from exc
 
     @classmethod
     def insert_sql(cls, verb: str = "INSERT") -> str:

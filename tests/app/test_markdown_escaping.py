@@ -111,7 +111,8 @@ def hostile(demo_db: Path) -> Path:
 
 @pytest.fixture
 def hostile_verdict(hostile: Path) -> Path:
-    """`hostile`, and one raw verdict of the default run replaced (the analysis pages refuse such a row)."""
+    """`hostile`, and one raw verdict of the default run replaced by hostile Markdown (a value no GCPC writer
+    stores: every page refuses such a row, naming it)."""
     target = _target(hostile)
     default = Store(hostile).judging.default_labels()["probe"]
     with sqlite3.connect(hostile) as conn:
@@ -124,17 +125,24 @@ def _target(db: Path) -> dict[str, str]:
     return json.loads((db.parent / "hostile.json").read_text())
 
 
-def test_the_item_audit_escapes_run_labels_models_and_raw_verdicts(hostile_verdict: Path) -> None:
-    target = _target(hostile_verdict)
+def test_the_item_audit_escapes_run_labels_and_models(hostile: Path) -> None:
+    target = _target(hostile)
     at = open_page("audit", trajectory=target["trajectory"], judge="probe", item=target["item"])
-    assert_escaped(at, "audit", shows=(f"this run: {VERDICT})",))
-    texts = [t.value for t in at.text]
+    assert_escaped(at, "audit")
     # the other run's badge names the run by its readable name, which holds the label a person chose: with
     # brackets in it, the badge is shown as plain text
-    assert any(LABEL in t for t in texts)
-    assert f"judge {VERDICT}" in texts
+    assert any(LABEL in t.value for t in at.text)
     at.button(key=f"audit:{target['trajectory']}:probe:{target['item']}:disagree").click().run()
-    assert_escaped(at, "audit, disagreeing", shows=(f"You disagree with the judge's {VERDICT}.",))
+    assert_escaped(at, "audit, disagreeing", shows=("You disagree with the judge's",))
+
+
+def test_a_raw_verdict_edited_outside_gcpc_is_named_as_text_not_rendered(hostile_verdict: Path) -> None:
+    target = _target(hostile_verdict)
+    at = open_page("audit", trajectory=target["trajectory"], judge="probe", item=target["item"])
+    assert_escaped(at, "audit of an edited row")
+    assert [e.value for e in at.error] and "did not write" in at.error[0].value
+    named = [t.value for t in at.text if "judgments.verdict_raw" in t.value]
+    assert named and repr(VERDICT) in named[0] and str(hostile_verdict) in named[0], [t.value for t in at.text]
 
 
 def test_the_agreement_headline_escapes_a_stored_value(hostile: Path) -> None:

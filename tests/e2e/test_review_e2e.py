@@ -128,7 +128,7 @@ def test_checklist_edit_that_fails_a_gate_shows_why_and_cannot_be_saved(demo: Ap
     demo.rerun(lambda: editor.press("Control+Enter"))
     expect(demo.text(re.compile(r"^1 gate failure\(s\): fix them to save\.$"))).to_be_visible()
     expect(demo.button("Save as a new version")).to_be_disabled()
-    cells = demo.grid_cells(containing="fail")
+    cells = demo.grid_cells(demo.main.locator(".st-key-checklists-edit-gate-table"), containing="fail")
     assert "G1" in cells and "fail" in cells, cells
     expect(demo.text(re.compile(r"^G1 verbatim quote: task quote not found verbatim in instruction\.md"))).to_be_visible()
     assert len(store.checklists.list(task=task_id, status=None)) == versions_before  # nothing stored

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from gcpc_core.store import AnnotationRow, Store
+from gcpc_core.store import AnnotationRow, Store, StoredRowError
 
 from .study_rows import STUDY, UNITS, studied_store
 
@@ -124,7 +124,7 @@ def test_annotations_are_append_only_in_sql(studied: Store) -> None:
 
 @pytest.mark.parametrize(("value", "error", "match"), [
     ("{not json", ValueError, r"annotations\.value is not valid JSON"),
-    ("[1, 2]", ValidationError, "value"),
+    ("[1, 2]", StoredRowError, "value"),
 ])
 def test_a_row_written_outside_gcpc_is_refused_when_read(studied: Store, value: str, error: type[Exception],
                                                          match: str) -> None:

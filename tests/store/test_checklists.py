@@ -6,10 +6,9 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from pydantic import ValidationError
 
 from gcpc_core.models import Task
-from gcpc_core.store import ChecklistRow, Store
+from gcpc_core.store import ChecklistRow, Store, StoredRowError
 
 CHECKLIST = {
     "task": "t1", "source": "human:alice",
@@ -108,9 +107,9 @@ def test_a_row_edited_outside_gcpc_with_a_bad_status_is_refused_when_read(tasks:
     _add(tasks, "b" * 64, status="failed", checklist=None)
     with tasks.atomic() as db:
         db["checklists"].update("b" * 64, {"status": "approved"})
-    with pytest.raises(ValidationError, match="status"):
+    with pytest.raises(StoredRowError, match="status"):
         tasks.checklists.get("b" * 64)
-    with pytest.raises(ValidationError, match="status"):
+    with pytest.raises(StoredRowError, match="status"):
         tasks.checklists.list(status=None)
 
 
@@ -118,7 +117,7 @@ def test_a_row_whose_checklist_is_no_json_object_is_refused_when_read(tasks: Sto
     _add(tasks, "c" * 64, status="failed")
     with tasks.atomic() as db:
         db["checklists"].update("c" * 64, {"checklist": '["C1"]'})
-    with pytest.raises(ValidationError, match="checklist"):
+    with pytest.raises(StoredRowError, match="checklist"):
         tasks.checklists.latest("t1", status=None)
     with tasks.atomic() as db:
         db["checklists"].update("c" * 64, {"checklist": "items: [C1]"})  # YAML, not JSON

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from sqlite_utils import Database
 
 from gcpc_core.models import Event
-from gcpc_core.store import EventRow, JudgmentRow, Store, event_rows
+from gcpc_core.store import EventRow, JudgmentRow, Store, StoredRowError, event_rows
 from gcpc_core.store.common import Row
 
 STORE = Path(__file__).resolve().parents[2] / "gcpc_core" / "store"
@@ -103,7 +103,7 @@ def test_a_verdict_other_than_yes_no_or_abstain_is_refused_when_read(demo_copy: 
     with store.atomic() as db:
         db.execute("UPDATE judgments SET verdict_raw = 'Probably' WHERE trajectory_id = ? AND judge = ? AND item_id = ?",
                    [row.trajectory_id, row.judge, row.item_id])
-    with pytest.raises(ValidationError, match="verdict_raw"):
+    with pytest.raises(StoredRowError, match="verdict_raw"):
         store.judging.judgments()
     with pytest.raises(ValidationError, match="route"):
         JudgmentRow(**{**row.model_dump(), "route": "elsewhere"})

@@ -4,9 +4,8 @@ back: typed rows, JSON columns round-tripped, unknown ids and rows edited outsid
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 
-from gcpc_core.store import LLMCallRow, LLMModeRow, RunProgress, RunRow, Store, utcnow
+from gcpc_core.store import LLMCallRow, LLMModeRow, RunProgress, RunRow, Store, StoredRowError, utcnow
 
 from .helpers import llm_modes
 
@@ -110,9 +109,9 @@ def test_a_run_row_edited_outside_gcpc_is_refused_when_read(store: Store) -> Non
     run_id = store.runs.start(kind="score", **VERSIONS)
     with store.atomic() as db:
         db["runs"].update(run_id, {"status": "paused"})
-    with pytest.raises(ValidationError, match="status"):
+    with pytest.raises(StoredRowError, match="status"):
         store.runs.get(run_id)
-    with pytest.raises(ValidationError, match="status"):
+    with pytest.raises(StoredRowError, match="status"):
         store.runs.list()
 
 
@@ -120,7 +119,7 @@ def test_run_counts_that_are_not_a_mapping_of_numbers_are_refused(store: Store) 
     run_id = store.runs.start(kind="score", **VERSIONS)
     with store.atomic() as db:
         db["runs"].update(run_id, {"counts": '{"judged": "many"}'})
-    with pytest.raises(ValidationError, match="counts"):
+    with pytest.raises(StoredRowError, match="counts"):
         store.runs.get(run_id)
 
 
@@ -168,5 +167,5 @@ def test_a_mode_row_with_rejections_that_are_no_mapping_is_refused(store: Store)
     store.runs.set_llm_mode("http://e/v1", "m", "json_object")
     with store.atomic() as db:
         db["llm_modes"].update(("http://e/v1", "m"), {"rejected": '["parse"]'})
-    with pytest.raises(ValidationError, match="rejected"):
+    with pytest.raises(StoredRowError, match="rejected"):
         store.runs.llm_mode("http://e/v1", "m")

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from pydantic import ValidationError
 
-from gcpc_core.store import Rater, Store, StudyAssignmentRow, StudyPairRow, StudyRow, StudyUnitRow
+from gcpc_core.store import Rater, Store, StoredRowError, StudyAssignmentRow, StudyPairRow, StudyRow, StudyUnitRow
 
 from .study_rows import STUDY, insert_study, study_row
 
@@ -135,10 +135,10 @@ def test_require_assignment_checks_the_open_study_and_the_queue(studied: Store) 
 
 
 @pytest.mark.parametrize(("table", "change", "error", "match"), [
-    ("studies", {"status": "paused"}, ValidationError, "status"),
+    ("studies", {"status": "paused"}, StoredRowError, "status"),
     ("studies", {"params": "{not json"}, ValueError, r"studies\.params is not valid JSON"),
-    ("study_raters", {"is_simulated": 7}, ValidationError, "is_simulated"),
-    ("study_assignments", {"kind": "essay"}, ValidationError, "kind"),
+    ("study_raters", {"is_simulated": 7}, StoredRowError, "is_simulated"),
+    ("study_assignments", {"kind": "essay"}, StoredRowError, "kind"),
 ])
 def test_a_row_edited_outside_gcpc_is_refused_when_read(studied: Store, table: str, change: dict,
                                                         error: type[Exception], match: str) -> None:

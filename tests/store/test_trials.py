@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from gcpc_core.store import ImportIssueRow, Store
+from gcpc_core.store import ImportIssueRow, Store, StoredRowError
 
 
 def test_an_event_row_edited_outside_gcpc_is_refused_when_read(demo_copy: Path) -> None:
@@ -37,7 +37,7 @@ def test_an_import_issue_row_without_its_reason_is_refused_when_read(store: Stor
     store.trials.record_import_issues([("/trials/b", "skipped", "no result.json")])
     with store.atomic() as db:
         db["import_issues"].update(store.trials.import_issues()[0].id, {"reason": None})
-    with pytest.raises(ValidationError, match="reason"):
+    with pytest.raises(StoredRowError, match="reason"):
         store.trials.import_issues()
 
 
