@@ -300,3 +300,26 @@ def test_the_sql_check_finds_planted_sql(tmp_path: Path) -> None:
     assert sorted(f.split(" ")[0] for f in found) == [
         "annotations/x.py:1", "bench/b.py:1", "gcpc_core/review/page.py:2", "pages/p.py:1"]
     assert "gcpc_core/review/page.py:2 .execute()" in found and "pages/p.py:1 .rows_where()" in found
+
+
+def shared_test_basenames(root: Path) -> dict[str, list[str]]:
+    """Test file names that occur in more than one folder under `root`, with those files: pytest imports
+    test files without `__init__.py` by their base name, so a second file of one name either fails the
+    collection or shadows the first one's helpers."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(root)))
+    return {name: paths for name, paths in seen.items() if len(paths) > 1}
+
+
+def test_test_file_names_are_unique_across_tests() -> None:
+    assert len(list((ROOT / "tests").rglob("test_*.py"))) > 20  # the walk reaches the suite
+    assert shared_test_basenames(ROOT / "tests") == {}
+
+
+def test_the_name_check_finds_a_planted_twin(tmp_path: Path) -> None:
+    for folder in ("a", "b/c"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "test_same.py").write_text("")
+    (tmp_path / "a" / "test_other.py").write_text("")
+    assert shared_test_basenames(tmp_path) == {"test_same.py": ["a/test_same.py", "b/c/test_same.py"]}
