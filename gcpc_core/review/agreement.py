@@ -72,7 +72,7 @@ HEADLINE_SECTIONS = ("inputs", "discrimination", "agreement")
 ALL_SECTIONS = ("inputs", *SECTION_NAMES)
 ANALYSIS_TABLES = ("judgments", "judge_units", "judge_labels", "scores", "trajectories", "annotations", "checklists",
                    "perturbations", "studies", "study_units", "study_pairs")
-"""The store tables the analysis frames are read from (`Store.data_version` of these dates a result): the
+"""The store tables the analysis frames are read from (`store.project.data_version` of these dates a result): the
 judges' rows and which run of each is the default, the trials, the human answers and the study designs that
 give their scales and pair sides."""
 
