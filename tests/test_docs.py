@@ -1,5 +1,6 @@
 """The docs and docstrings name only what exists: every backticked `Store.x` and `store.<repo>.<method>`, every
-relative Markdown link (and its `#anchor`) and every `*.md` path a docstring or comment mentions.
+relative Markdown link (and its `#anchor`) and every `*.md` path a docstring or comment mentions; and the
+layer table of docs/design.md is the real import graph.
 
 Why: the store moved from one class to a repository per stage, and a design note the repository never held
 was cited by a dozen modules; names in prose are not checked by any import, so they rot silently. The
@@ -260,3 +261,94 @@ def test_slugs_are_githubs() -> None:
     assert slug("Packages and what each may import") == "packages-and-what-each-may-import"
     assert slug("`gcpc-jsonl` (version 1): GCPC's own format") == "gcpc-jsonl-version-1-gcpcs-own-format"
     assert anchors("# A\n```\n# not a heading\n```\n## B c\n") == {"a", "b-c"}
+
+
+# ---- the layer table of docs/design.md is the real import graph -----------------------------------------
+
+LAYER_HEADER = "| layer | unit | imports (of ours) |"
+APP = "app"
+"""The unit `app.py` and `pages/` form in the table (above every package)."""
+
+
+def unit_name(short: str) -> str:
+    """The architecture test's unit of a name in the table: `store` → `gcpc_core.store`; `app.py` and
+    `pages/` → the app."""
+    if short in ("app.py", "pages/"):
+        return APP
+    return short if short == "annotations" else f"gcpc_core.{short}"
+
+
+def parse_layers(markdown: str) -> dict[str, tuple[float, set[str]]]:
+    """unit → (layer, the units its row lists as imports) from the layer table of `markdown` (the rows after
+    `LAYER_HEADER` up to the first line that is no table row). The app's layer is above every number."""
+    lines = markdown[markdown.index(LAYER_HEADER):].splitlines()[2:]
+    table: dict[str, tuple[float, set[str]]] = {}
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        layer, units, imports = (cell.strip() for cell in line.strip("|").split("|"))
+        level = float("inf") if layer == APP else float(layer)
+        allowed = {unit_name(n) for n in CODE_SPAN.findall(imports)}
+        for name in CODE_SPAN.findall(units):
+            table[unit_name(name)] = (level, allowed)
+    return table
+
+
+def layer_problems(table: dict[str, tuple[float, set[str]]], graph: dict[str, set[str]]) -> list[str]:
+    """What in `graph` (unit → units it imports) the table does not allow, and rows that are no layering:
+    a unit missing from the table, an import its row does not list, a listed unit of the same layer or
+    above, a listed name that is no unit."""
+    problems = [f"{unit}: not in the table" for unit in sorted(graph) if unit not in table]
+    for unit, (level, allowed) in sorted(table.items()):
+        if unit not in graph:
+            problems.append(f"{unit}: in the table but no unit of the code")
+            continue
+        problems += [f"{unit} imports {dep}, which its row does not list" for dep in sorted(graph[unit] - allowed)]
+        for dep in sorted(allowed):
+            if dep not in table:
+                problems.append(f"{unit}: lists {dep}, which is no unit")
+            elif table[dep][0] >= level:
+                problems.append(f"{unit} (layer {level:g}) lists {dep} of layer {table[dep][0]:g}: not a lower layer")
+    return problems
+
+
+def real_units(root: Path = ROOT) -> dict[str, set[str]]:
+    """The package graph `tests/test_architecture.py` checks, plus the app (`app.py` and `pages/`). The
+    package `__init__` of `gcpc_core` (empty) is no unit of the table."""
+    from test_architecture import import_graph, imports_of, module_files, package_graph, unit_of
+
+    modules = module_files(root)
+    graph = package_graph(import_graph(modules))
+    graph.pop("gcpc_core", None)
+    graph[APP] = {unit_of(t) for p in [root / "app.py", *sorted((root / "pages").glob("*.py"))]
+                  for t in imports_of("pages.page", p, modules)}
+    return graph
+
+
+def test_the_layer_table_is_the_real_import_graph() -> None:
+    table = parse_layers((ROOT / "docs" / "design.md").read_text(encoding="utf-8"))
+    graph = real_units()
+    assert len(table) > 20 and len(graph) > 20 and "gcpc_core.store" in graph["gcpc_core.judge"]
+    problems = layer_problems(table, graph)
+    assert not problems, "docs/design.md's layer table and the imports disagree:\n" + "\n".join(problems)
+
+
+def test_the_layer_check_reports_what_is_planted() -> None:
+    table = parse_layers(f"""
+{LAYER_HEADER}
+| --- | --- | --- |
+| 0 | `models` | nothing |
+| 1 | `store` | `models` |
+| 2 | `judge` | `store`, `ghost` |
+| 2 | `llm` | `judge` |
+
+after the table: `cli` is not read
+""")
+    graph = {"gcpc_core.models": set(), "gcpc_core.store": {"gcpc_core.models", "gcpc_core.llm"},
+             "gcpc_core.judge": {"gcpc_core.store"}, "gcpc_core.llm": {"gcpc_core.judge"}, "gcpc_core.cli": set()}
+    assert layer_problems(table, graph) == [
+        "gcpc_core.cli: not in the table",
+        "gcpc_core.judge: lists gcpc_core.ghost, which is no unit",
+        "gcpc_core.llm (layer 2) lists gcpc_core.judge of layer 2: not a lower layer",
+        "gcpc_core.store imports gcpc_core.llm, which its row does not list",
+    ]
