@@ -1,6 +1,6 @@
 """The docs and docstrings name only what exists: every backticked `Store.x` and `store.<repo>.<method>`, every
-relative Markdown link (and its `#anchor`) and every `*.md` path a docstring or comment mentions; and the
-layer table of docs/design.md is the real import graph.
+relative Markdown link (and its `#anchor`), every `*.md` path a docstring or comment mentions and every
+backticked path into the repository's folders; and the layer table of docs/design.md is the real import graph.
 
 Why: the store moved from one class to a repository per stage, and a design note the repository never held
 was cited by a dozen modules; names in prose are not checked by any import, so they rot silently. The
@@ -37,6 +37,10 @@ MD_PATH = re.compile(r"(?<![\w./<>*-])((?:[\w.-]+/)*[\w-]+\.md)\b(?:#([\w-]+))?"
 NOT_OURS = frozenset({"instruction.md", "report.md", "SKILL.md", "skill.md", "CHANGES.md"})
 """`*.md` names docstrings mention that are no file of this repository: a task's `instruction.md`, the
 report the `report` verb writes, a Skill's `SKILL.md`, the demo corpus's `CHANGES.md`."""
+REPO_PATH = re.compile(r"(?<![\w./-])((?:gcpc_core|annotations|pages|tests|rules|docs|bench)/[\w./-]*)")
+"""A path into one of the repository's folders, inside a code span."""
+TASK_PATHS = frozenset({"tests/test.sh", "tests/test_outputs.py"})
+"""Paths inside a benchmark task's folder (its verifier), not this repository's `tests/`."""
 MD_HOMES = ("", "docs", "rules")
 """Where a bare `name.md` in a docstring may live: the repository root, `docs/`, `rules/`."""
 
@@ -118,6 +122,21 @@ def md_path_problems(text: str, bases: Sequence[Path], read: Callable[[Path], st
             problems.append(f"{path}: no such file")
         elif anchor and anchor not in anchors(found):
             problems.append(f"{path}#{anchor}: no such heading")
+    return problems
+
+
+def repo_path_problems(text: str, root: Path, exists: Callable[[Path], bool]) -> list[str]:
+    """Each backticked path into a folder of the repository at `root` (`gcpc_core/store/db.py`, `docs/`)
+    that does not exist; a glob or `<placeholder>` (`rules/*.md`, `pages/<page>.py`) and `TASK_PATHS`
+    are left alone."""
+    problems = []
+    for span in CODE_SPAN.findall(text):
+        for m in REPO_PATH.finditer(span):
+            path = m.group(1).rstrip(".")
+            if span[m.end():m.end() + 1] in ("*", "<", "{") or path in TASK_PATHS:
+                continue
+            if not exists(root / path):
+                problems.append(f"{path}: no such file or folder")
     return problems
 
 
@@ -210,6 +229,15 @@ def test_every_md_path_a_doc_names_exists() -> None:
     assert not bad, "\n".join(bad)
 
 
+def test_every_backticked_repository_path_exists() -> None:
+    """`gcpc_core/store.py` stayed in the README after the store became a package: paths rot like names."""
+    prose = list(texts())
+    n = sum(len(REPO_PATH.findall(" ".join(CODE_SPAN.findall(text)))) for _, text, _ in prose)
+    bad = [f"{where}: {p}" for where, text, _ in prose for p in repo_path_problems(text, ROOT, Path.exists)]
+    assert n >= 50, f"only {n} repository paths found: the scan is not seeing the docs"
+    assert not bad, "\n".join(bad)
+
+
 def test_design_doc_is_linked_from_the_readme() -> None:
     """docs/design.md is where code references to the design point: the README, the way in, links it."""
     assert "(docs/design.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
@@ -223,6 +251,7 @@ See `Store.no_such_method` and `store.trials.no_such_read`, and `store.nowhere`;
 `store.db.execute`, `Store.atomic`, `gcpc_core.store.Store` and `gcpc_core/store.py` are fine.
 Read [the design](design.md#the-pipeline), [gone](nope.md), [no heading](design.md#no-such-heading),
 [here](#a-heading), [web](https://example.org/x.md) and [missing folder](nowhere/).
+Paths: `gcpc_core/store.py`, `gcpc_core/store/db.py`, `pages/<page>.py`, `rules/*.md`, `tests/test.sh`, `docs/`.
 Code: DESIGN.md, docs/nope.md, docs/design.md#the-pipeline, docs/design.md#gone, instruction.md, `rules/*.md`,
 rules/judge.md.
 
@@ -249,6 +278,8 @@ def test_the_checkers_report_what_is_planted(real_store: Store, tmp_path: Path) 
     links = link_problems(PLANTED, tmp_path / "docs", read_md)
     assert links == ["(nope.md): no file nope.md", "(design.md#no-such-heading): design.md has no heading "
                      "#no-such-heading", "(nowhere/): no file nowhere/"]
+
+    assert repo_path_problems(PLANTED, ROOT, Path.exists) == ["gcpc_core/store.py: no such file or folder"] * 2
 
     paths = md_path_problems(PLANTED, [tmp_path], read_md)
     assert paths == ["nope.md: no such file", "design.md#no-such-heading: no such heading", "DESIGN.md: no such file",
