@@ -1,6 +1,7 @@
 """The docs and docstrings name only what exists: every backticked `Store.x` and `store.<repo>.<method>`, every
 relative Markdown link (and its `#anchor`), every `*.md` path a docstring or comment mentions and every
-backticked path into the repository's folders; and the layer table of docs/design.md is the real import graph.
+backticked path into the repository's folders and dotted name of our packages; and the layer table of
+docs/design.md is the real import graph.
 
 Why: the store moved from one class to a repository per stage, and a design note the repository never held
 was cited by a dozen modules; names in prose are not checked by any import, so they rot silently. The
@@ -12,10 +13,11 @@ them every Markdown file of `docs/` plus `README.md`, and every docstring and co
 from __future__ import annotations
 
 import ast
+import importlib
 import io
 import re
 import tokenize
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,10 @@ MD_PATH = re.compile(r"(?<![\w./<>*-])((?:[\w.-]+/)*[\w-]+\.md)\b(?:#([\w-]+))?"
 NOT_OURS = frozenset({"instruction.md", "report.md", "SKILL.md", "skill.md", "CHANGES.md"})
 """`*.md` names docstrings mention that are no file of this repository: a task's `instruction.md`, the
 report the `report` verb writes, a Skill's `SKILL.md`, the demo corpus's `CHANGES.md`."""
+DOTTED = re.compile(r"(?<![\w./-])((?:gcpc_core|annotations)(?:\.[A-Za-z_]\w*)+)(?![\w/-])")
+"""A dotted name in a code span that starts at one of our packages: `gcpc_core.project_frames.frames_from_store`."""
+FILE_SUFFIXES = ("py", "md", "yaml", "json", "toml", "txt")
+"""`annotations.py` in a code span is a file name, not a dotted name."""
 REPO_PATH = re.compile(r"(?<![\w./-])((?:gcpc_core|annotations|pages|tests|rules|docs|bench)/[\w./-]*)")
 """A path into one of the repository's folders, inside a code span."""
 TASK_PATHS = frozenset({"tests/test.sh", "tests/test_outputs.py"})
@@ -140,6 +146,33 @@ def repo_path_problems(text: str, root: Path, exists: Callable[[Path], bool]) ->
     return problems
 
 
+def dotted_names(text: str) -> list[str]:
+    """Every dotted name of our packages written in a code span of `text` (file names left out)."""
+    return [m.group(1) for span in CODE_SPAN.findall(text) for m in DOTTED.finditer(span)
+            if m.group(1).rpartition(".")[2] not in FILE_SUFFIXES]
+
+
+def dotted_problem(name: str) -> str | None:
+    """Why `name` (`package.module.attribute…`) names nothing importable, or None: its longest importable
+    module prefix, then attributes (or submodules) one by one."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for j, attr in enumerate(parts[i:], start=i):
+            if hasattr(obj, attr):
+                obj = getattr(obj, attr)
+                continue
+            try:
+                obj = importlib.import_module(".".join(parts[:j + 1]))
+            except ImportError:
+                return f"{name}: {'.'.join(parts[:j])} has no {attr!r}"
+        return None
+    return f"{name}: no such module"
+
+
 # ---- the texts scanned ------------------------------------------------------------------------------
 
 
@@ -180,6 +213,15 @@ def read_md(path: Path) -> str | None:
     return path.read_text(encoding="utf-8") if path.suffix == ".md" else ""
 
 
+Scanned = list[tuple[str, str, bool]]
+
+
+@pytest.fixture(scope="module")
+def scanned() -> Scanned:
+    """`texts()`, read once for all the checks of this module."""
+    return list(texts())
+
+
 @pytest.fixture(scope="module")
 def real_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     """A real `Store` on an empty file: its repositories are instance attributes, set in `__init__`."""
@@ -188,34 +230,27 @@ def real_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     store.close()
 
 
-def _all(found: Iterable[tuple[str, list[str]]]) -> tuple[int, list[str]]:
-    n, bad = 0, []
-    for where, problems in found:
-        n += 1
-        bad += [f"{where}: {p}" for p in problems]
-    return n, bad
-
-
 # ---- the checks -------------------------------------------------------------------------------------
 
 
-def test_every_store_reference_names_a_real_attribute(real_store: Store) -> None:
-    refs = [(where, ref) for where, text, _ in texts() for ref in store_refs(text)]
+def test_every_store_reference_names_a_real_attribute(real_store: Store, scanned: Scanned) -> None:
+    refs = [(where, ref) for where, text, _ in scanned for ref in store_refs(text)]
     problems = [f"{where}: {p}" for where, ref in refs if (p := store_ref_problem(ref, real_store))]
     assert len(refs) >= 10, f"the scan found only {refs}: it cannot be checking the docs"
     assert not problems, "\n".join(problems)
 
 
 def test_every_relative_markdown_link_resolves() -> None:
-    n, bad = _all((str(p.relative_to(ROOT)), link_problems(p.read_text(encoding="utf-8"), p.parent, read_md))
-                  for p in doc_files())
-    n_links = sum(len(MD_LINK.findall(p.read_text(encoding="utf-8"))) for p in doc_files())
-    assert n >= 4 and n_links >= 10, f"{n} files, {n_links} links: the scan is not seeing the docs"
+    docs = {p: p.read_text(encoding="utf-8") for p in doc_files()}
+    bad = [f"{p.relative_to(ROOT)}: {problem}" for p, text in docs.items()
+           for problem in link_problems(text, p.parent, read_md)]
+    n_links = sum(len(MD_LINK.findall(text)) for text in docs.values())
+    assert len(docs) >= 5 and n_links >= 10, f"{len(docs)} files, {n_links} links: the scan is not seeing the docs"
     assert not bad, "\n".join(bad)
 
 
-def test_every_md_path_in_a_docstring_or_comment_exists() -> None:
-    prose = [(where, text) for where, text, markdown in texts() if not markdown]
+def test_every_md_path_in_a_docstring_or_comment_exists(scanned: Scanned) -> None:
+    prose = [(where, text) for where, text, markdown in scanned if not markdown]
     mentions = [path for _, text in prose for path, _ in MD_PATH.findall(text)]
     bad = [f"{where}: {p}" for where, text in prose for p in md_path_problems(text, [ROOT], read_md)]
     assert any(m.startswith("docs/") for m in mentions), f"no docs/*.md mentioned in any docstring: {mentions}"
@@ -229,12 +264,18 @@ def test_every_md_path_a_doc_names_exists() -> None:
     assert not bad, "\n".join(bad)
 
 
-def test_every_backticked_repository_path_exists() -> None:
+def test_every_backticked_repository_path_exists(scanned: Scanned) -> None:
     """`gcpc_core/store.py` stayed in the README after the store became a package: paths rot like names."""
-    prose = list(texts())
-    n = sum(len(REPO_PATH.findall(" ".join(CODE_SPAN.findall(text)))) for _, text, _ in prose)
-    bad = [f"{where}: {p}" for where, text, _ in prose for p in repo_path_problems(text, ROOT, Path.exists)]
+    n = sum(len(REPO_PATH.findall(" ".join(CODE_SPAN.findall(text)))) for _, text, _ in scanned)
+    bad = [f"{where}: {p}" for where, text, _ in scanned for p in repo_path_problems(text, ROOT, Path.exists)]
     assert n >= 50, f"only {n} repository paths found: the scan is not seeing the docs"
+    assert not bad, "\n".join(bad)
+
+
+def test_every_backticked_dotted_name_of_ours_imports(scanned: Scanned) -> None:
+    names = [(where, name) for where, text, _ in scanned for name in dotted_names(text)]
+    bad = [f"{where}: {p}" for where, name in names if (p := dotted_problem(name)) is not None]
+    assert len(names) >= 20, f"only {names}: the scan is not seeing the docs"
     assert not bad, "\n".join(bad)
 
 
@@ -251,6 +292,8 @@ See `Store.no_such_method` and `store.trials.no_such_read`, and `store.nowhere`;
 `store.db.execute`, `Store.atomic`, `gcpc_core.store.Store` and `gcpc_core/store.py` are fine.
 Read [the design](design.md#the-pipeline), [gone](nope.md), [no heading](design.md#no-such-heading),
 [here](#a-heading), [web](https://example.org/x.md) and [missing folder](nowhere/).
+Names: `gcpc_core.project_frames.frames_from_store`, `annotations.frames.frames_from_store`, `gcpc_core.nope`,
+`annotations.py`, `gcpc_core.store.Store.atomic`.
 Paths: `gcpc_core/store.py`, `gcpc_core/store/db.py`, `pages/<page>.py`, `rules/*.md`, `tests/test.sh`, `docs/`.
 Code: DESIGN.md, docs/nope.md, docs/design.md#the-pipeline, docs/design.md#gone, instruction.md, `rules/*.md`,
 rules/judge.md.
@@ -279,6 +322,9 @@ def test_the_checkers_report_what_is_planted(real_store: Store, tmp_path: Path) 
     assert links == ["(nope.md): no file nope.md", "(design.md#no-such-heading): design.md has no heading "
                      "#no-such-heading", "(nowhere/): no file nowhere/"]
 
+    assert [dotted_problem(n) for n in dotted_names(PLANTED)] == [
+        None, None, "annotations.frames.frames_from_store: annotations.frames has no 'frames_from_store'",
+        "gcpc_core.nope: gcpc_core has no 'nope'", None]
     assert repo_path_problems(PLANTED, ROOT, Path.exists) == ["gcpc_core/store.py: no such file or folder"] * 2
 
     paths = md_path_problems(PLANTED, [tmp_path], read_md)

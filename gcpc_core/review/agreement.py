@@ -358,7 +358,7 @@ def _code_fingerprint() -> str:
 
 
 def headline_view(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: int = 0) -> HeadlineView:
-    """The headline of `frames` (`annotations.frames.frames_from_store`'s), computed: the report's
+    """The headline of `frames` (`gcpc_core.project_frames.frames_from_store`'s), computed: the report's
     `HEADLINE_SECTIONS`."""
     dash = dashboard(frames, sections=HEADLINE_SECTIONS, n_boot=n_boot, seed=seed, figures=False)
     simulated = sum(int(frames[n]["simulated"].sum()) for n in ("ratings", "preferences"))
