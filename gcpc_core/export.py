@@ -1,4 +1,4 @@
-"""Export rows of a project DB in the shapes DESIGN.md fixes, one generator per `--what`.
+"""Export rows of a project DB in the shapes docs/design.md#export-rows fixes, one generator per `--what`.
 
 Judgments, scores and item audits belong to labelled judge runs: by default each judge's default run is
 exported, as every analysis reads it; `labels` chooses other runs and `all_labels` exports every run, the

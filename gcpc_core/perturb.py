@@ -3,7 +3,7 @@
 What a perturbation is and how the shares are computed are pure functions over frames in
 `gcpc_core.analysis.sensitivity`; this module plans the work from the project DB, re-judges through
 the judge's own path (`judge.units.judge_unit`: same prompts, LLM layer, response cache, repair
-policy and grounding check) and stores one row per perturbed item (`Store.save_perturbation`),
+policy and grounding check) and stores one row per perturbed item (`store.perturbations.save`),
 so a rerun resumes where an interrupted one stopped.
 """
 
@@ -187,7 +187,7 @@ def run_perturbations(
     as every analysis reads) not yet done under (seed, scope, model, prompt).
 
     Results are stored under the run's label, so two runs of one judge with the same model and prompt
-    keep their own. Each result is stored the moment it is known (`Store.save_perturbation`), so an interrupted
+    keep their own. Each result is stored the moment it is known (`store.perturbations.save`), so an interrupted
     run resumes where it stopped; endpoint failures are reported, not stored. Raises ValueError
     for a judge without item verdicts, and LLMNotConfigured before any work when an LLM judge has
     no model or endpoint, and ValueError for a label that is not a run of `judge`. The report's `table`

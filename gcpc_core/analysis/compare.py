@@ -1,7 +1,7 @@
 """Two labelled judge runs side by side: outcome discrimination and item-level agreement.
 
 A project may hold several labelled runs of one judge kind (another model, prompt or rules version;
-see `Store.judge_labels`). `compare_runs` is pure over the **scores** and **items** frames (see
+see `store.judging.labels`). `compare_runs` is pure over the **scores** and **items** frames (see
 `frames`) with a ``label`` column, holding at least the two runs:
 
 * AUC of run A and run B against official PASS on the trajectories both scored, with the paired

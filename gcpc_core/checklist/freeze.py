@@ -33,7 +33,7 @@ def checklist_sha(checklist: Checklist) -> str:
 
 
 def checklist_to_json(checklist: Checklist, indent: int = 2) -> str:
-    """Readable JSON in the DESIGN.md checklist-file schema (field order as documented)."""
+    """Readable JSON in the checklist-file schema, fields in the order docs/design.md#the-checklist-file lists them."""
     return json.dumps(checklist.model_dump(mode="json"), indent=indent, ensure_ascii=False) + "\n"
 
 

@@ -66,7 +66,7 @@ def register_checklist(
 
 
 def export_checklists(store: Store) -> Iterator[dict]:
-    """Every frozen checklist in the DESIGN.md file schema, plus its identity and provenance."""
+    """Every frozen checklist in the checklist-file schema (docs/design.md#the-checklist-file), plus its identity and provenance."""
     for row in store.checklists.list(status="frozen"):
         checklist = Checklist.model_validate(row.checklist)
         yield {

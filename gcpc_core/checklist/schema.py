@@ -1,4 +1,4 @@
-"""The checklist file contract (DESIGN.md): pydantic models and a strict JSON/YAML loader.
+"""The checklist file contract (docs/design.md#the-checklist-file): pydantic models and a strict JSON/YAML loader.
 
 The same models carry LLM-synthesized and hand-written checklists, so the loader is strict
 (unknown keys, duplicate YAML keys and bad types are errors naming the file and field path):
@@ -106,7 +106,7 @@ class Waiver(_Model):
 
 
 class Checklist(_Model):
-    """The checklist file: one task's items plus waivers (the DESIGN.md contract)."""
+    """The checklist file: one task's items plus waivers (the contract of docs/design.md#the-checklist-file)."""
 
     task: str = Field(min_length=1)
     """Task id (the task folder's name), e.g. `citation-check`."""

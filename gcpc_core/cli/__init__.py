@@ -1,7 +1,7 @@
 """`python -m gcpc_core VERB …`: the command line over the pipeline stages.
 
 Each verb is a thin wrapper: parse arguments, call one public function of a
-stage module, print a summary. Exit codes follow DESIGN.md. The verbs live by
+stage module, print a summary. Exit codes follow docs/design.md#exit-codes. The verbs live by
 area (`project`, `checklists`, `judging`, `study`, `llm`, `app`); their shared options and
 checks in `common`. The parser is built from the standard library alone, so `--help` and every
 verb start at once; a verb imports the stages it calls when it runs.

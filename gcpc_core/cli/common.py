@@ -59,7 +59,7 @@ class Exit(Exception):
 
 
 def fail(verb: str, message: object, *, code: int = 2) -> NoReturn:
-    """Say why the verb stops; 2 (DESIGN.md) is an unusable setup or input."""
+    """Say why the verb stops; 2 is an unusable setup or input (docs/design.md#exit-codes)."""
     print(f"{verb}: {message}", file=sys.stderr)
     raise Exit(code)
 

@@ -1,4 +1,4 @@
-"""`export --what judgments|scores`: rows in the DESIGN.md shapes, plus provenance columns.
+"""`export --what judgments|scores`: rows in the shapes of docs/design.md#export-rows, plus provenance columns.
 
 Judgment rows also carry the item's text and verifier refs and the trajectory's outcome, so an
 export is self-contained for auditors and for the analysis `items` frame.
@@ -28,7 +28,7 @@ def _item_index(store: Store) -> dict[str, dict[str, dict]]:
 def export_judgments(
     store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False
 ) -> Iterator[dict]:
-    """One row per (trajectory, judge, item) of each judge's chosen run (`Store.judgments`; every run
+    """One row per (trajectory, judge, item) of each judge's chosen run (`store.judging.judgments`; every run
     with `all_labels`): raw and postprocessed verdicts, citations, reasons, the run's label."""
     index = _item_index(store)
     fixed = {q.id: {"text": q.text, "verifier_refs": []} for q in fixed_checklist(load_rules(), "-").items}

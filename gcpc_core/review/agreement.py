@@ -72,7 +72,7 @@ HEADLINE_SECTIONS = ("inputs", "discrimination", "agreement")
 ALL_SECTIONS = ("inputs", *SECTION_NAMES)
 ANALYSIS_TABLES = ("judgments", "judge_units", "judge_labels", "scores", "trajectories", "annotations", "checklists",
                    "perturbations", "studies", "study_units", "study_pairs")
-"""The store tables the analysis frames are read from (`Store.data_version` of these dates a result): the
+"""The store tables the analysis frames are read from (`store.project.data_version` of these dates a result): the
 judges' rows and which run of each is the default, the trials, the human answers and the study designs that
 give their scales and pair sides."""
 
@@ -358,7 +358,7 @@ def _code_fingerprint() -> str:
 
 
 def headline_view(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: int = 0) -> HeadlineView:
-    """The headline of `frames` (`annotations.frames.frames_from_store`'s), computed: the report's
+    """The headline of `frames` (`gcpc_core.project_frames.frames_from_store`'s), computed: the report's
     `HEADLINE_SECTIONS`."""
     dash = dashboard(frames, sections=HEADLINE_SECTIONS, n_boot=n_boot, seed=seed, figures=False)
     simulated = sum(int(frames[n]["simulated"].sum()) for n in ("ratings", "preferences"))

@@ -1,9 +1,9 @@
 """The checklists page's data: stored versions per task, gate results, and hand edits.
 
-A hand edit is YAML (or JSON) text in the DESIGN.md checklist-file schema. `check_text` parses it
-as strictly as a checklist file and runs every gate, so the page can show failures as the editor
-types; `save_text` stores it through `register_checklist` as the task's next frozen version, which
-refuses anything a gate objects to. A frozen version is never changed.
+A hand edit is YAML (or JSON) text in the checklist-file schema (docs/design.md#the-checklist-file).
+`check_text` parses it as strictly as a checklist file and runs every gate, so the page can show
+failures as the editor types; `save_text` stores it through `register_checklist` as the task's next
+frozen version, which refuses anything a gate objects to. A frozen version is never changed.
 
 The editor's tools work on that text too, so the text stays the one thing the author edits and saves:
 `set_quote` / `add_quoted_item` take a span of the instruction as an item's task quote, `add_test_item` /

@@ -15,7 +15,7 @@ __all__ = ["compare_view", "default_pair", "differing_table", "run_choices", "ru
 
 
 def run_choices(store: Store) -> list[dict]:
-    """Every labelled run (`Store.judge_labels`) with its `key` (`judge=label`), its readable `name` (`run_name`)
+    """Every labelled run (`store.judging.labels`) with its `key` (`judge=label`), its readable `name` (`run_name`)
     and whether it is its judge's default."""
     defaults = store.judging.default_labels()
     return [{**r.model_dump(), "key": run_key(r.judge, r.label), "name": run_name(r),

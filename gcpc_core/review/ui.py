@@ -213,7 +213,7 @@ def _cached_call(name: str, db_path: str, version: str, args: tuple, kwargs: tup
 
 
 def cached(*tables: str) -> Callable[[F], F]:
-    """Cache `fn(store, *args)` per project DB, until rows of `tables` change (`Store.data_version`).
+    """Cache `fn(store, *args)` per project DB, until rows of `tables` change (`store.project.data_version`).
 
     Keyed on the DB path, the tables' version and the other (hashable) arguments; results are
     copied out of the cache, so callers may modify them.

@@ -1,4 +1,4 @@
-"""The command line: every verb documents itself, and the contracts of DESIGN.md hold."""
+"""The command line: every verb documents itself, and the contracts of docs/design.md#contracts hold."""
 
 from __future__ import annotations
 
