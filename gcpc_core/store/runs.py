@@ -222,7 +222,7 @@ class RunRepository(Repository):
 
     def running(self, *, host: str) -> list[RunRow]:
         """Every `running` row started on `host` (its `pid` says which process owns it)."""
-        rows = self.db["runs"].rows_where("status = 'running' AND host = ?", [host], order_by="started_at, id")
+        rows = self.db["runs"].rows_where("status = 'running' AND host = ?", [host], order_by="started_at, rowid")
         return [RunRow.from_db(r) for r in rows]
 
     def interrupt(self, run_ids: Iterable[str]) -> None:
@@ -252,9 +252,9 @@ class RunRepository(Repository):
         return RunRow.from_db(rows[0]) if rows else None
 
     def list(self, *, kind: str | None = None) -> list[RunRow]:
-        """Every run (of `kind`), oldest first."""
+        """Every run (of `kind`), oldest first (runs started within one second in the order they started)."""
         where, args = ("kind = ?", [kind]) if kind else (None, [])
-        return [RunRow.from_db(r) for r in self.db["runs"].rows_where(where, args, order_by="started_at, id")]
+        return [RunRow.from_db(r) for r in self.db["runs"].rows_where(where, args, order_by="started_at, rowid")]
 
     def record_llm_call(self, row: LLMCallRow) -> None:
         """One LLM call: run id, cache hit, tokens, cost, latency, status and error (raw reply on errors)."""
