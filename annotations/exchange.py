@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from gcpc_core.csv_safe import csv_value, write_csv_rows
-from gcpc_core.store import Store
+from gcpc_core.store import Store, StudyAssignmentRow, StudyPairRow, StudyRaterRow, StudyRow, StudyUnitRow, utcnow
 
 from .blinding import BlindingTerms
 from .design import DesignParams, StudyDesign, check_rater_name
@@ -172,7 +172,7 @@ def _assignments(rows: object, raters: set[str], units: set[str], pairs: set[str
 
 
 def _restore_plan(store: Store, record: dict) -> dict:
-    """The `store.studies.insert` arguments that recreate a study from an export's design record, or
+    """The `store.studies.insert` arguments (rows) that recreate a study from an export's design record, or
     ValueError naming what in the record cannot be trusted. Everything the record brings is checked
     against itself and this project: the design against its sha, the units against this project's
     trajectories, pairs and assignments against the units and raters, rater names (`check_rater_name`),
@@ -225,17 +225,20 @@ def _restore_plan(store: Store, record: dict) -> dict:
     if parse_guidelines(guidelines.text) != guidelines:
         raise ValueError("guidelines do not match their own text (scale, confidence or sha)")
     terms = project_terms(store, design).merged(BlindingTerms.model_validate(record["design"].get("blinding") or {}))
+    sid, now = record["study_id"], utcnow()
     return {
-        "study": {"id": record["study_id"], "name": record.get("name"), "status": record.get("status", "open"),
-                  "created_at": record.get("created_at"), "seed": design.params.seed, "params": design.params.model_dump(mode="json"),
-                  # only what was checked is stored: the parsed design, guidelines and merged terms
-                  "design": {"design": design.model_dump(mode="json"), "guidelines": guidelines.model_dump(mode="json"),
-                             "blinding": terms.model_dump(mode="json")},
-                  "design_sha": record["design_sha"], "is_simulated": int(bool(record.get("is_simulated")))},
-        "units": [u.model_dump() for u in design.units], "pairs": [p.model_dump() for p in design.pairs],
-        "raters": [{"rater": name, "token_hash": None, "is_simulated": int(bool(r.get("is_simulated")))}
-                   for name, r in zip(raters, record["raters"])],
-        "assignments": assignments,
+        "study": StudyRow(id=sid, name=record.get("name"), status=record.get("status", "open"),
+                          created_at=record.get("created_at") or now, seed=design.params.seed,
+                          params=design.params.model_dump(mode="json"),
+                          # only what was checked is stored: the parsed design, guidelines and merged terms
+                          design={"design": design.model_dump(mode="json"),
+                                  "guidelines": guidelines.model_dump(mode="json"), "blinding": terms.model_dump(mode="json")},
+                          design_sha=record["design_sha"], is_simulated=bool(record.get("is_simulated"))),
+        "units": [StudyUnitRow(study_id=sid, **u.model_dump()) for u in design.units],
+        "pairs": [StudyPairRow(study_id=sid, **p.model_dump()) for p in design.pairs],
+        "raters": [StudyRaterRow(study_id=sid, rater=name, token_hash=None, is_simulated=bool(r.get("is_simulated")),
+                                 created_at=now) for name, r in zip(raters, record["raters"])],
+        "assignments": [StudyAssignmentRow(**{"study_id": sid, "assigned_at": now, **a}) for a in assignments],
     }
 
 

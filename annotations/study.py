@@ -15,7 +15,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from gcpc_core.store import AnnotationRow, Store, StudyAssignmentRow, StudyPairRow, StudyUnitRow
+from gcpc_core.store import (
+    AnnotationRow,
+    Store,
+    StudyAssignmentRow,
+    StudyPairRow,
+    StudyRaterRow,
+    StudyRow,
+    StudyUnitRow,
+    utcnow,
+)
 
 from .blinding import BlindingTerms, BlindTrajectory, blind_trajectory, collect_terms
 from .design import KIND_ORDER, Candidate, DesignParams, StudyDesign, check_rater_name, make_design
@@ -147,23 +156,26 @@ def create_study(
     key = link_key(store.path)
     nonces = {r: new_token() for r in params.raters if r not in simulated}
     tokens = {r: derive_token(key, study_id, r, nonce) for r, nonce in nonces.items()}
+    now = utcnow()
     store.studies.insert(
-        {
-            "id": study_id,
-            "name": name or study_id,
-            "seed": params.seed,
-            "params": params.model_dump(mode="json"),
-            "design": {"design": design.model_dump(mode="json"), "guidelines": guidelines.model_dump(mode="json"),
-                       "blinding": terms.model_dump(mode="json")},
-            "design_sha": design.sha,
-            "is_simulated": int(bool(simulated)),
-            "created_by": created_by,
-        },
-        units=[u.model_dump() for u in design.units],
-        pairs=[p.model_dump() for p in design.pairs],
-        raters=[{"rater": r, "token_hash": hash_token(tokens[r]) if r in tokens else None,
-                 "is_simulated": int(r in simulated)} for r in params.raters],
-        assignments=[a.model_dump() for a in design.assignments],
+        StudyRow(
+            id=study_id,
+            name=name or study_id,
+            seed=params.seed,
+            params=params.model_dump(mode="json"),
+            design={"design": design.model_dump(mode="json"), "guidelines": guidelines.model_dump(mode="json"),
+                    "blinding": terms.model_dump(mode="json")},
+            design_sha=design.sha,
+            is_simulated=bool(simulated),
+            created_at=now,
+            created_by=created_by,
+        ),
+        units=[StudyUnitRow(study_id=study_id, **u.model_dump()) for u in design.units],
+        pairs=[StudyPairRow(study_id=study_id, **p.model_dump()) for p in design.pairs],
+        raters=[StudyRaterRow(study_id=study_id, rater=r, token_hash=hash_token(tokens[r]) if r in tokens else None,
+                              is_simulated=r in simulated, created_at=now) for r in params.raters],
+        assignments=[StudyAssignmentRow(study_id=study_id, assigned_at=now, **a.model_dump())
+                     for a in design.assignments],
     )
     for rater, nonce in nonces.items():
         store.project.set_meta(_nonce_key(study_id, rater), nonce)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .demo_corpus import DEMO_MARKER, DEMO_SEED, write_demo_corpus
 from .ingest import ImportReport, import_project
-from .store import JudgmentRow, Store, utcnow
+from .store import JudgmentRow, RunRow, Store, utcnow
 
 __all__ = ["DEMO_CHECKLISTS_DIR", "DEMO_MARKER", "DEMO_SEED", "DEMO_SIMULATED_LABEL", "DEMO_SIMULATED_MODEL",
            "build_demo_project", "default_demo_db", "ensure_demo_project", "write_demo_corpus"]
@@ -85,9 +85,11 @@ def _add_demo_simulated_run(store: Store, *, seed: int) -> None:
             rows_by_traj.setdefault(judged.trajectory_id, []).append(judged.model_dump())
     units = store.judging.units("probe", labels={"probe": base})
     first = next(iter(units.values()))
-    run_id = store.runs.start(kind="judge-probe-simulated", model=DEMO_SIMULATED_MODEL,
-                             prompt_version=first.prompt_version, rules_version=first.rules_version,
-                             params={"simulated": True, "from_label": base, "flip_share": DEMO_FLIP_SHARE, "seed": seed})
+    run = store.runs.start(RunRow(kind="judge-probe-simulated", model=DEMO_SIMULATED_MODEL,
+                                  prompt_version=first.prompt_version, rules_version=first.rules_version,
+                                  params={"simulated": True, "from_label": base, "flip_share": DEMO_FLIP_SHARE,
+                                          "seed": seed}))
+    run_id = run.id
     now = utcnow()
     common = {"label": DEMO_SIMULATED_LABEL, "model": DEMO_SIMULATED_MODEL, "run_id": run_id, "created_at": now}
     flip = {"Yes": "No", "No": "Yes"}
@@ -102,7 +104,7 @@ def _add_demo_simulated_run(store: Store, *, seed: int) -> None:
                                        "scored_at": None}))
         store.judging.save_trajectory_judgment(unit.replaced(**common), rows, [], simulated=True,
                                        note="DEMO: simulated verdicts (the probe judge's, a share flipped), not a judge run")
-    store.runs.finish(run_id, status="done", wall_s=0.0, totals={})
+    store.runs.finish(run.replaced(status="done", wall_s=0.0))
 
 
 def _add_demo_study(store: Store, *, seed: int) -> None:

@@ -205,10 +205,6 @@ class EvidenceView:
         """Whether the tool call `call_id` failed: it is marked `is_error`, or an output of it is."""
         return call_id in self._failed
 
-    @property
-    def event_ids(self) -> list[str]:
-        return [e.event.id for e in self.entries]
-
     def get(self, event_id: str) -> Event | None:
         """The full event behind an id, if it is part of the evidence view."""
         return self._by_id.get(event_id)
@@ -234,11 +230,6 @@ class EvidenceView:
             return False
         q = normalize_ws(quote)
         return bool(q) and q in self._norm(event_id)
-
-    def find_quote(self, quote: str) -> list[str]:
-        """Every evidence event id containing `quote`: lets an auditor locate an uncited span."""
-        q = normalize_ws(quote)
-        return [eid for eid in self._by_id if q and q in self._norm(eid)] if q else []
 
     def render(self) -> str:
         """The view as plain text for a judge prompt: each event framed (`EvidenceEntry.framed`)."""

@@ -39,7 +39,7 @@ from typing import Any, Generic, Literal, TypeVar, get_args
 from tqdm import tqdm
 
 from .llm import LLM, HeldWrites, RunTotals
-from .store import Store
+from .store import RunRow, Store
 
 __all__ = [
     "PER_JUDGE",
@@ -206,10 +206,11 @@ def run_stage(
     """
     reap_dead_runs(store)
     run: StageRun[Result] = StageRun(totals=llm.new_run_totals() if llm is not None else RunTotals())
-    run_id = run.totals.run_id = store.runs.start(
+    opened = store.runs.start(RunRow(
         kind=str(kind), model=llm.model if llm is not None else None, prompt_version=prompt_version,
         rules_version=rules_version, params=dict(params or {}), **run_owner(),
-    )
+    ))
+    run.totals.run_id = opened.id
     bar = ProgressBar(len(units), desc=desc or " ".join(filter(None, (kind.stage, kind.judge_name))), unit=unit,
                       progress=progress)
 
@@ -246,8 +247,8 @@ def run_stage(
         raise
     finally:
         run.wall_s = round(time.monotonic() - started, 3)
-        store.runs.finish(run_id, status=status, wall_s=run.wall_s, totals=run.totals.as_row(),
-                          counts=dict(counts(run.results)) if counts is not None else None)
+        store.runs.finish(opened.replaced(status=status, wall_s=run.wall_s, **run.totals.as_row(),
+                                          counts=dict(counts(run.results)) if counts is not None else None))
     return run
 
 

@@ -25,7 +25,6 @@ from gcpc_core.review.audit import (
     ItemView,
     audit_list,
     correction_options,
-    explain_reason,
     filter_items,
     history_lines,
     item_label,
@@ -34,9 +33,21 @@ from gcpc_core.review.audit import (
     trajectory_label,
     trajectory_summary,
 )
+from gcpc_core.review.audit_panel import (
+    AuditContext,
+    audit_flash,
+    correction_prompt,
+    item_text,
+    no_quote_text,
+    other_judges_line,
+    other_run_line,
+    quote_location,
+    reason_lines,
+    ref_line,
+)
 from gcpc_core.review.overview import next_step_note
 from gcpc_core.review.scores import score_explanation
-from gcpc_core.review.excerpts import excerpt, line_range
+from gcpc_core.review.excerpts import excerpt
 from gcpc_core.text import md_escape, show_invisible
 from gcpc_core.review.ui import (
     badge,
@@ -158,136 +169,153 @@ def focus(item_id: str) -> None:
 
 
 @st.fragment
-def item_panel(view: ItemView, focused: bool) -> None:
+def item_panel(ctx: AuditContext, view: ItemView, focused: bool) -> None:
     """One item; the focused one in full with the audit controls, the others as one line."""
-    key = f"audit:{traj_id}:{judge}:{view.item_id}" + ("" if label == default_label else f":{label}")
-    history = item_audit_history(store, trajectory_id=traj_id, item_id=view.item_id, judge=judge, label=label)
+    key = ctx.key(view.item_id)
+    history = item_audit_history(ctx.store, trajectory_id=ctx.trajectory_id, item_id=view.item_id, judge=ctx.judge,
+                                 label=ctx.label)
     with st.container(border=True):
-        # one row sized to its content (an id or badge moves to the next line whole, never broken mid-word, as
-        # "ENDPOINT" was in a fixed narrow column), the item's text below it
-        with st.container(horizontal=True, vertical_alignment="center", gap="small"):
-            st.text(view.item_id)
-            badge(view.route, view.route)
-            badge(f"judge {view.verdict_raw}", view.verdict_raw)
-            if view.overwritten:
-                badge(f"scored {view.verdict}", view.verdict)
-        st.text(show_invisible(view.text if focused else view.text[:160] + ("…" if len(view.text) > 160 else "")))
+        item_heading(view, focused)
         if not focused:
             if st.button("Open", key=f"{key}:open", on_click=focus, args=(view.item_id,)):
                 st.rerun()  # the whole page: another panel opens, this one closes
             if history:
                 st.text(history_lines(history)[-1])
             return
-        for reason in dict.fromkeys(r for r in (view.reason_raw, view.reason) if r):
-            st.text("Why: " + explain_reason(reason))
-        if view.rationale:
-            st.caption("Judge's rationale")
-            show_text(view.rationale)
-        for problem in view.problems:
-            st.text("Reply problem: " + problem)
-        if view.other_judges:
-            st.text("Other judges (raw): " + ", ".join(f"{j} {v}" for j, v in view.other_judges.items()))
-        if view.other_runs:
-            with st.container(border=True):
-                st.caption(md_escape(f"This item in {judge}'s other labelled runs (raw verdicts; this run: "
-                                      f"{view.verdict_raw})", limit=600))
-                for k, run in enumerate(view.other_runs):
-                    badge(f"{readable.get(run.label, run.label)}: {run.verdict_raw}", run.verdict_raw)
-                    st.text(f"run {run.label} · model {run.model or 'offline'}"
-                            + (" · SIMULATED verdicts (demo), not a judge run" if run.simulated else "")
-                            + (" · same verdict" if run.verdict_raw == view.verdict_raw else " · DIFFERENT verdict"))
-                    if run.rationale:
-                        show_text(run.rationale)
-                    render_citations(run.citations, f"{key}:run{k}")
-
+        item_verdicts(ctx, view, key)
         left, right = st.columns(2)
         with left:
-            st.caption("Task quote in the instruction")
-            if view.quote is None:
-                st.text("(no task quote: " + ("the endpoint item is the official outcome)" if view.route == "endpoint"
-                                              else "a task-agnostic item)"))
-            elif view.quote.span is None:
-                st.warning("This quote is not a verbatim span of the instruction.")
-                show_code(view.quote.quote)
-            else:
-                first, last = line_range(task.instruction, view.quote.span) if task else (0, 0)
-                st.text(f"instruction.md lines {first}–{last}, characters {view.quote.span.start:,}–"
-                        f"{view.quote.span.end:,}")
-                render_excerpt(view.quote.excerpt)
-                if task is not None and st.toggle("Whole instruction", key=f"{key}:instruction"):
-                    render_excerpt(excerpt(task.instruction, view.quote.span, context=10**6, max_line=10**6))
+            task_quote(ctx, view, key)
         with right:
-            st.caption("Verifier refs and this trajectory's CTRF results")
-            if not view.refs:
-                st.text("(no verifier refs)")
-            for ref in view.refs:
-                badge(f"CTRF {ref.status}", ref.status)
-                st.text(ref.ref + (f" (line {ref.lineno})" if ref.lineno else " — not a parsed test of this task"))
-                if ref.docstring:
-                    show_text(ref.docstring)
-                if ref.source:
-                    show_code(ref.source, language="python")
-                for result in ref.results:
-                    if result.message:
-                        show_code(f"{result.name}: {result.status}\n{result.message}")
-
+            verifier_refs(view)
         render_citations(view.citations, key)
-
         if not view.auditable:
             st.text("The endpoint item is the official outcome itself: nothing to audit.")
             return
         st.divider()
-        who = reviewer()
-        token_key, asking_key = f"{key}:token", f"{key}:asking"
-        st.session_state.setdefault(token_key, uuid.uuid4().hex)
-        others = correction_options(view)
-
-        def save(agree: bool, corrected: str | None) -> None:
-            """Store the audit, then rerun the whole page: the trajectory's "audited k/n" and the item
-            labels outside this fragment show it at once."""
-            try:
-                _, written = record_audit(store, view, trajectory_id=traj_id, judge=judge, reviewer=who, agree=agree,
-                                          corrected_verdict=corrected, note=st.session_state.get(f"{key}:note"),
-                                          client_token=st.session_state[token_key], label=label)
-            except ValueError as exc:
-                st.error(md_escape(exc))
-                return
-            st.session_state[token_key] = uuid.uuid4().hex
-            st.session_state.pop(asking_key, None)
-            st.session_state[FLASH_KEY] = ("Audit saved: " + ("agree" if agree else f"disagree → {corrected}")
-                                           if written else "Same as your current audit: nothing new stored.")
-            st.rerun()
-
-        controls = st.columns([2, 3, 1, 1])
-        corrected = controls[0].segmented_control("Corrected verdict (if you disagree)", others, key=f"{key}:corrected")
-        controls[1].text_input("Note (optional)", key=f"{key}:note")
-        agree = controls[2].button("Agree", key=f"{key}:agree", shortcut="a", type="primary", disabled=not who,
-                                   help="Agree with the judge's raw verdict (A)", width="stretch")
-        disagree = controls[3].button("Disagree", key=f"{key}:disagree", shortcut="d", disabled=not who,
-                                      help="Disagree and give the corrected verdict (D)", width="stretch")
-        if not who:
-            st.warning("Set your reviewer name in the sidebar to record audits.")
-        if agree:
-            save(True, None)
-        elif disagree and corrected:
-            save(False, corrected)
-        elif disagree:
-            st.session_state[asking_key] = True  # D alone: ask which verdict is right, never assume one
-        if st.session_state.get(asking_key) and who:
-            with st.container(border=True):
-                st.warning(md_escape(f"You disagree with the judge's {view.verdict_raw}. Which verdict is right? "
-                                     + " · ".join(f"{k} = {v}" for k, v in enumerate(others, 1)), limit=600))
-                ask = st.columns([1] * len(others) + [1, 3])
-                for k, verdict in enumerate(others):
-                    if ask[k].button(f"{verdict}", key=f"{key}:correct:{verdict}", shortcut=str(k + 1),
-                                     type="primary", help=f"Record: disagree, the right verdict is {verdict} ({k + 1})",
-                                     width="stretch"):
-                        save(False, verdict)
-                ask[len(others)].button("Cancel", key=f"{key}:cancel", width="stretch",
-                                        on_click=st.session_state.pop, args=(asking_key, None))
+        audit_controls(ctx, view, key)
         st.caption(f"Audit history ({len(history)})")
         for line in history_lines(history) or ["(no audit yet)"]:
             st.text(line)
+
+
+def item_heading(view: ItemView, focused: bool) -> None:
+    """The item's id and badges on one row sized to its content (an id or badge moves to the next line
+    whole, never broken mid-word, as "ENDPOINT" was in a fixed narrow column), its text below."""
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+        st.text(view.item_id)
+        badge(view.route, view.route)
+        badge(f"judge {view.verdict_raw}", view.verdict_raw)
+        if view.overwritten:
+            badge(f"scored {view.verdict}", view.verdict)
+    st.text(show_invisible(item_text(view, focused)))
+
+
+def item_verdicts(ctx: AuditContext, view: ItemView, key: str) -> None:
+    """Why the verdict is what it is, the judge's rationale and reply problems, and the other judges' and
+    the judge's other runs' verdicts of the item."""
+    for line in reason_lines(view):
+        st.text(line)
+    if view.rationale:
+        st.caption("Judge's rationale")
+        show_text(view.rationale)
+    for problem in view.problems:
+        st.text("Reply problem: " + problem)
+    if others := other_judges_line(view):
+        st.text(others)
+    if view.other_runs:
+        with st.container(border=True):
+            st.caption(md_escape(f"This item in {ctx.judge}'s other labelled runs (raw verdicts; this run: "
+                                  f"{view.verdict_raw})", limit=600))
+            for k, run in enumerate(view.other_runs):
+                badge(f"{ctx.run_name(run.label)}: {run.verdict_raw}", run.verdict_raw)
+                st.text(other_run_line(run, view))
+                if run.rationale:
+                    show_text(run.rationale)
+                render_citations(run.citations, f"{key}:run{k}")
+
+
+def task_quote(ctx: AuditContext, view: ItemView, key: str) -> None:
+    """The item's task quote in the instruction (the whole instruction behind a toggle)."""
+    st.caption("Task quote in the instruction")
+    if view.quote is None:
+        st.text(no_quote_text(view))
+    elif view.quote.span is None:
+        st.warning("This quote is not a verbatim span of the instruction.")
+        show_code(view.quote.quote)
+    else:
+        st.text(quote_location(view.quote.span, ctx.task))
+        render_excerpt(view.quote.excerpt)
+        if ctx.task is not None and st.toggle("Whole instruction", key=f"{key}:instruction"):
+            render_excerpt(excerpt(ctx.task.instruction, view.quote.span, context=10**6, max_line=10**6))
+
+
+def verifier_refs(view: ItemView) -> None:
+    """Each verifier ref with its test's source and this trajectory's CTRF results."""
+    st.caption("Verifier refs and this trajectory's CTRF results")
+    if not view.refs:
+        st.text("(no verifier refs)")
+    for ref in view.refs:
+        badge(f"CTRF {ref.status}", ref.status)
+        st.text(ref_line(ref))
+        if ref.docstring:
+            show_text(ref.docstring)
+        if ref.source:
+            show_code(ref.source, language="python")
+        for result in ref.results:
+            if result.message:
+                show_code(f"{result.name}: {result.status}\n{result.message}")
+
+
+def audit_controls(ctx: AuditContext, view: ItemView, key: str) -> None:
+    """Agree, or disagree with a corrected verdict (D alone asks which one), with an optional note."""
+    who = ctx.reviewer
+    token_key, asking_key = f"{key}:token", f"{key}:asking"
+    st.session_state.setdefault(token_key, uuid.uuid4().hex)
+    others = correction_options(view)
+
+    def save(agree: bool, corrected: str | None) -> None:
+        """Store the audit, then rerun the whole page: the trajectory's "audited k/n" and the item
+        labels outside this fragment show it at once."""
+        try:
+            _, written = record_audit(ctx.store, view, trajectory_id=ctx.trajectory_id, judge=ctx.judge, reviewer=who,
+                                      agree=agree, corrected_verdict=corrected,
+                                      note=st.session_state.get(f"{key}:note"),
+                                      client_token=st.session_state[token_key], label=ctx.label)
+        except ValueError as exc:
+            st.error(md_escape(exc))
+            return
+        st.session_state[token_key] = uuid.uuid4().hex
+        st.session_state.pop(asking_key, None)
+        st.session_state[FLASH_KEY] = audit_flash(agree, corrected, written)
+        st.rerun()
+
+    controls = st.columns([2, 3, 1, 1])
+    corrected = controls[0].segmented_control("Corrected verdict (if you disagree)", others, key=f"{key}:corrected")
+    controls[1].text_input("Note (optional)", key=f"{key}:note")
+    agree = controls[2].button("Agree", key=f"{key}:agree", shortcut="a", type="primary", disabled=not who,
+                               help="Agree with the judge's raw verdict (A)", width="stretch")
+    disagree = controls[3].button("Disagree", key=f"{key}:disagree", shortcut="d", disabled=not who,
+                                  help="Disagree and give the corrected verdict (D)", width="stretch")
+    if not who:
+        st.warning("Set your reviewer name in the sidebar to record audits.")
+    if agree:
+        save(True, None)
+    elif disagree and corrected:
+        save(False, corrected)
+    elif disagree:
+        st.session_state[asking_key] = True  # D alone: ask which verdict is right, never assume one
+    if st.session_state.get(asking_key) and who:
+        with st.container(border=True):
+            st.warning(md_escape(correction_prompt(view, others), limit=600))
+            ask = st.columns([1] * len(others) + [1, 3])
+            for k, verdict in enumerate(others):
+                if ask[k].button(f"{verdict}", key=f"{key}:correct:{verdict}", shortcut=str(k + 1),
+                                 type="primary", help=f"Record: disagree, the right verdict is {verdict} ({k + 1})",
+                                 width="stretch"):
+                    save(False, verdict)
+            ask[len(others)].button("Cancel", key=f"{key}:cancel", width="stretch",
+                                    on_click=st.session_state.pop, args=(asking_key, None))
 
 
 # ---- tabs: items, the full log, the instruction -------------------------------------------------------
@@ -323,8 +351,10 @@ with items_tab:
                                         label_visibility="collapsed")
             inav[2].button("Next item", key="audit:next_item", shortcut="j", on_click=step_item, args=(1,),
                            help="J", width="stretch")
+            context = AuditContext(store=store, trajectory_id=traj_id, judge=judge, label=label,
+                                   default_label=default_label, task=task, reviewer=reviewer(), run_names=readable)
             for view in shown:
-                item_panel(view, view.item_id == current)
+                item_panel(context, view, view.item_id == current)
 with log_tab:
     render_log(cached_events(store, traj_id), f"audit:log:{traj_id}")
 with instruction_tab:

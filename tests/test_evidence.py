@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import re
 
+from evidence_helpers import event_ids, find_quote
+
 from gcpc_core.checklist import Checklist, load_rules
 from gcpc_core.evidence import build_evidence_view, normalize_ws, quote_occurs
 from gcpc_core.judge.prompts import items_messages
@@ -28,7 +30,7 @@ EVENTS = [
 
 def test_view_keeps_only_tool_io_and_file_contents() -> None:
     view = build_evidence_view(EVENTS)
-    assert view.event_ids == ["E4", "E5", "E7", "E8", "E9", "E10"]
+    assert event_ids(view) == ["E4", "E5", "E7", "E8", "E9", "E10"]
     assert view.get("E6") is None and view.get("E3") is None
 
 
@@ -60,7 +62,7 @@ def test_grounding_is_whitespace_normalized_and_per_event() -> None:
     assert not view.quote_in_event("E6", "contains 42")  # narration is never evidence
     assert not view.quote_in_event("E5", "")
     assert not view.quote_in_event("E99", "a,b")
-    assert view.find_quote("cat data.csv") == ["E4"]
+    assert find_quote(view, "cat data.csv") == ["E4"]
 
 
 def test_quote_occurs_and_normalize() -> None:

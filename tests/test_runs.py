@@ -25,7 +25,7 @@ from gcpc_core.cli import main
 from gcpc_core.demo import write_demo_corpus
 from gcpc_core.review.runs import JOB_KINDS, JobRunner, job_progress, job_run
 from gcpc_core.runs import STAGES, ProgressBar, RunKind, StageRun, reap_dead_runs, run_owner, run_stage
-from gcpc_core.store import MIGRATIONS, Store
+from gcpc_core.store import MIGRATIONS, RunRow, Store
 
 RUN = {"model": "m", "prompt_version": "p", "rules_version": "r"}
 
@@ -38,10 +38,10 @@ def _gone_pid() -> int:
 
 def test_dead_runs_of_this_host_are_reaped_live_foreign_and_unowned_ones_kept(store: Store) -> None:
     gone = _gone_pid()
-    live = store.runs.start(kind="judge", **RUN, **run_owner())
-    dead = store.runs.start(kind="judge", **RUN, pid=gone, host=socket.gethostname())
-    foreign = store.runs.start(kind="judge", **RUN, pid=gone, host=f"not-{socket.gethostname()}")
-    unowned = store.runs.start(kind="judge", **RUN)
+    live = store.runs.start(RunRow(kind="judge", **RUN, **run_owner())).id
+    dead = store.runs.start(RunRow(kind="judge", **RUN, pid=gone, host=socket.gethostname())).id
+    foreign = store.runs.start(RunRow(kind="judge", **RUN, pid=gone, host=f"not-{socket.gethostname()}")).id
+    unowned = store.runs.start(RunRow(kind="judge", **RUN)).id
     assert reap_dead_runs(store) == 1
     status = {r.id: r.status for r in store.runs.list()}
     assert status == {live: "running", dead: "interrupted", foreign: "running", unowned: "running"}
@@ -50,7 +50,7 @@ def test_dead_runs_of_this_host_are_reaped_live_foreign_and_unowned_ones_kept(st
 
 
 def test_a_stage_run_reaps_first_and_ends_done_interrupted_or_failed_with_its_counts(store: Store) -> None:
-    dead = store.runs.start(kind="judge", **RUN, pid=_gone_pid(), host=socket.gethostname())
+    dead = store.runs.start(RunRow(kind="judge", **RUN, pid=_gone_pid(), host=socket.gethostname())).id
     seen: list[tuple[int, int]] = []
 
     async def double(n: int, run: StageRun[int]) -> int:

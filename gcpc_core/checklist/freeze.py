@@ -17,8 +17,6 @@ from .schema import Checklist
 
 __all__ = ["FrozenChecklist", "canonical_json", "checklist_sha", "checklist_to_json", "freeze"]
 
-SHORT_SHA_LEN = 12
-
 
 def canonical_json(checklist: Checklist) -> str:
     """Sorted keys, compact separators, UTF-8 kept as is: the bytes the sha is taken over."""
@@ -56,11 +54,6 @@ class FrozenChecklist(BaseModel):
         if self.sha != actual:
             raise ValueError(f"sha {self.sha} does not match the checklist content ({actual})")
         return self
-
-    @property
-    def short_sha(self) -> str:
-        """First 12 hex digits, for display."""
-        return self.sha[:SHORT_SHA_LEN]
 
 
 def freeze(checklist: Checklist, *, rules_version: str | None = None) -> FrozenChecklist:

@@ -53,7 +53,7 @@ def register_checklist(
     if failures:
         return None, failures
     frozen = freeze(checklist, rules_version=rules.version)
-    row = store.checklists.add(
+    row = store.checklists.add(ChecklistRow(
         sha=frozen.sha,
         task=checklist.task,
         status="frozen",
@@ -61,7 +61,7 @@ def register_checklist(
         checklist=checklist.model_dump(mode="json"),
         rules_version=frozen.rules_version,
         created_by=created_by,
-    )
+    ))
     return row, []
 
 

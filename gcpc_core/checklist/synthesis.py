@@ -482,7 +482,7 @@ def record_synthesis(store: Store, result: SynthesisResult, *, run_id: str | Non
     if result.status == "error":
         return None
     sha = result.sha or hashlib.sha256((result.raw_reply or result.reason).encode("utf-8")).hexdigest()
-    return store.checklists.add(
+    return store.checklists.add(ChecklistRow(
         sha=sha,
         task=result.task,
         status=result.status,
@@ -497,7 +497,7 @@ def record_synthesis(store: Store, result: SynthesisResult, *, run_id: str | Non
         prompt_version=result.prompt_version,
         run_id=run_id,
         created_by=CREATED_BY,
-    )
+    ))
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..store import LLMModeRow
 from .config import ENV_STRUCTURED_MODE, STRUCTURED_MODES, LLMConfig, StructuredMode
 from .errors import LLMCallError, is_overflow, names_response_format, server_message
 
@@ -88,7 +89,8 @@ class Negotiation:
         if self.config.structured_mode == "auto" and self.stored != mode:
             self.stored = mode
             if self.store is not None:
-                self.store.runs.set_llm_mode(self.config.endpoint, self.model, mode, rejected=self.rejected)
+                self.store.runs.set_llm_mode(LLMModeRow(endpoint=self.config.endpoint, model=self.model, mode=mode,
+                                                        rejected=self.rejected))
 
     def keep_rejections(self) -> None:
         """A request failed after negotiation rejected modes, none accepted: store the rejections
@@ -96,7 +98,8 @@ class Negotiation:
         if self.store is None or self.mode is not None or not self.rejected:
             return
         self.stored = None
-        self.store.runs.set_llm_mode(self.config.endpoint, self.model, UNSETTLED_MODE, rejected=self.rejected)
+        self.store.runs.set_llm_mode(LLMModeRow(endpoint=self.config.endpoint, model=self.model, mode=UNSETTLED_MODE,
+                                                rejected=self.rejected))
 
 
 def rejects_format(exc: openai.APIStatusError, *, settled: bool) -> bool:

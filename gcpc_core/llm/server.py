@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..store import Store
+from ..store import LLMModeRow, Store
 from .client import LLM
 from .config import ENV_CONTEXT_WINDOW, LLMConfig
 from .errors import LLMError, call_error
@@ -252,8 +252,9 @@ def check_endpoint(config: LLMConfig, *, store: Store | None = None) -> CheckRep
     llm.run_sync(lambda: _check(llm, report))
     if store is not None and config.structured_mode == "auto" and (llm.structured_mode or llm.rejected_modes):
         reported = report.context_window if not config.context_window else None
-        store.runs.set_llm_mode(config.endpoint, llm.model, llm.structured_mode or UNSETTLED_MODE,
-                           rejected=llm.rejected_modes, context_window=reported)
+        store.runs.set_llm_mode(LLMModeRow(endpoint=config.endpoint, model=llm.model,
+                                           mode=llm.structured_mode or UNSETTLED_MODE, rejected=llm.rejected_modes,
+                                           context_window=reported))
     return report
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal, get_args
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field
 
 from .common import JSON, Repository, Row, utcnow
 
@@ -19,8 +21,8 @@ class ChecklistRow(Row):
     """sha256 of the checklist's canonical JSON (of the raw reply when there is no checklist)."""
     task: str
     """The task it is for."""
-    version: int
-    """1, 2, … per task, in the order stored."""
+    version: int = 0
+    """1, 2, … per task, in the order stored (`ChecklistRepository.add` sets it; 0 before)."""
     source: str
     """Who wrote it: `human:<name>` or `llm:<model>`."""
     status: ChecklistStatus
@@ -43,7 +45,7 @@ class ChecklistRow(Row):
     """Version of the synthesis prompt."""
     run_id: str | None = None
     """The `runs` row that stored it."""
-    created_at: str
+    created_at: str = Field(default_factory=utcnow)
     """When it was stored."""
     created_by: str | None = None
     """Who stored it (a CLI user, an app reviewer, the synthesizer)."""
@@ -55,54 +57,29 @@ _INSERT = ChecklistRow.insert_sql()
 class ChecklistRepository(Repository):
     """Checklist versions of each task; a frozen row is never updated (an edit is a new version)."""
 
-    STATUSES: tuple[str, ...] = get_args(ChecklistStatus)
-
-    def add(
-        self,
-        *,
-        sha: str,
-        task: str,
-        status: str,
-        source: str,
-        checklist: dict | None,
-        gate_failures: list[dict] | None = None,
-        reason: str | None = None,
-        raw_reply: str | None = None,
-        attempts: list[dict] | None = None,
-        rules_version: str | None = None,
-        model: str | None = None,
-        prompt_version: str | None = None,
-        run_id: str | None = None,
-        created_by: str | None = None,
-    ) -> ChecklistRow:
-        """Store a checklist as the task's next version and return its row.
+    def add(self, row: ChecklistRow) -> ChecklistRow:
+        """Store a checklist as the task's next version and return its row as stored (its `version` is the
+        store's to set; failures and attempts not given are stored as empty lists).
 
         Frozen rows are never updated (an edit is a new sha and so a new row). Storing content whose
         sha is already stored returns the stored row, except that a `failed` row is promoted when the
         same content now passes (e.g. under new rules): failed rows carry no judgments.
         """
-        if status not in self.STATUSES:
-            raise ValueError(f"checklist status must be one of {self.STATUSES}, not {status!r}")
         with self.atomic() as db:
-            existing = self.get(sha)
-            if existing is not None and not (existing.status == "failed" and status == "frozen"):
+            existing = self.get(row.sha)
+            if existing is not None and not (existing.status == "failed" and row.status == "frozen"):
                 return existing
             if existing is not None:
                 version = existing.version
             else:
-                versions = db["checklists"].rows_where("task = ?", [task], select="max(version) AS v")
+                versions = db["checklists"].rows_where("task = ?", [row.task], select="max(version) AS v")
                 version = (next(iter(versions))["v"] or 0) + 1
-            row = ChecklistRow(
-                sha=sha, task=task, version=version, source=source, status=status, checklist=checklist,
-                gate_failures=gate_failures or [], reason=reason, raw_reply=raw_reply, attempts=attempts or [],
-                rules_version=rules_version, model=model, prompt_version=prompt_version, run_id=run_id,
-                created_at=utcnow(), created_by=created_by,
-            )
+            row = row.replaced(version=version, gate_failures=row.gate_failures or [], attempts=row.attempts or [])
             if existing is not None:
-                db["checklists"].update(sha, dict(zip(ChecklistRow.columns(), row.db_values())))
+                db["checklists"].update(row.sha, dict(zip(ChecklistRow.columns(), row.db_values())))
             else:
                 db.conn.execute(_INSERT, row.db_values())
-        return self.get(sha)  # type: ignore[return-value]
+        return self.get(row.sha)  # type: ignore[return-value]
 
     def get(self, sha: str) -> ChecklistRow | None:
         """The checklist stored under `sha`, or None."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .common import JSON, Repository, Row, utcnow
 
@@ -82,8 +82,8 @@ class RunRow(Row):
 
     TABLE: ClassVar[str] = "runs"
 
-    id: str
-    """`<kind>-<start time>-<random>`: sorts by kind, then start."""
+    id: str = ""
+    """`<kind>-<start time>-<random>`: sorts by kind, then start (`RunRepository.start` sets it; "" before)."""
     kind: str
     """What ran: `import`, `synthesize`, `judge-<judge>`, `score`, `perturb-<judge>`, `report`, …"""
     model: str | None = None
@@ -94,9 +94,9 @@ class RunRow(Row):
     """Hash of `rules/` the run used."""
     params: Annotated[dict[str, Any] | None, JSON] = None
     """The run's parameters (options given, planned totals such as `trajectories`)."""
-    status: RunStatus
+    status: RunStatus = "running"
     """`running` until it ends `done`, `interrupted` (Ctrl-C, or its process died) or `failed`."""
-    started_at: str
+    started_at: str = Field(default_factory=utcnow)
     """When the run started."""
     finished_at: str | None = None
     """When it ended (None while running)."""
@@ -145,7 +145,7 @@ class LLMModeRow(Row):
     """Modes the endpoint refused first → its message."""
     context_window: int | None = None
     """Tokens of context the server reported (None when unknown)."""
-    negotiated_at: str
+    negotiated_at: str = Field(default_factory=utcnow)
     """When the mode was stored."""
 
 
@@ -177,6 +177,7 @@ class RunProgress(BaseModel):
 
 
 _INSERT_RUN = RunRow.insert_sql()
+_UPDATE_RUN = RunRow.update_sql("id")
 
 
 class RunRepository(Repository):
@@ -200,25 +201,17 @@ class RunRepository(Repository):
 
     # ---- runs and LLM calls -------------------------------------------------
 
-    def start(
-        self,
-        *,
-        kind: str,
-        model: str | None,
-        prompt_version: str | None,
-        rules_version: str | None,
-        params: dict | None = None,
-        pid: int | None = None,
-        host: str | None = None,
-    ) -> str:
-        """Open a `runs` row (status `running`) owned by process `pid` on `host`, and return its id."""
-        started = utcnow()
-        run = RunRow(id=f"{kind}-{started.replace(':', '').replace('-', '')[:15]}-{uuid.uuid4().hex[:8]}",
-                     kind=kind, model=model, prompt_version=prompt_version, rules_version=rules_version,
-                     params=params or {}, status="running", started_at=started, pid=pid, host=host)
+    def start(self, run: RunRow) -> RunRow:
+        """Open a `runs` row and return it as stored: the run is new (`running`, not ended), and its id is
+        the store's to set (ValueError otherwise); parameters not given are stored as an empty mapping.
+        Its `pid` and `host` say which process owns it."""
+        if run.id or run.status != "running" or run.finished_at is not None:
+            raise ValueError("a new run is running and has no id or end yet; the store sets its id")
+        started = run.started_at.replace(":", "").replace("-", "")[:15]
+        run = run.replaced(id=f"{run.kind}-{started}-{uuid.uuid4().hex[:8]}", params=run.params or {})
         with self.atomic() as db:
             db.conn.execute(_INSERT_RUN, run.db_values())
-        return run.id
+        return run
 
     def running(self, *, host: str) -> list[RunRow]:
         """Every `running` row started on `host` (its `pid` says which process owns it)."""
@@ -231,20 +224,16 @@ class RunRepository(Repository):
             for run_id in run_ids:
                 db["runs"].update(run_id, {"status": "interrupted", "finished_at": utcnow()})
 
-    def finish(
-        self, run_id: str, *, status: RunStatus, wall_s: float, totals: Mapping[str, Any],
-        counts: dict[str, int] | None = None,
-    ) -> None:
-        """Close a run with its status, wall time, totals (calls, tokens, cost: `runs` columns) and what
-        it counted. Raises KeyError for an unknown run, ValueError for a total that is no column."""
-        row: dict[str, Any] = {"status": status, "finished_at": utcnow(), "wall_s": wall_s, **totals}
-        if counts is not None:
-            row["counts"] = counts
-        values = dict(zip(RunRow.columns(), RunRow.values_of(row)))
+    def finish(self, run: RunRow) -> None:
+        """Close a run: rewrite its row (`run.replaced(...)` of the row `start` returned) with how it ended,
+        its wall time, totals (calls, tokens, cost) and what it counted, stamped `finished_at` now unless
+        given. ValueError for a row still `running`, KeyError for a run never started."""
+        if run.status == "running":
+            raise ValueError(f"run {run.id!r} is finished as done, interrupted or failed, not running")
+        run = run if run.finished_at is not None else run.replaced(finished_at=utcnow())
         with self.atomic() as db:
-            if not db["runs"].count_where("id = ?", [run_id]):
-                raise KeyError(f"no run {run_id!r} to finish")
-            db["runs"].update(run_id, {c: values[c] for c in row})
+            if not db.conn.execute(_UPDATE_RUN, run.update_values("id")).rowcount:
+                raise KeyError(f"no run {run.id!r} to finish")
 
     def get(self, run_id: str) -> RunRow | None:
         """The run's row, or None for an id never started."""
@@ -272,21 +261,12 @@ class RunRepository(Repository):
         rows = list(self.db["llm_modes"].rows_where("endpoint = ? AND model = ?", [endpoint, model]))
         return LLMModeRow.from_db(rows[0]) if rows else None
 
-    def set_llm_mode(
-        self,
-        endpoint: str,
-        model: str,
-        mode: str,
-        *,
-        rejected: dict[str, str] | None = None,
-        context_window: int | None = None,
-    ) -> None:
-        """Store the mode that worked; `rejected`: modes the endpoint refused first, with its message;
-        `context_window`: the server's figure when known (None keeps the one stored)."""
-        row = LLMModeRow(endpoint=endpoint, model=model, mode=mode, rejected=rejected or {},
-                         context_window=context_window, negotiated_at=utcnow())
-        values = dict(zip(LLMModeRow.columns(), row.db_values()))
-        if context_window is None:
+    def set_llm_mode(self, row: LLMModeRow) -> None:
+        """Store the mode that worked for (endpoint, model); `rejected`: modes the endpoint refused first,
+        with its message (none given is stored as an empty mapping); `context_window`: the server's figure
+        when known (None keeps the one stored)."""
+        values = dict(zip(LLMModeRow.columns(), row.replaced(rejected=row.rejected or {}).db_values()))
+        if row.context_window is None:
             del values["context_window"]
         with self.atomic() as db:
             db["llm_modes"].upsert(values, pk=("endpoint", "model"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from sqlite_utils import Database
 
 from .common import JSON, Repository, Row, utcnow
@@ -41,7 +41,7 @@ class StudyRow(Row):
     """Hash of the design: an import of the same study must carry the same one."""
     is_simulated: bool = False
     """True when some raters are simulated (the demo study)."""
-    created_at: str
+    created_at: str = Field(default_factory=utcnow)
     """When the study was created."""
     created_by: str | None = None
     """Who created it."""
@@ -94,7 +94,7 @@ class StudyRaterRow(Row):
     """Hash of the rater's invitation token (None until a link is issued)."""
     is_simulated: bool = False
     """True for a simulated rater (answers written by the demo's simulator)."""
-    created_at: str
+    created_at: str = Field(default_factory=utcnow)
     """When the rater joined the study."""
     token_issued_at: str | None = None
     """When the current token was issued."""
@@ -142,7 +142,7 @@ class StudyAssignmentRow(Row):
     """Place in the rater's queue of that kind."""
     active: bool = True
     """False once moved to another rater (the row is kept, so a move back revives it)."""
-    assigned_at: str
+    assigned_at: str = Field(default_factory=utcnow)
     """When it was (last) put on this queue."""
     reassigned_from: str | None = None
     """The rater it was moved from, if it was."""
@@ -159,25 +159,23 @@ class StudyRepository(Repository):
     """Frozen study designs, raters and assignment rows."""
 
     def insert(
-        self, study: dict, *, units: Iterable[dict], pairs: Iterable[dict], raters: Iterable[dict],
-        assignments: Iterable[dict],
+        self, study: StudyRow, *, units: Iterable[StudyUnitRow], pairs: Iterable[StudyPairRow],
+        raters: Iterable[StudyRaterRow], assignments: Iterable[StudyAssignmentRow],
     ) -> None:
-        """Store a frozen study design in one transaction; an existing study id is an error. Each row is
-        given as a mapping of its columns; the study id, and times not given, are filled in."""
-        now = utcnow()
-        row = StudyRow(**{"created_at": now, **{k: v for k, v in study.items() if v is not None}})
-        sid = {"study_id": row.id}
+        """Store a frozen study design with its rows in one transaction; an existing study id is an error,
+        and so is a row of another study (ValueError)."""
+        tables: list[tuple[str, list[StudyUnitRow | StudyPairRow | StudyRaterRow | StudyAssignmentRow]]] = [
+            (_INSERT_UNIT, list(units)), (_INSERT_PAIR, list(pairs)), (_INSERT_RATER, list(raters)),
+            (_INSERT_ASSIGNMENT, list(assignments))]
+        strays = sorted({r.study_id for _, rows in tables for r in rows if r.study_id != study.id})
+        if strays:
+            raise ValueError(f"rows of study {strays[0]!r} given with study {study.id!r}")
         with self.atomic() as db:
-            if db["studies"].count_where("id = ?", [row.id]):
-                raise ValueError(f"study {row.id!r} already exists")
-            db.execute(_INSERT_STUDY, row.db_values())
-            db.conn.executemany(_INSERT_UNIT, [StudyUnitRow(**{**sid, **u}).db_values() for u in units])
-            db.conn.executemany(_INSERT_PAIR, [StudyPairRow(**{**sid, **p}).db_values() for p in pairs])
-            db.conn.executemany(_INSERT_RATER, [StudyRaterRow(**{**sid, "created_at": now, **r}).db_values()
-                                                for r in raters])
-            db.conn.executemany(_INSERT_ASSIGNMENT, [
-                StudyAssignmentRow(**{**sid, "active": True, "assigned_at": now, **a}).db_values() for a in assignments
-            ])
+            if db["studies"].count_where("id = ?", [study.id]):
+                raise ValueError(f"study {study.id!r} already exists")
+            db.execute(_INSERT_STUDY, study.db_values())
+            for sql, rows in tables:
+                db.conn.executemany(sql, [r.db_values() for r in rows])
 
     def list(self) -> list[StudyRow]:
         return [StudyRow.from_db(r) for r in self.db["studies"].rows_where(order_by="created_at, id")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from evidence_helpers import find_quote
 
 from gcpc_core.analysis import PerturbationError, build_report, perturb_events, sensitivity_table
 from gcpc_core.analysis.bootstrap import draw_clusters
@@ -43,7 +44,7 @@ def test_log_scope_removes_the_span_from_every_evidence_event_alike() -> None:
     assert recipes[0]["replacement"] == recipes[1]["replacement"]  # one wrong value, consistently
     assert by_id["E1"].text == "I will check that port 8080 is set"  # narration is not evidence: untouched
     view = build_evidence_view(changed)
-    assert view.find_quote("port = 8080") == [] and view.find_quote(recipes[0]["replacement"]) == ["E3", "E4"]
+    assert find_quote(view, "port = 8080") == [] and find_quote(view, recipes[0]["replacement"]) == ["E3", "E4"]
 
 
 def test_overlapping_citations_and_missing_quotes() -> None:

@@ -16,7 +16,7 @@ from annotations import DEMO_STUDY_ID, issue_link
 from gcpc_core.demo import DEMO_SIMULATED_LABEL
 from gcpc_core.judge import score_project
 from gcpc_core.review.runs import JOBS
-from gcpc_core.store import JudgeUnitRow, JudgmentRow, LLMCallRow, Store, utcnow
+from gcpc_core.store import JudgeUnitRow, JudgmentRow, LLMCallRow, RunRow, Store, utcnow
 
 from markdown_reader import read
 from store.helpers import replace_trajectory
@@ -508,8 +508,8 @@ def test_runs_page_starts_a_job_and_lists_runs(demo_db: Path) -> None:
 def test_runs_page_shows_a_run_started_elsewhere_live(demo_db: Path) -> None:
     """A run in progress (e.g. `python -m gcpc_core judge` in a terminal): progress and cost from the DB."""
     store = Store(demo_db)
-    run_id = store.runs.start(kind="judge-gcpc", model="m", prompt_version="p", rules_version="r",
-                             params={"trajectories": 4})
+    run_id = store.runs.start(RunRow(kind="judge-gcpc", model="m", prompt_version="p", rules_version="r",
+                                     params={"trajectories": 4})).id
     store.runs.record_llm_call(LLMCallRow(run_id=run_id, status="ok", cache_hit=0, prompt_tokens=1000,
                            completion_tokens=200, cost_usd=0.25, created_at=utcnow()))
     traj = store.trials.trajectories()[0]

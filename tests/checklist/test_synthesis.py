@@ -26,7 +26,7 @@ from gcpc_core.checklist.synthesis import (
 from gcpc_core.ingest.tasks import load_task
 from gcpc_core.llm import LLMNotConfigured
 from gcpc_core.models import Task
-from gcpc_core.store import Store
+from gcpc_core.store import ChecklistRow, Store
 from store.helpers import llm_calls
 
 pytestmark = pytest.mark.skillsbench
@@ -323,10 +323,10 @@ def test_frozen_rows_are_immutable_and_edits_are_new_versions(
     with pytest.raises(sqlite3.IntegrityError, match="frozen"):
         project.db["checklists"].update(result.sha, {"checklist": "{}"})
     edited = result.checklist.model_copy(update={"source": "human:auditor"})
-    row = project.checklists.add(
+    row = project.checklists.add(ChecklistRow(
         sha=checklist_sha(edited), task=TASK_ID, status="frozen", source=edited.source,
         checklist=edited.model_dump(mode="json"), rules_version=rules.version, created_by="auditor",
-    )
+    ))
     assert row.version == 2 and row.sha != result.sha
     assert project.checklists.latest(TASK_ID).sha == row.sha
     assert project.checklists.get(result.sha).checklist == result.checklist.model_dump(mode="json")

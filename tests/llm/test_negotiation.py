@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from gcpc_core.llm import LLM, UNSETTLED_MODE, LLMCallError, LLMConfig, batch_line, llm_status
 from gcpc_core.runs import RunKind, StageRun, run_stage
+from gcpc_core.store import LLMModeRow
 from store.helpers import llm_calls
 
 
@@ -86,7 +87,7 @@ def test_vllm_like_400_falls_back_to_json_schema(fake_openai: FakeOpenAI, make_l
 
 
 def test_explicit_mode_wins_over_stored_and_is_not_negotiated(fake_openai: FakeOpenAI, make_llm, store) -> None:
-    store.runs.set_llm_mode(fake_openai.url, FAKE_MODEL, "json_object")
+    store.runs.set_llm_mode(LLMModeRow(endpoint=fake_openai.url, model=FAKE_MODEL, mode="json_object"))
     fake_openai.accept_formats({"json_object"}, rejection=Reply.error(400, "response_format json_schema unknown"))
     llm = make_llm(structured_mode="json_schema")
     assert llm.structured_mode == "json_schema"
@@ -141,7 +142,7 @@ def test_context_overflow_is_not_a_format_rejection(fake_openai: FakeOpenAI, mak
 
 
 def test_stored_mode_rejected_later_negotiates_again(fake_openai: FakeOpenAI, make_llm, store) -> None:
-    store.runs.set_llm_mode(fake_openai.url, FAKE_MODEL, "parse")
+    store.runs.set_llm_mode(LLMModeRow(endpoint=fake_openai.url, model=FAKE_MODEL, mode="parse"))
     fake_openai.accept_formats({"json_object"})
     fake_openai.on("question", Reply.json(OK))
     assert ask(make_llm()).parsed == Answer(**OK)

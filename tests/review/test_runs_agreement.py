@@ -20,7 +20,7 @@ from gcpc_core.review.audit import AuditFilters, judge_stats, trajectory_frame
 from gcpc_core.review.overview import judges_frame, overview_trajectories, studies_frame
 from gcpc_core.ingest.archive import ArchiveError, uploads_dir
 from gcpc_core.review.runs import JOBS, JobRunner, job_run, needs_llm, run_progress, runs_frame, start_archive_import
-from gcpc_core.store import JudgeUnitRow, LLMCallRow, Store, utcnow
+from gcpc_core.store import JudgeUnitRow, LLMCallRow, RunRow, Store, utcnow
 
 NO_LLM = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GCPC_MODEL")
 
@@ -124,8 +124,8 @@ def test_llm_jobs_need_an_endpoint(demo: Store, no_llm: None) -> None:
 
 
 def test_a_running_run_shows_live_progress_and_cost(demo: Store) -> None:
-    run_id = demo.runs.start(kind="judge-gcpc", model="m", prompt_version="p", rules_version="r",
-                            params={"trajectories": 10})
+    run_id = demo.runs.start(RunRow(kind="judge-gcpc", model="m", prompt_version="p", rules_version="r",
+                                    params={"trajectories": 10})).id
     demo.runs.record_llm_call(LLMCallRow(run_id=run_id, status="ok", cache_hit=0, prompt_tokens=100,
                           completion_tokens=20, cost_usd=0.5, created_at=utcnow()))
     demo.runs.record_llm_call(LLMCallRow(run_id=run_id, status="ok", cache_hit=1, prompt_tokens=100,

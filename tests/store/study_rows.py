@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gcpc_core.models import Event, Task, Trajectory
-from gcpc_core.store import Store
+from gcpc_core.store import Store, StudyAssignmentRow, StudyPairRow, StudyRaterRow, StudyRow, StudyUnitRow
 
 from .helpers import replace_trajectory
 
@@ -15,10 +15,10 @@ TRAJECTORIES = ("t1", "t2", "t3")
 UNITS = {"U1": "t1", "U2": "t2", "U3": "t3"}
 
 
-def study_row(study_id: str = STUDY, **given: object) -> dict:
-    return {"id": study_id, "name": "Study one", "seed": 7, "params": {"raters": ["ann", "ben"], "seed": 7},
-            "design": {"design": {"units": list(UNITS)}, "guidelines": {"scale": "1–5 ✓"}, "blinding": {}},
-            "design_sha": "sha-" + study_id, "is_simulated": 0, **given}
+def study_row(study_id: str = STUDY, **given: object) -> StudyRow:
+    design = {"design": {"units": list(UNITS)}, "guidelines": {"scale": "1–5 ✓"}, "blinding": {}}
+    return StudyRow(**{"id": study_id, "name": "Study one", "seed": 7, "params": {"raters": ["ann", "ben"], "seed": 7},
+                       "design": design, "design_sha": "sha-" + study_id, "is_simulated": False, **given})
 
 
 def insert_study(store: Store, study_id: str = STUDY, *, raters: tuple[str, ...] = ("ann", "ben"),
@@ -29,11 +29,12 @@ def insert_study(store: Store, study_id: str = STUDY, *, raters: tuple[str, ...]
               "ben": [("progress_rating", "U2"), ("progress_rating", "U3")]}
     store.studies.insert(
         study_row(study_id, **given),
-        units=[{"unit_id": u, "trajectory_id": t, "task": "task-a", "stratum": "PASS/with"} for u, t in UNITS.items()],
-        pairs=[{"pair_id": "P1", "task": "task-a", "left_unit": "U1", "right_unit": "U2"}],
-        raters=[{"rater": r, "token_hash": f"hash-{r}-{study_id}" if r == "ann" else None,
-                 "is_simulated": int(r == "ben")} for r in raters],
-        assignments=[{"rater": r, "kind": kind, "target": target, "position": n}
+        units=[StudyUnitRow(study_id=study_id, unit_id=u, trajectory_id=t, task="task-a", stratum="PASS/with")
+               for u, t in UNITS.items()],
+        pairs=[StudyPairRow(study_id=study_id, pair_id="P1", task="task-a", left_unit="U1", right_unit="U2")],
+        raters=[StudyRaterRow(study_id=study_id, rater=r, token_hash=f"hash-{r}-{study_id}" if r == "ann" else None,
+                              is_simulated=r == "ben") for r in raters],
+        assignments=[StudyAssignmentRow(study_id=study_id, rater=r, kind=kind, target=target, position=n)
                      for r in raters for n, (kind, target) in enumerate(queues.get(r, []))],
     )
 

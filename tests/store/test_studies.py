@@ -38,12 +38,13 @@ def test_an_existing_study_id_is_refused_and_nothing_is_added(studied: Store) ->
 
 def test_a_bad_row_in_a_design_stores_none_of_it(studied: Store) -> None:
     with pytest.raises(ValidationError, match="strata"):  # a unit with a column the table lacks
-        studied.studies.insert(study_row("s9"), units=[{"unit_id": "U1", "trajectory_id": "t1", "task": "task-a",
-                                                        "stratum": "x", "strata": "typo"}], pairs=[], raters=[],
-                               assignments=[])
+        StudyUnitRow(study_id="s9", unit_id="U1", trajectory_id="t1", task="task-a", stratum="x", strata="typo")
+    with pytest.raises(ValueError, match="rows of study 's8' given with study 's9'"):  # a row of another study
+        studied.studies.insert(study_row("s9"), pairs=[], raters=[], assignments=[],
+                               units=[StudyUnitRow(study_id="s8", unit_id="U1", trajectory_id="t1", task="task-a")])
     with pytest.raises(sqlite3.IntegrityError):  # a unit of a trial the project does not have
-        studied.studies.insert(study_row("s9"), units=[{"unit_id": "U1", "trajectory_id": "ghost", "task": "task-a"}],
-                               pairs=[], raters=[], assignments=[])
+        studied.studies.insert(study_row("s9"), pairs=[], raters=[], assignments=[],
+                               units=[StudyUnitRow(study_id="s9", unit_id="U1", trajectory_id="ghost", task="task-a")])
     assert studied.studies.get("s9") is None and studied.studies.units("s9") == []
 
 
