@@ -505,6 +505,26 @@ def test_runs_page_starts_a_job_and_lists_runs(demo_db: Path) -> None:
     assert any(t.startswith("score job") and "done" in t for t in texts(at))
 
 
+def test_runs_page_limit_empty_judges_every_trajectory_and_a_number_at_most_that_many(demo_db: Path) -> None:
+    """The Limit box means what `--limit` means: empty is all, N is at most N (0 cannot be typed)."""
+    at = open_page("runs")
+    at.selectbox(key="runs:judge").set_value("probe").run()
+    at.toggle(key="runs:force").set_value(True).run()
+    recorded = {}
+    for label, limit in (("limit-empty", None), ("limit-one", 1)):
+        at.text_input(key="runs:label").set_value(label).run()
+        at.number_input(key="runs:limit").set_value(limit).run()
+        at.button(key="runs:start_judge").click().run()
+        assert not at.exception and any("Started judge job" in s.value for s in at.success), [s.value for s in at.success]
+        for job in JOBS.jobs(demo_db):
+            JOBS.wait(job.id, timeout=120)
+        [run] = [r for r in Store(demo_db).runs.list(kind="judge-probe") if r.params.get("label") == label]
+        recorded[label] = (run.params["limit"], run.params["trajectories"], run.counts["judged"])
+    judgeable = recorded["limit-empty"][1]
+    assert judgeable > 1 and recorded["limit-empty"] == (None, judgeable, judgeable), recorded
+    assert recorded["limit-one"] == (1, 1, 1), recorded
+
+
 def test_runs_page_shows_a_run_started_elsewhere_live(demo_db: Path) -> None:
     """A run in progress (e.g. `python -m gcpc_core judge` in a terminal): progress and cost from the DB."""
     store = Store(demo_db)
