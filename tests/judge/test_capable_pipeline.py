@@ -168,7 +168,7 @@ def test_gcpc_judge_verdicts_and_grounding(pipeline: Pipeline) -> None:
     assert Counter(r.reason_raw for r in real) == {None: 136, "judge_abstain": 16}  # none made ungrounded
     assert sum(len(r.citations or []) for r in real) == 282
     assert all(r.citations for r in real if r.verdict_raw != "Abstain")
-    assert {r.prompt_version for r in rows} == {"judge-items-v3"}
+    assert {r.prompt_version for r in rows} == {report.prompt_version} == {"judge-items-v3"}
 
 
 def test_scores_and_item_accuracy(pipeline: Pipeline) -> None:
@@ -207,3 +207,11 @@ def test_auc_against_the_official_outcome(pipeline: Pipeline) -> None:
     assert bootstrap_auc(raw.rename(columns={"variant": "judge"}), ["raw"], n_boot=10).auc.tolist() == [1.0]
     holistic = bootstrap_auc(pipeline.frames["scores"], ["holistic"], n_boot=10)
     assert holistic.auc.tolist() == [1.0] and len(holistic.data) == 12
+    progress = pipeline.frames["scores"].set_index(["judge", "trajectory_id"]).loc["holistic", "partial_credit"]
+    assert progress.to_dict() == {
+        "3d-scan-calc__35QwY5n": 0.7, "3d-scan-calc__4cTqbyB": 0.8, "3d-scan-calc__MeiFyWh": 0.9,
+        "3d-scan-calc__t2HR7VM": 0.95, "azure-bgp-oscillation-route-leak__bgFMbF5": 0.75,
+        "azure-bgp-oscillation-route-leak__tHZERvn": 0.55, "citation-check__8t85Dy9": 0.5,
+        "citation-check__hCgckjm": 0.9, "citation-check__oXwDHn5": 0.95, "citation-check__yMTG5rC": 0.4,
+        "dialogue-parser__jdinGaX": 0.95, "dialogue-parser__rwnM43w": 0.75}
+    assert pipeline.reports["holistic"].prompt_version == "judge-holistic-v3"
