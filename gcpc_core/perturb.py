@@ -176,7 +176,7 @@ def run_perturbations(
     scope: Scope = "cited",
     limit: int | None = None,
     per_item: bool = False,
-    concurrency: int = 8,
+    concurrency: int | None = None,
     force: bool = False,
     progress: Progress = True,
     llm: LLM | None = None,

@@ -12,7 +12,7 @@ import os
 import streamlit as st
 
 from gcpc_core.judge import JUDGES
-from gcpc_core.llm import llm_status
+from gcpc_core.llm import DEFAULT_CONCURRENCY, ENV_CONCURRENCY, llm_status
 from gcpc_core.ingest.archive import ARCHIVE_SUFFIXES
 from gcpc_core.review.runs import (ARCHIVE_HOLDS, JOBS, endpoint_check, job_progress, job_run, judge_runs_frame,
                                    needs_llm, runs_frame, start_archive_import)
@@ -68,13 +68,15 @@ with judge_tab:
     model = cols[1].text_input("Model", value=os.environ.get("GCPC_MODEL", ""), key="runs:model")
     limit = cols[2].number_input("Limit (empty: all)", min_value=1, value=None, key="runs:limit",
                                  help="Judge at most this many trajectories now; leave empty to judge every one")
-    concurrency = cols[3].number_input("Concurrency", min_value=1, value=8, key="runs:concurrency")
+    concurrency = cols[3].number_input("Concurrency (empty: default)", min_value=1, value=None, key="runs:concurrency",
+                                       help=f"HTTP requests in flight at once; leave empty for {ENV_CONCURRENCY} when "
+                                            f"it is set, else {DEFAULT_CONCURRENCY}")
     label = st.text_input("Run label (optional)", key="runs:label",
                           help="Name this run; empty: derived from judge, model, prompt and rules version. Runs under "
                                "other labels are kept side by side (the Compare runs page compares two); the same "
                                "label resumes or replaces that run.")
     force = st.toggle("Judge already judged trajectories again", key="runs:force")
-    params = {"judge": judge, "model": model.strip(), "limit": None if limit is None else int(limit), "concurrency": int(concurrency),
+    params = {"judge": judge, "model": model.strip(), "limit": None if limit is None else int(limit), "concurrency": None if concurrency is None else int(concurrency),
               "force": force, "label": label.strip()}
     blocked = needs_llm("judge", params) and not usable
     if blocked:

@@ -542,7 +542,7 @@ def synthesize_project(
     *,
     task: str | None = None,
     model: str | None = None,
-    concurrency: int = 4,
+    concurrency: int | None = None,
     force: bool = False,
     rules: Rules | None = None,
     llm: LLM | None = None,

@@ -172,7 +172,7 @@ def add_synthesize(sub: argparse._SubParsersAction) -> None:
     add_db(p)
     p.add_argument("--task", help="only this task")
     add_model(p)
-    add_concurrency(p, 4)
+    add_concurrency(p)
     add_force(p, "synthesize again even where a frozen checklist exists")
     add_quiet(p)
     p.set_defaults(func=_cmd_synthesize)

@@ -198,8 +198,12 @@ def add_model(p: argparse.ArgumentParser, help: str = MODEL_HELP) -> None:
     p.add_argument("--model", help=help)
 
 
-def add_concurrency(p: argparse.ArgumentParser, default: int, what: str = "requests") -> None:
-    p.add_argument("--concurrency", type=int, default=default, help=f"parallel {what} (default %(default)s)")
+def add_concurrency(p: argparse.ArgumentParser, what: str = "requests") -> None:
+    """`--concurrency`, default None: the LLM config then takes GCPC_LLM_CONCURRENCY, else its default."""
+    from ..llm.config import DEFAULT_CONCURRENCY, ENV_CONCURRENCY
+
+    p.add_argument("--concurrency", type=int, metavar="N", default=None,
+                   help=f"parallel {what} (default: {ENV_CONCURRENCY}, else {DEFAULT_CONCURRENCY})")
 
 
 def add_force(p: argparse.ArgumentParser, help: str) -> None:

@@ -155,7 +155,7 @@ def add_judge(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judge", required=True, choices=JUDGE_CHOICES, metavar="JUDGE",
                    help="which judge: %(choices)s")
     add_model(p)
-    add_concurrency(p, 8)
+    add_concurrency(p)
     add_limit(p, "judge at most N trajectories now")
     p.add_argument("--per-item", action="store_true", help="one call per checklist item instead of one per trajectory")
     p.add_argument("--batch", action="store_true",
@@ -224,7 +224,7 @@ def add_perturb(sub: argparse._SubParsersAction) -> None:
                    help="replace the span in the cited event only, or in every evidence event holding it "
                    "(default %(default)s)")
     p.add_argument("--per-item", action="store_true", help="the items were judged with `judge --per-item`")
-    add_concurrency(p, 8)
+    add_concurrency(p)
     add_force(p, "perturb items done with this setting again")
     add_quiet(p)
     p.set_defaults(func=_cmd_perturb)
@@ -243,7 +243,7 @@ def add_batch(sub: argparse._SubParsersAction) -> None:
                  "call, so the endpoint must be configured (OPENAI_BASE_URL / OPENAI_API_KEY).")
     add_db(b)
     b.add_argument("--batch-id", help="only this job")
-    add_concurrency(b, 8, "repair requests")
+    add_concurrency(b, "repair requests")
     add_quiet(b)
     b.set_defaults(func=_cmd_batch_collect)
     b = add_verb(batch_sub, "list", help="list Batch-API jobs of a project", example="--db project.db",

@@ -16,10 +16,14 @@ __all__ = ["add_llm"]
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from ..llm import LLMConfig, check_endpoint
+    from ..llm import InvalidSetting, LLMConfig, check_endpoint
 
     store = open_db("llm check", args.db) if args.db is not None else None
-    report = check_endpoint(LLMConfig.from_env(args.model), store=store)
+    try:
+        config = LLMConfig.from_env(args.model)
+    except InvalidSetting as exc:
+        fail("llm check", exc)
+    report = check_endpoint(config, store=store)
     if args.json:
         print(json.dumps(report.as_dict(), sort_keys=True))
     else:

@@ -155,7 +155,7 @@ def collect_batches(
     batch_id: str | None = None,
     llm: LLM | None = None,
     rules: Rules | None = None,
-    concurrency: int = 8,
+    concurrency: int | None = None,
     progress: Progress = True,
 ) -> CollectReport:
     """Fetch submitted batches (or just `batch_id`) and ingest every finished one."""

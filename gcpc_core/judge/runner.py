@@ -98,7 +98,7 @@ def judge_project(
     *,
     judge: str,
     model: str | None = None,
-    concurrency: int = 8,
+    concurrency: int | None = None,
     limit: int | None = None,
     per_item: bool = False,
     batch: bool = False,

@@ -40,11 +40,14 @@ from .budget import (
 from .cache import HeldWrites, request_key
 from .client import LLM
 from .config import (
+    DEFAULT_CONCURRENCY,
+    ENV_CONCURRENCY,
     ENV_MODEL,
     MODE_SETTINGS,
     STRUCTURED_MODES,
     LLMConfig,
     ModeSetting,
+    InvalidSetting,
     StructuredMode,
     llm_status,
     normalized_endpoint,
@@ -79,8 +82,10 @@ from .server import CheckReport, ServerInfo, check_endpoint, count_prompt_tokens
 __all__ = [
     "BATCH_ENDPOINT",
     "BATCH_PRICE_FACTOR",
+    "DEFAULT_CONCURRENCY",
     "DEFAULT_PRICES_PATH",
     "DEFAULT_REPLY_RESERVE",
+    "ENV_CONCURRENCY",
     "ENV_MODEL",
     "JSON_OBJECT_PROMPT",
     "LLM",
@@ -94,6 +99,7 @@ __all__ = [
     "UNSETTLED_MODE",
     "CheckReport",
     "HeldWrites",
+    "InvalidSetting",
     "LLMCallError",
     "LLMConfig",
     "LLMError",

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from ..store import LLMCacheRow, LLMCallRow, utcnow
 from .cache import HeldWrites, request_key
-from .config import LLMConfig, StructuredMode
+from .config import InvalidSetting, LLMConfig, StructuredMode
 from .errors import LLMCallError, LLMError, LLMNotConfigured, LLMReplyError, call_error
 from .negotiation import Negotiation
 from .pricing import Price, RunTotals, Usage, estimate_cost, load_prices, price_for
@@ -92,8 +92,14 @@ class LLM:
 
     @classmethod
     def from_env(cls, model: str | None = None, *, store: Store | None = None, **overrides: Any) -> LLM:
-        """The usual way in: config from the environment, `model` from `--model` when given."""
-        return cls(LLMConfig.from_env(model, **overrides), store=store)
+        """The usual way in: config from the environment, `model` from `--model` when given; an
+        override given as None (e.g. `concurrency=None`, no `--concurrency`) leaves the environment's
+        value. A variable holding an invalid value raises LLMNotConfigured naming it."""
+        try:
+            config = LLMConfig.from_env(model, **overrides)
+        except InvalidSetting as exc:
+            raise LLMNotConfigured(f"LLM not configured: {exc}") from None
+        return cls(config, store=store)
 
     @property
     def structured_mode(self) -> StructuredMode | None:

@@ -28,9 +28,11 @@ __all__ = [
     "ENV_PRICES",
     "ENV_STRUCTURED_MODE",
     "ENV_TIMEOUT",
+    "DEFAULT_CONCURRENCY",
     "MODE_SETTINGS",
     "OPENAI_DEFAULT_BASE_URL",
     "STRUCTURED_MODES",
+    "InvalidSetting",
     "LLMConfig",
     "ModeSetting",
     "StructuredMode",
@@ -58,6 +60,14 @@ ENV_MAX_COMPLETION_TOKENS = "GCPC_MAX_COMPLETION_TOKENS"
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
+DEFAULT_CONCURRENCY = 8
+"""HTTP requests in flight when neither `--concurrency` (or the Runs page's field) nor
+`GCPC_LLM_CONCURRENCY` says otherwise."""
+
+
+class InvalidSetting(ValueError):
+    """An environment variable holds a value its knob cannot take; the message names the variable."""
+
 
 @dataclass(frozen=True)
 class LLMConfig:
@@ -72,8 +82,9 @@ class LLMConfig:
     """Seconds per HTTP attempt; the client retries a timed-out attempt."""
     max_retries: int = 4
     """The client's own retries for 408/409/429/5xx, timeouts and connection errors."""
-    concurrency: int = 8
-    """At most this many HTTP requests in flight from one `LLM`."""
+    concurrency: int = DEFAULT_CONCURRENCY
+    """At most this many HTTP requests in flight from one `LLM`: an explicit value (`--concurrency`,
+    the Runs page's field) wins, else `GCPC_LLM_CONCURRENCY`, else `DEFAULT_CONCURRENCY`."""
     temperature: float | None = 0.0
     """None omits the parameter (some reasoning models accept only their default)."""
     max_completion_tokens: int | None = None
@@ -91,7 +102,9 @@ class LLMConfig:
         cls, model: str | None = None, *, env: Mapping[str, str] | None = None, **overrides: Any
     ) -> LLMConfig:
         """Config from `GCPC_MODEL`, `OPENAI_BASE_URL`, `OPENAI_API_KEY` and the `GCPC_LLM_*` knobs;
-        an explicit `model` and `overrides` win."""
+        an explicit `model` and `overrides` win; an override given as None (a flag left unset) leaves
+        the environment's value, else the default. Raises InvalidSetting, naming the variable, for a
+        value that is not a number of the right kind (or a count below 1)."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {
             "model": model or env.get(ENV_MODEL) or None,
@@ -107,8 +120,9 @@ class LLMConfig:
             ("context_window", ENV_CONTEXT_WINDOW, int),
             ("max_completion_tokens", ENV_MAX_COMPLETION_TOKENS, int),
         ):
-            if env.get(var):
-                values[name] = kind(env[var])
+            raw = env.get(var, "").strip()
+            if raw:
+                values[name] = _parsed(var, raw, kind)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -127,8 +141,20 @@ class LLMConfig:
                 f"{', '.join(MODE_SETTINGS)}"
             )
         if self.concurrency < 1:
-            found.append("concurrency must be at least 1")
+            found.append(f"concurrency must be at least 1 (--concurrency or {ENV_CONCURRENCY})")
         return found
+
+
+def _parsed(var: str, raw: str, kind: type) -> Any:
+    """`raw` as `kind`, or InvalidSetting naming `var` and what it holds."""
+    what = "a whole number" if kind is int else "a number"
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise InvalidSetting(f"{var}={raw!r} is not {what}; set it to {what} or unset it") from None
+    if kind is int and var == ENV_CONCURRENCY and value < 1:
+        raise InvalidSetting(f"{var}={raw!r}: concurrency must be at least 1; set it higher or unset it")
+    return value
 
 
 def normalized_endpoint(base_url: str | None) -> str:
@@ -160,7 +186,10 @@ def llm_status(
 ) -> tuple[bool, str]:
     """(usable, one-line reason) for the app and CLI to show before starting LLM work; with the
     project DB it names the structured mode negotiated for this endpoint and model."""
-    config = LLMConfig.from_env(model, env=env)
+    try:
+        config = LLMConfig.from_env(model, env=env)
+    except InvalidSetting as exc:
+        return False, f"LLM not configured: {exc}"
     problems = config.problems()
     if problems:
         return False, "LLM not configured: " + "; ".join(problems)

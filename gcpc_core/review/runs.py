@@ -26,7 +26,7 @@ from ..checklist.synthesis import synthesize_project
 from ..ingest import find_trial_dirs
 from ..ingest.archive import unpack_for_import
 from ..judge import find_judge, get_judge, judge_project
-from ..llm import LLMConfig, check_endpoint, llm_status
+from ..llm import InvalidSetting, LLMConfig, check_endpoint, llm_status
 from ..runs import PER_JUDGE, STAGES, ProgressFn, RunKind, Stage, reap_dead_runs
 from ..stages import recorded_import, recorded_score
 from ..store import RunRow, Store, utcnow
@@ -100,11 +100,17 @@ def _progress(job: Job) -> ProgressFn:
     return report
 
 
+def _concurrency(params: dict[str, Any]) -> int | None:
+    """The Runs page's concurrency when one was given; None (GCPC_LLM_CONCURRENCY, else the default) otherwise."""
+    value = params.get("concurrency")
+    return None if value in (None, "") else int(value)
+
+
 def _judge(store: Store, job: Job) -> list[str]:
     p = job.params
     get_judge(p.get("judge"))
     report = judge_project(store, judge=p["judge"], model=p.get("model") or None, limit=p.get("limit"),
-                           concurrency=int(p.get("concurrency") or 8), force=bool(p.get("force")),
+                           concurrency=_concurrency(p), force=bool(p.get("force")),
                            progress=_progress(job), label=p.get("label") or None)
     job.run_id = report.run_id
     return report.lines()
@@ -200,8 +206,13 @@ def start_archive_import(db_path: str | Path, name: str, data: bytes, *, holds: 
 
 def endpoint_check(store: Store) -> list[str]:
     """`llm check` for the page: the configured endpoint probed, one finding a line, verdict last;
-    the negotiated structured mode is stored in the project DB."""
-    return check_endpoint(LLMConfig.from_env(), store=store).lines
+    the negotiated structured mode is stored in the project DB. A variable holding an invalid value
+    is the one line returned."""
+    try:
+        config = LLMConfig.from_env()
+    except InvalidSetting as exc:
+        return [f"LLM not configured: {exc}"]
+    return check_endpoint(config, store=store).lines
 
 
 def run_progress(store: Store, run: RunRow) -> tuple[int | None, int | None]:

@@ -525,6 +525,13 @@ def test_runs_page_limit_empty_judges_every_trajectory_and_a_number_at_most_that
     assert recorded["limit-one"] == (1, 1, 1), recorded
 
 
+def test_runs_page_concurrency_field_defaults_to_the_environment(demo_db: Path) -> None:
+    """Left empty, the field passes no concurrency (GCPC_LLM_CONCURRENCY, else 8 applies); its help says so."""
+    at = open_page("runs")
+    field = at.number_input(key="runs:concurrency")
+    assert field.value is None and "GCPC_LLM_CONCURRENCY" in (field.help or "")
+
+
 def test_runs_page_shows_a_run_started_elsewhere_live(demo_db: Path) -> None:
     """A run in progress (e.g. `python -m gcpc_core judge` in a terminal): progress and cost from the DB."""
     store = Store(demo_db)

@@ -42,8 +42,8 @@ FIXED = ("dest", "type", "takes value")
 VARIES: dict[str, tuple[frozenset[str], str]] = {
     "--base-url": (frozenset({"help"}), "rater links (study) vs item-audit links (triage): both the app's address"),
     "--by": (frozenset({"default", "help"}), "checklist add records 'human' unless told; a study's creator is optional"),
-    "--concurrency": (frozenset({"default", "help"}), "synthesis requests are larger (4), judge requests 8; "
-                      "batch collect's are repairs"),
+    "--concurrency": (frozenset({"help"}), "batch collect's are repairs; the default (None: "
+                      "GCPC_LLM_CONCURRENCY, else 8) is the same everywhere"),
     "--db": (frozenset({"required", "help"}), "demo, app, llm check, triage --simulate and checklist draft "
              "--task-dir work without a DB; import creates it; the help says what it must hold"),
     "--force": (frozenset({"help"}), "says what is done again"),
