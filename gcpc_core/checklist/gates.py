@@ -88,8 +88,12 @@ _PARAM = re.compile(r"^(?P<base>[^\[]+)\[(?P<param>.*)\]$", re.DOTALL)
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:
-    """`file::Class::test[param]` → (`file::Class::test`, `param`); no suffix → (ref, None)."""
+    """`file::Class::test[param]` → (`file::Class::test`, `param`); no suffix → (ref, None). A ref
+    as pytest writes it from the task folder (a `tests/` prefix, a case id with spaces) names the same node:
+    the `tests/` prefix is dropped and the param is kept as written, spaces included."""
     ref = ref.strip()
+    if ref.startswith("tests/") and "::" in ref:
+        ref = ref[len("tests/"):]
     match = _PARAM.match(ref)
     return (match["base"], match["param"]) if match else (ref, None)
 

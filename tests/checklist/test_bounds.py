@@ -80,3 +80,18 @@ def test_the_contract_prose_states_the_cap(rules: Rules) -> None:
     assert f"{budget.min_items} to {budget.max_items} items" in prose
     assert f"at most {budget.max_items_ceiling}" in prose
     assert f"plus {budget.items_beyond_checks}" in prose
+
+
+# ---- part 4: refs as pytest writes them
+
+
+def test_refs_as_pytest_writes_them_resolve_and_cover(rules: Rules) -> None:
+    """Spaces and a trailing space inside the brackets, and the `tests/` prefix pytest prints when run
+    from the task folder, name the node; the bare id stands for all its cases."""
+    source = 'import pytest\n@pytest.mark.parametrize("c", ["a b ", "x"])\ndef test_case(c):\n    assert c\n'
+    task = task_with(source + "def test_plain():\n    pass\n")
+    assert task.tests[0].param_ids == ("a b ", "x")
+    refs = ["tests/test_outputs.py::test_case[a b ]", "tests/test_outputs.py::test_plain"]
+    assert run_gates(checklist([item(k, refs) for k in range(4)]), task, rules) == []
+    bare = ["test_outputs.py::test_case", "test_outputs.py::test_plain"]
+    assert run_gates(checklist([item(k, bare) for k in range(4)]), task, rules) == []
