@@ -71,6 +71,17 @@ class VerifierTest(BaseModel):
     """Last line of the test function."""
     parametrized: bool = False
     """True when decorated with `pytest.mark.parametrize`; CTRF then reports `name[param]` ids."""
+    param_cases: int = 0
+    """How many cases pytest collects from the test's `parametrize` decorators (their product), when
+    every decorator lists its cases literally; 0 when not parametrized or the cases are computed."""
+    param_ids: tuple[str, ...] = ()
+    """The cases' ids as pytest writes them in `name[id]` (spaces and trailing spaces kept), when
+    known statically (one decorator, literal values or `ids`); empty otherwise."""
+
+    @property
+    def checks(self) -> int:
+        """How many checks the verifier runs for this node: its parametrized cases, else one."""
+        return max(1, self.param_cases)
     docstring: str | None = None
     """The test's docstring: the verifier author's own statement of what it checks."""
 

@@ -34,7 +34,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
 from ..models import Task, VerifierTest
-from .gates import GateFailure, literals, requirement_problems, run_gates, similarity
+from .gates import GateFailure, item_cap, literals, requirement_problems, run_gates, similarity
 from .rules import Rules
 from .schema import Checklist, ChecklistItem
 
@@ -358,6 +358,7 @@ def _sentence_item(sentence: Sentence, artifact: str, rules: Rules, used: set[in
 def draft_checklist(task: Task, rules: Rules) -> Draft:
     """Draft a checklist for `task` from its instruction and verifier (see the module docstring)."""
     budget = rules.contract.budget
+    cap = item_cap(task, rules)
     sentences = _sentences_or_error(task, rules)
     notes: list[str] = []
     named = [(s, a) for s in sentences for a in _artifacts(s, rules)]
@@ -369,17 +370,17 @@ def draft_checklist(task: Task, rules: Rules) -> Draft:
 
     items: list[ChecklistItem] = []
     reserve = min(len({a for _, a in outputs}), 3)
-    groups = _groups(task.tests, budget.max_items - reserve)
+    groups = _groups(task.tests, cap - reserve)
     if len(groups) < len(task.tests):
         notes.append(f"{len(task.tests)} verifier tests grouped into {len(groups)} assertion items "
-                     f"(the budget is {budget.max_items} items)")
+                     f"(the budget is {cap} items)")
     for group in groups:
         items.append(_assertion_item(task, group, rules, f"C{len(items) + 1}", items, finder, default))
 
     used_sentences: set[int] = set()
     used_artifacts: set[str] = set()
-    pools = (("generated", outputs, "The file `{}` exists", budget.max_items),
-             ("judge", constraints, None, budget.max_items),
+    pools = (("generated", outputs, "The file `{}` exists", cap),
+             ("judge", constraints, None, cap),
              ("judge", inputs, "The agent read the provided `{}`", budget.min_items))
     for route, pool, fallback, until in pools:
         for sentence, artifact in pool:

@@ -30,6 +30,7 @@ __all__ = [
     "gate_refs",
     "gate_requirements",
     "gate_schema",
+    "item_cap",
     "literals",
     "mask_literals",
     "normalize_whitespace",
@@ -39,6 +40,7 @@ __all__ = [
     "schema_failures",
     "similarity",
     "split_ref",
+    "verifier_checks",
 ]
 
 GATES: dict[str, str] = {
@@ -86,8 +88,12 @@ _PARAM = re.compile(r"^(?P<base>[^\[]+)\[(?P<param>.*)\]$", re.DOTALL)
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:
-    """`file::Class::test[param]` → (`file::Class::test`, `param`); no suffix → (ref, None)."""
+    """`file::Class::test[param]` → (`file::Class::test`, `param`); no suffix → (ref, None). A ref
+    as pytest writes it from the task folder (a `tests/` prefix, a case id with spaces) names the same node:
+    the `tests/` prefix is dropped and the param is kept as written, spaces included."""
     ref = ref.strip()
+    if ref.startswith("tests/") and "::" in ref:
+        ref = ref[len("tests/"):]
     match = _PARAM.match(ref)
     return (match["base"], match["param"]) if match else (ref, None)
 
@@ -225,6 +231,23 @@ def requirement_problems(text: str, rules: Rules, route: str | None = None) -> l
     if signal:
         problems.append(f"compound item: {signal}; split it into one item per requirement")
     return problems
+
+
+# ---------------------------------------------------------------- the item budget
+
+
+def verifier_checks(task: Task) -> int:
+    """How many checks the task's verifier runs: one per test node, or one per case of a
+    parametrized test whose cases are listed literally (`VerifierTest.checks`)."""
+    return sum(test.checks for test in task.tests)
+
+
+def item_cap(task: Task, rules: Rules) -> int:
+    """The most items `task`'s checklist may hold (G6, the synthesis prompt and its grammar): the
+    contract's `max_items`, or one item per verifier check plus `items_beyond_checks` when that is
+    more, never above `max_items_ceiling`. A verifier of 35 parametrized cases gets 37 items."""
+    budget = rules.contract.budget
+    return min(budget.ceiling, max(budget.max_items, verifier_checks(task) + budget.items_beyond_checks))
 
 
 # ---------------------------------------------------------------- the gates
@@ -386,9 +409,10 @@ def gate_schema(checklist: Checklist, task: Task, rules: Rules) -> list[GateFail
     if prefix not in contract.sources or not who.strip():
         allowed = " or ".join(f"'{p}:<name>'" for p in contract.sources)
         fail(CHECKLIST_LEVEL, f"source {checklist.source!r} must look like {allowed}")
-    n = len(checklist.items)
-    if not contract.budget.min_items <= n <= contract.budget.max_items:
-        fail(CHECKLIST_LEVEL, f"{n} items; the budget is {contract.budget.min_items}-{contract.budget.max_items}")
+    n, cap = len(checklist.items), item_cap(task, rules)
+    if not contract.budget.min_items <= n <= cap:
+        fail(CHECKLIST_LEVEL, f"{n} items; the budget is {contract.budget.min_items}-{cap} for this task "
+                              f"({verifier_checks(task)} verifier checks)")
     id_pattern = re.compile(contract.item.id_pattern)
     seen: set[str] = set()
     for item in checklist.items:

@@ -68,13 +68,24 @@ class BudgetRule(_Rule):
     min_items: int = Field(ge=1)
     """Fewest items allowed."""
     max_items: int = Field(ge=1)
-    """Most items allowed."""
+    """Most items allowed for a small verifier (the cap's floor; see `gcpc_core.checklist.gates.item_cap`)."""
+    items_beyond_checks: int = Field(default=0, ge=0)
+    """Items allowed beyond one per verifier check, for the instruction's generated and judge items."""
+    max_items_ceiling: int | None = Field(default=None, ge=1)
+    """The cap never exceeds this, however large the verifier; None: `max_items` is the cap."""
 
     @model_validator(mode="after")
     def _ordered(self) -> BudgetRule:
         if self.min_items > self.max_items:
             raise ValueError("min_items exceeds max_items")
+        if self.max_items_ceiling is not None and self.max_items_ceiling < self.max_items:
+            raise ValueError("max_items_ceiling is below max_items")
         return self
+
+    @property
+    def ceiling(self) -> int:
+        """The largest cap any task can get."""
+        return self.max_items if self.max_items_ceiling is None else self.max_items_ceiling
 
 
 class ItemRule(_Rule):

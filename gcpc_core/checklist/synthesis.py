@@ -34,10 +34,10 @@ from ..llm import (
     repair_room,
 )
 from ..runs import Progress, RunKind, StageRun, run_stage
-from ..models import Task
+from ..models import Task, VerifierTest
 from ..store import ChecklistRow, Store, utcnow
 from .freeze import checklist_sha, freeze
-from .gates import GateFailure, failure_lines, run_gates
+from .gates import GateFailure, failure_lines, item_cap, run_gates, verifier_checks
 from .rules import Rules, load_rules
 from .schema import Checklist, ChecklistItem, Waiver
 
@@ -64,8 +64,10 @@ __all__ = [
     "synthesize_project",
 ]
 
-PROMPT_VERSION = "synthesis-v2"
-"""Bump whenever a prompt constant below changes meaning: it is part of every cache key."""
+PROMPT_VERSION = "synthesis-v3"
+"""Bump whenever a prompt constant below changes meaning: it is part of every cache key. v3: the item
+cap grows with the verifier (`gates.item_cap`, stated in the task prompt), test nodes list their
+parametrized case ids, and the contract states one length rule for literals."""
 
 CONTRACT_PROSE_FILE = "checklist_contract.md"
 """The rules prose the synthesis prompt embeds (the gate settings are embedded as loaded)."""
@@ -119,6 +121,10 @@ Task quotes must be exact spans of the text between the tags.
 Use these ids, exactly as written, as verifier refs. Cover each with an assertion item or waive it.
 {test_nodes}
 
+## Item budget
+{min_items} to {max_items} items for this task ({checks} verifier checks: test nodes, each case of a \
+parametrized test counted).
+
 ## Verifier source
 {sources}
 
@@ -151,13 +157,13 @@ class ChecklistDraft(DecodingBounds, BaseModel):
     """What the model writes: items and waivers. Task id and source are filled in by code,
     so a model can neither relabel a checklist nor claim to be human. Its grammar bounds (for a
     server that constrains decoding to the schema) are no looser than the gates allow — no more items
-    than the contract's `max_items` (G6), no text longer than G3's `max_chars` — and end a quote or a
+    than the contract's `max_items_ceiling` (G6), no text longer than G3's `max_chars` — and end a quote or a
     reason at a few sentences; a request narrows them further to its task (`draft_model`). The gates
     still judge whatever is written, bounded or not."""
 
     model_config = ConfigDict(extra="forbid")
     decoding_bounds: ClassVar[Mapping[str, int]] = {
-        "items": 15, "waivers": 15, "verifier_refs": 8, "probes": 1,
+        "items": 60, "waivers": 60, "verifier_refs": 8, "probes": 1,
         "id": 16, "text": 320, "task_quote": 200, "pattern": 120, "flags": 4, "verifier_ref": 200, "reason": 160,
     }
 
@@ -178,11 +184,12 @@ REPLY_FRAME_TOKENS = 20
 
 
 def item_bound(task: Task, rules: Rules) -> int:
-    """How many items a task's grammar allows: one per verifier test node plus `EXTRA_ITEMS`, within
-    the contract's budget. A small model under a grammar keeps adding items until a bound stops it,
-    and each costs seconds on a CPU; a task with more test nodes gets more room."""
+    """How many items a task's grammar allows: one per verifier check (`gates.verifier_checks`) plus
+    `EXTRA_ITEMS`, within the task's budget (`gates.item_cap`). A small model under a grammar keeps
+    adding items until a bound stops it, and each costs seconds on a CPU; a task with more checks
+    gets more room."""
     budget = rules.contract.budget
-    return max(budget.min_items, min(budget.max_items, len(task.tests) + EXTRA_ITEMS))
+    return max(budget.min_items, min(item_cap(task, rules), verifier_checks(task) + EXTRA_ITEMS))
 
 
 PARAM_SUFFIX_CHARS = 40
@@ -205,8 +212,15 @@ def draft_model(task: Task, rules: Rules) -> type[ChecklistDraft]:
     reply validates exactly as a `ChecklistDraft`."""
     bounds = ChecklistDraft.decoding_bounds
     refs = max(1, min(bounds["verifier_refs"], len(task.tests)))
-    longest = max((len(test.node_id) for test in task.tests), default=0)
-    return _bounded_draft(item_bound(task, rules), refs, min(bounds["verifier_ref"], longest + PARAM_SUFFIX_CHARS))
+    longest = max((_longest_ref(test) for test in task.tests), default=0)
+    return _bounded_draft(item_bound(task, rules), refs, min(bounds["verifier_ref"], longest))
+
+
+def _longest_ref(test: VerifierTest) -> int:
+    """The longest ref to `test`: with its longest known case id, else with a `[param]` suffix."""
+    if test.param_ids:
+        return len(test.node_id) + 2 + max(len(i) for i in test.param_ids)
+    return len(test.node_id) + PARAM_SUFFIX_CHARS
 
 
 def reply_bound(llm: LLM, task: Task, rules: Rules) -> int | None:
@@ -277,7 +291,10 @@ def _test_node_lines(task: Task) -> str:
     lines = []
     for test in task.tests:
         line = f"- {test.node_id}"
-        if test.parametrized:
+        if test.param_ids:
+            ids = ", ".join(f"[{i}]" for i in test.param_ids)
+            line += f" (parametrized, {len(test.param_ids)} cases: {ids}; a ref may add one of these suffixes or none)"
+        elif test.parametrized:
             line += " (parametrized: a ref may add a [param] suffix)"
         if test.docstring:
             line += f": {' '.join(test.docstring.split())}"
@@ -307,6 +324,9 @@ def build_messages(task: Task, rules: Rules, *, source_chars: int | None = MAX_S
         task_id=task.id,
         instruction=task.instruction.rstrip(),
         test_nodes=_test_node_lines(task),
+        min_items=rules.contract.budget.min_items,
+        max_items=item_cap(task, rules),
+        checks=verifier_checks(task),
         sources=sources,
     )
     return [{"role": "system", "content": _system_prompt(rules)}, {"role": "user", "content": user}]

@@ -33,16 +33,88 @@ def find_task_dirs(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob("instruction.md") if is_regular(p))
 
 
-def _is_parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def _parametrize_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+    found = []
     for dec in node.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec
         if isinstance(target, ast.Attribute) and target.attr == "parametrize":
-            return True
-    return False
+            found.append(dec)
+    return found
+
+
+def _is_parametrized(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return bool(_parametrize_calls(node))
+
+
+_ID_SCALARS = (str, int, float, bool, type(None))
+
+
+def _scalar_id(value: object) -> str | None:
+    """pytest's id for one literal argument value, when it is the plain `str()` (printable ASCII)."""
+    if not isinstance(value, _ID_SCALARS):
+        return None
+    text = value if isinstance(value, str) else str(value)
+    return text if text.isascii() and text.isprintable() else None
+
+
+def _case_id(case: ast.expr, n_names: int) -> str | None:
+    """pytest's id of one `argvalues` entry (`"a"` → `a`, `("x", 1)` → `x-1`), or None when it is not
+    a plain literal (pytest would write `name0`, `name1`, … or call `repr`-like rules)."""
+    if isinstance(case, ast.Call) and getattr(case.func, "attr", getattr(case.func, "id", None)) == "param":
+        for kw in case.keywords:
+            if kw.arg == "id" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                return kw.value.value
+        values: list[ast.expr] = list(case.args)
+    elif n_names > 1 and isinstance(case, (ast.Tuple, ast.List)):
+        values = list(case.elts)
+    else:
+        values = [case]
+    ids = [_scalar_id(v.value) if isinstance(v, ast.Constant) else None for v in values]
+    return "-".join(i for i in ids if i is not None) if ids and None not in ids else None
+
+
+def _argnames_count(call: ast.Call) -> int:
+    names = call.args[0] if call.args else None
+    if isinstance(names, ast.Constant) and isinstance(names.value, str):
+        return len([n for n in names.value.split(",") if n.strip()])
+    if isinstance(names, (ast.Tuple, ast.List)):
+        return len(names.elts)
+    return 1
+
+
+def _cases(call: ast.expr) -> tuple[int, list[str] | None] | None:
+    """(how many cases, their pytest ids or None) of one `parametrize` decorator with a literal
+    `argvalues` list; None when the cases are computed (a name, a comprehension, a call)."""
+    if not isinstance(call, ast.Call) or len(call.args) < 2 or not isinstance(call.args[1], (ast.List, ast.Tuple)):
+        return None
+    cases = call.args[1].elts
+    ids: list[str | None] = [_case_id(c, _argnames_count(call)) for c in cases]
+    explicit = next((kw.value for kw in call.keywords if kw.arg == "ids"), None)
+    if explicit is not None:
+        ids = ([e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else None for e in explicit.elts]
+               if isinstance(explicit, (ast.List, ast.Tuple)) and len(explicit.elts) == len(cases) else [None])
+    known = None if None in ids or len(set(ids)) != len(ids) else [i for i in ids if i is not None]
+    return len(cases), known
+
+
+def _param_cases(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, tuple[str, ...]]:
+    """How many cases pytest collects from a test's `parametrize` decorators (their product), and
+    their ids when every decorator lists literal cases and there is one decorator; (0, ()) when the
+    test is not parametrized or a decorator's cases are computed."""
+    calls = _parametrize_calls(node)
+    parsed = [_cases(c) for c in calls]
+    if not calls or None in parsed:
+        return 0, ()
+    total = 1
+    for count, _ in parsed:  # type: ignore[misc]
+        total *= count
+    ids = parsed[0][1] if len(parsed) == 1 else None  # type: ignore[index]
+    return total, tuple(ids or ())
 
 
 def _test(file: str, cls: str | None, node: ast.FunctionDef | ast.AsyncFunctionDef) -> VerifierTest:
     node_id = f"{file}::{cls}::{node.name}" if cls else f"{file}::{node.name}"
+    cases, ids = _param_cases(node)
     return VerifierTest(
         node_id=node_id,
         file=file,
@@ -51,6 +123,8 @@ def _test(file: str, cls: str | None, node: ast.FunctionDef | ast.AsyncFunctionD
         lineno=node.lineno,
         end_lineno=node.end_lineno or node.lineno,
         parametrized=_is_parametrized(node),
+        param_cases=cases,
+        param_ids=ids,
         docstring=ast.get_docstring(node),
     )
 

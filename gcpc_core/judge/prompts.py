@@ -45,9 +45,10 @@ __all__ = [
 
 Messages = list[dict[str, str]]
 
-ITEMS_PROMPT_VERSION = "judge-items-v3"
-"""All items in one call (gcpc and fixed judges). Bump when an item prompt constant changes."""
-PER_ITEM_PROMPT_VERSION = "judge-per-item-v3"
+ITEMS_PROMPT_VERSION = "judge-items-v4"
+"""All items in one call (gcpc and fixed judges). Bump when an item prompt constant changes. v4 (and
+per-item v4): at most 5 citations per item, was 3 (`ITEM_MAX_CITATIONS`)."""
+PER_ITEM_PROMPT_VERSION = "judge-per-item-v4"
 """One call per item (`--per-item`)."""
 HOLISTIC_PROMPT_VERSION = "judge-holistic-v3"
 """v3 (all three): events framed in fences with `is_error` and claim marks in their headers (see

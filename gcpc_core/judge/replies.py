@@ -29,8 +29,10 @@ __all__ = [
     "SingleItemReply",
 ]
 
-ITEM_MAX_CITATIONS = 3
-"""Citations one item's verdict may carry under a grammar: one decisive quote is the norm."""
+ITEM_MAX_CITATIONS = 5
+"""Citations one item's verdict may carry under a grammar (and the item prompts ask for at most this
+many): one decisive quote is the norm, but an item over five entries (five titles, five rows) needs one
+quote per entry. Was 3 before judge-items-v4 / judge-per-item-v4."""
 HOLISTIC_MAX_CITATIONS = 5
 MAX_QUOTE_CHARS = 300
 """A quote is a span an auditor checks at a glance, not a copied output."""

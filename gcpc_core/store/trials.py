@@ -217,7 +217,9 @@ class TrialRepository(Repository):
         row = TaskRow.of(task, utcnow())
         stored = next(iter(self.db["tasks"].rows_where("id = ?", [task.id])), None)
         unchanged = {"imported_at"}
-        if stored is not None and TaskRow.from_db(stored).model_dump(exclude=unchanged) == row.model_dump(exclude=unchanged):
+        # compared as JSON, as stored: a tuple field of a verifier test reads back as a list
+        if stored is not None and (TaskRow.from_db(stored).model_dump(mode="json", exclude=unchanged)
+                                   == row.model_dump(mode="json", exclude=unchanged)):
             return False
         with self.atomic() as db:
             db.conn.execute(_UPSERT_TASK, row.db_values())

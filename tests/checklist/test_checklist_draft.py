@@ -15,7 +15,7 @@ import yaml
 
 from gcpc_core.checklist import Rules, parse_checklist, run_gates
 from gcpc_core.checklist.draft import Sentence, draft_checklist, draft_yaml, instruction_sentences
-from gcpc_core.checklist.gates import normalize_whitespace
+from gcpc_core.checklist.gates import item_cap, normalize_whitespace
 from gcpc_core.checklist.registry import register_checklist
 from gcpc_core.cli import main
 from gcpc_core.ingest.tasks import find_task_dirs, load_task
@@ -106,15 +106,29 @@ def test_too_many_tests_are_grouped_into_the_budget(toy_task: Task, rules: Rules
 
     source = "".join(f"class TestPart{k}:\n" + "".join(
         f"    def test_value_{k}_{j}(self):\n        \"\"\"Value {k}.{j} is present in the report.\"\"\"\n"
-        for j in range(3)) for k in range(8))
+        for j in range(9)) for k in range(8))
     task = toy_task.model_copy(update={"verifier_files": {"test_outputs.py": source},
                                        "tests": parse_verifier_source("test_outputs.py", source)})
     draft = draft_checklist(task, rules)
-    assert len(task.tests) == 24 and len(draft.checklist.items) <= rules.contract.budget.max_items
+    ceiling = rules.contract.budget.max_items_ceiling
+    assert len(task.tests) == 72 and item_cap(task, rules) == ceiling and len(draft.checklist.items) <= ceiling
     refs = [r for i in draft.checklist.items for r in i.verifier_refs]
     assert sorted(refs) == sorted(task.test_ids)
     assert draft.notes and "grouped" in draft.notes[0]
     assert not {f.gate for f in draft.failures} & CONSTRUCTED
+
+
+def test_a_verifier_of_24_tests_gets_an_item_per_test(toy_task: Task, rules: Rules) -> None:
+    """Issue 27: the item cap grows with the verifier, so 24 tests are no longer squeezed into 15 items."""
+    from gcpc_core.ingest.tasks import parse_verifier_source
+
+    source = "".join(f"def test_value_{k}():\n    \"\"\"Value {k} is present in the report.\"\"\"\n" for k in range(24))
+    task = toy_task.model_copy(update={"verifier_files": {"test_outputs.py": source},
+                                       "tests": parse_verifier_source("test_outputs.py", source)})
+    draft = draft_checklist(task, rules)
+    assert item_cap(task, rules) == 26 and not draft.notes
+    assert sum(i.route == "assertion" for i in draft.checklist.items) == 24
+    assert not draft.failures
 
 
 def test_cli_draft_then_add_after_review(tmp_path: Path, capsys: pytest.CaptureFixture[str], rules: Rules) -> None:

@@ -387,7 +387,7 @@ def test_g6_over_budget(toy_task: Task, rules: Rules) -> None:
     ]
     # these differ only in one digit, so G4 also (rightly) objects; the budget line must be there
     failures = gate(mutated(lambda d: d["items"].extend(extra)), toy_task, rules)
-    assert GateFailure(item_id="-", gate="G6", message="16 items; the budget is 4-15") in failures
+    assert GateFailure(item_id="-", gate="G6", message="16 items; the budget is 4-15 for this task (4 verifier checks)") in failures
 
 
 def test_g6_route_checked_for_models_built_in_code(toy_task: Task, rules: Rules) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fake_openai import FAKE_MODEL, FakeOpenAI, Reply, fault_malformed, request_text
 
-from gcpc_core.checklist import Checklist, checklist_sha, load_rules, run_gates
+from gcpc_core.checklist import Checklist, checklist_sha, item_cap, load_rules, run_gates
 from gcpc_core.checklist.synthesis import (
     PROMPT_VERSION,
     EXTRA_ITEMS,
@@ -429,11 +429,12 @@ def test_grammar_bounds_are_no_looser_than_the_gates(task: Task, rules) -> None:
     """A bound looser than a gate lets a small model write what the gates reject anyway, at seconds a token."""
     contract = rules.contract
     bounds = ChecklistDraft.decoding_bounds
-    assert bounds["items"] <= contract.budget.max_items and bounds["text"] <= contract.item.max_chars
-    assert item_bound(task, rules) == min(contract.budget.max_items, len(task.tests) + EXTRA_ITEMS)
+    assert bounds["items"] == contract.budget.max_items_ceiling and bounds["text"] <= contract.item.max_chars
+    assert item_bound(task, rules) == min(item_cap(task, rules), len(task.tests) + EXTRA_ITEMS)
     few = task.model_copy(update={"tests": task.tests[:1]})
     many = task.model_copy(update={"tests": task.tests * 10})
-    assert item_bound(few, rules) == contract.budget.min_items and item_bound(many, rules) == contract.budget.max_items
+    assert item_bound(few, rules) == contract.budget.min_items and item_bound(many, rules) == item_cap(many, rules)
+    assert item_cap(many, rules) == min(contract.budget.max_items_ceiling, 10 * len(task.tests) + 2)
     assert draft_model(few, rules).decoding_bounds["verifier_refs"] == 1
     assert draft_model(few, rules).decoding_bounds["verifier_ref"] == len(few.tests[0].node_id) + 40
     # only the grammar differs: the schema a reply is validated against, and so the cache key, are ChecklistDraft's

@@ -118,3 +118,17 @@ def test_a_llama_cpp_python_like_server_gets_the_bounds(fake_openai, project, ma
     sent = fake_openai.requests[-1]
     assert sent["response_format"]["schema"] == ItemJudgeReply.decoding_schema()
     assert json.dumps(ItemJudgeReply.decoding_schema(), sort_keys=True, separators=(",", ":")) in sent["messages"][0]["content"]
+
+
+def test_an_item_over_five_entries_can_cite_each_one() -> None:
+    """Issue 27: an item naming five titles needs five quotes; the grammar, both item prompts and the
+    reply models allow five citations, and the item prompt versions moved on (no cached v3 reply reused)."""
+    from gcpc_core.judge import prompts
+
+    assert ITEM_MAX_CITATIONS == 5
+    assert SingleItemReply.decoding_schema()["properties"]["citations"]["maxItems"] == 5
+    assert ItemJudgeReply.decoding_schema()["$defs"]["ItemVerdictReply"]["properties"]["citations"]["maxItems"] == 5
+    for template in (prompts.ITEMS_USER_PROMPT, prompts.PER_ITEM_USER_PROMPT):
+        assert "{max_citations} citations" in template
+    assert prompts.ITEMS_PROMPT_VERSION == "judge-items-v4"
+    assert prompts.PER_ITEM_PROMPT_VERSION == "judge-per-item-v4"
