@@ -8,7 +8,8 @@ few values a parser needs as defaults or choices live here, and the stages take 
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MAX_LOG_BYTES", "DEFAULT_PASS_THRESHOLD", "DEMO_SEED", "PERTURB_SCOPES"]
+__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_MAX_LOG_BYTES", "DEFAULT_PASS_THRESHOLD", "DEMO_SEED", "ENV_CONCURRENCY",
+           "PERTURB_SCOPES"]
 
 DEFAULT_PASS_THRESHOLD = 1.0
 """A trial is PASS when its reward is at least this."""
@@ -19,3 +20,8 @@ PERTURB_SCOPES: tuple[str, ...] = ("cited", "log")
 holding it; the first is the default."""
 DEMO_SEED = 7
 """The seed of the shipped demo corpus and project (`demo --seed` changes the simulated variation)."""
+ENV_CONCURRENCY = "GCPC_LLM_CONCURRENCY"
+"""The environment variable that sets how many LLM requests are in flight."""
+DEFAULT_CONCURRENCY = 8
+"""HTTP requests in flight when neither `--concurrency` (or the Runs page's field) nor
+`GCPC_LLM_CONCURRENCY` says otherwise (`llm.config` resolves it; the parser only names it)."""

@@ -200,7 +200,7 @@ def add_model(p: argparse.ArgumentParser, help: str = MODEL_HELP) -> None:
 
 def add_concurrency(p: argparse.ArgumentParser, what: str = "requests") -> None:
     """`--concurrency`, default None: the LLM config then takes GCPC_LLM_CONCURRENCY, else its default."""
-    from ..llm.config import DEFAULT_CONCURRENCY, ENV_CONCURRENCY
+    from ..defaults import DEFAULT_CONCURRENCY, ENV_CONCURRENCY
 
     p.add_argument("--concurrency", type=int, metavar="N", default=None,
                    help=f"parallel {what} (default: {ENV_CONCURRENCY}, else {DEFAULT_CONCURRENCY})")

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..defaults import DEFAULT_CONCURRENCY, ENV_CONCURRENCY
 from ..local_llm import LOCAL_MODEL_ALIAS, TINY_LOCAL_MODEL_NOTE
 
 if TYPE_CHECKING:
@@ -53,16 +54,12 @@ ENV_API_KEY = "OPENAI_API_KEY"
 ENV_STRUCTURED_MODE = "GCPC_STRUCTURED_MODE"
 ENV_TIMEOUT = "GCPC_LLM_TIMEOUT"
 ENV_MAX_RETRIES = "GCPC_LLM_MAX_RETRIES"
-ENV_CONCURRENCY = "GCPC_LLM_CONCURRENCY"
 ENV_PRICES = "GCPC_PRICES"
 ENV_CONTEXT_WINDOW = "GCPC_CONTEXT_WINDOW"
 ENV_MAX_COMPLETION_TOKENS = "GCPC_MAX_COMPLETION_TOKENS"
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-DEFAULT_CONCURRENCY = 8
-"""HTTP requests in flight when neither `--concurrency` (or the Runs page's field) nor
-`GCPC_LLM_CONCURRENCY` says otherwise."""
 
 
 class InvalidSetting(ValueError):
