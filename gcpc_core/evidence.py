@@ -2,9 +2,17 @@
 
 Only tool calls, tool outputs and file contents are evidence — an agent's
 narration or thinking is a claim, not evidence. Long outputs stay whole in the
-DB and are windowed here with an explicit marker saying what was cut; repeated
-identical reads are collapsed to a pointer. Citations are checked against the
-full stored text, so nothing windowed is lost to grounding.
+DB and are windowed here; repeated identical reads are collapsed to a pointer.
+Citations are checked against the full stored text, so nothing windowed is lost
+to grounding.
+
+Windowing is item-aware: given the `Focus` of the items being judged (their literals, the
+literals of the verifier tests they cite, their probes), a long text keeps every probe match,
+a little head and tail, then the lines naming focus terms (each term's latest occurrences
+first, with context), then more head and tail. Boilerplate (a skill's text, web search results,
+an install's output) that names nothing in focus gets a short window. Every cut is one marker
+of one form, `⟦gcpc cut: lines a–b of n (c chars) of E12 (/path); …⟧` (`cut_marker`); a
+harness's own truncation notice in a text is flagged in its header, since the log holds no more.
 
 Two things in the view are not what they seem and are marked so:
 - a tool output that only echoes text of its own command (`echo '… PASSED'`, a `cat <<EOF`
@@ -21,19 +29,27 @@ fence cannot be closed from inside it.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .models import Event
 
 __all__ = [
     "CITABLE_KINDS",
+    "CUT_OPEN",
     "EVIDENCE_KINDS",
     "EvidenceEntry",
     "EvidenceView",
+    "Focus",
+    "Gap",
     "build_evidence_view",
+    "cut_marker",
     "echoes_command",
     "fence",
+    "harness_cut",
+    "is_boilerplate",
     "heredoc_written",
     "evidence_share",
     "normalize_ws",
@@ -47,7 +63,8 @@ MIN_ECHO_CHARS = 8
 """An output shorter than this (non-space characters) is an echo only of a bare `echo`/`printf`:
 short lines ("1", "ok") occur in commands by chance."""
 DEFAULT_WINDOW_CHARS = 6000
-"""Outputs longer than this are shown as head + marker + tail."""
+"""Outputs longer than this are windowed (`_window`): probe matches, head, tail and the lines
+naming what the items name are kept; each cut is one `cut_marker`."""
 MIN_COLLAPSE_CHARS = 80
 """Identical texts shorter than this are cheap to repeat and clearer left in place."""
 
@@ -122,33 +139,207 @@ def fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def _cut_at_newline(text: str, limit: int, *, from_end: bool = False) -> str:
-    """Up to `limit` chars of the head (or tail), ending on a line boundary when one is near."""
-    if from_end:
-        piece = text[-limit:]
-        nl = piece.find("\n")
-        return piece[nl + 1 :] if 0 <= nl < limit // 4 else piece
-    piece = text[:limit]
-    nl = piece.rfind("\n")
-    return piece[: nl + 1] if nl > limit * 3 // 4 else piece
+CUT_OPEN = "⟦gcpc cut: "
+"""How every marker of text GCPC left out of a judge's view begins (inside an event's text, or
+between events): one form, explained in the judge's prompt (`judge.prompts.EVIDENCE_BLOCK`)."""
 
 
-def _window(event: Event, window_chars: int) -> tuple[str, int]:
-    """The shown text and how many characters it leaves out."""
+def cut_marker(what: str) -> str:
+    """The one truncation marker: `⟦gcpc cut: <what was cut>⟧`."""
+    return f"{CUT_OPEN}{what}⟧"
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What the items being judged name: the text a windowed view keeps first.
+
+    `terms` are literals (paths, file names, values, identifiers; from the items and from the
+    verifier tests they cite), matched case-insensitively; `patterns` are the items' probes, whose
+    matches are never cut. Built by `judge.focus.focus_for`; empty means plain head-and-tail windows.
+    """
+
+    terms: tuple[str, ...] = ()
+    patterns: tuple[re.Pattern[str], ...] = ()
+    items: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
+    """Per item: (its own literals, the literals of the tests it cites), for `deciding`."""
+
+    def __bool__(self) -> bool:
+        return bool(self.terms or self.patterns)
+
+    @cached_property
+    def _item_focus(self) -> list[tuple[Focus, Focus]]:
+        return [(Focus(terms=own), Focus(terms=cited)) for own, cited in self.items]
+
+    def deciding(self, texts: Sequence[str]) -> list[tuple[int, Focus] | None]:
+        """Per item, the text that decides it and the terms it names there: the latest text naming
+        one of the item's own literals, else the latest naming a literal of a test it cites (None:
+        no text names either)."""
+        out: list[tuple[int, Focus] | None] = []
+        for own, cited in self._item_focus:
+            found = None
+            for group in (own, cited):
+                if group.terms:
+                    index = next((i for i in range(len(texts) - 1, -1, -1) if group.term_hits(texts[i])), None)
+                    found = None if index is None else (index, group)
+                if found is not None:
+                    break
+            out.append(found)
+        return out
+
+    @cached_property
+    def _terms_regex(self) -> re.Pattern[str] | None:
+        if not self.terms:
+            return None
+        ordered = sorted(set(self.terms), key=len, reverse=True)
+        return re.compile("|".join(re.escape(t) for t in ordered), re.IGNORECASE)
+
+    def term_hits(self, text: str) -> list[tuple[int, int, str]]:
+        """(start, end, term lower-cased) of every occurrence of a term in `text`."""
+        regex = self._terms_regex
+        return [] if regex is None else [(m.start(), m.end(), m[0].lower()) for m in regex.finditer(text)]
+
+    def pinned(self, text: str) -> list[tuple[int, int]]:
+        """Spans of `text` a probe matches (non-empty matches): never cut from the view."""
+        spans = []
+        for pattern in self.patterns:
+            spans.extend(m.span() for m in pattern.finditer(text) if m.end() > m.start())
+        return spans
+
+
+BOILERPLATE_WINDOW_CHARS = 1500
+"""A boilerplate output (a skill's text, web search results, a package install) that names nothing
+the items name is cut to this many characters: its room goes to the decisive files first."""
+_SEARCH_TOOLS = re.compile(r"(?i)\A(?:web_?search|google_web_search|web_?fetch|websearch|webfetch|fetch|browse|search_web)\Z")
+_INSTALL = re.compile(r"\b(?:pip3?|uv pip|apt(?:-get)?|npm|yarn|pnpm|conda|mamba|cargo|gem|brew|apk)\s+(?:-\S+\s+)*(?:install|add)\b")
+_SKILL = re.compile(r"<activated_skill\b|(?:^|/)SKILL\.md\b")
+
+
+def is_boilerplate(event: Event, call_text: str = "") -> bool:
+    """Whether an evidence event is bulk the verdicts rarely rest on: a skill's instructions, web
+    search or fetch results, or a package install's output (by its tool, path or producing command)."""
+    if event.kind == "tool_call":
+        return False
+    if event.tool_name and _SEARCH_TOOLS.match(event.tool_name):
+        return True
+    if (event.tool_name or "").lower() in {"skill", "activate_skill"}:
+        return True
+    if any(_SKILL.search(text) for text in (event.path or "", event.text[:400], call_text)):
+        return True
+    return bool(call_text and _INSTALL.search(call_text))
+
+
+_HARNESS_CUT = re.compile(
+    r"(?i)(?:the file content has been truncated|<\s*truncated \d[\d,]* lines\s*>|\[\.\.\.\s*\d[\d,]* (?:lines|characters|chars) truncated|"
+    r"output (?:was |has been )?truncated|showing lines \d+-\d+ of \d+|\[output limited to \d+)")
+"""Notices by which a harness says it cut a tool's output before the agent (and the log) saw it."""
+
+
+def harness_cut(text: str) -> bool:
+    """Whether the text carries a harness's own truncation notice (not GCPC's: the log holds no more)."""
+    return bool(_HARNESS_CUT.search(text))
+
+
+_PIECE = 400
+"""A line longer than this is windowed in pieces of this many characters (fewer for a window under
+eight pieces, so that a short window still holds several)."""
+_MIN_PIECE = 40
+_CONTEXT_PIECES = 1
+"""Pieces kept on each side of one that holds a focus term."""
+
+
+def _pieces(text: str, size: int) -> list[tuple[int, int]]:
+    """(start, end) of the text's lines, lines longer than `size` split into pieces of `size` characters."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    for line in text.splitlines(keepends=True):
+        end = start + len(line)
+        for s in range(start, end, size):
+            out.append((s, min(end, s + size)))
+        start = end
+    return out
+
+
+def _piece_of(starts: list[int], offset: int) -> int:
+    return max(0, bisect_right(starts, offset) - 1)
+
+
+def _choose(text: str, pieces: list[tuple[int, int]], budget: int, focus: Focus) -> set[int]:
+    """Which pieces a window of `budget` characters keeps: probe matches always; a little head and
+    tail; then, round-robin over the focus terms, each term's occurrences latest first with context;
+    then more head (2/3) and tail (1/3) while room is left."""
+    starts = [s for s, _ in pieces]
+    chosen: set[int] = set()
+    used = 0
+
+    def take(index: int, *, force: bool = False) -> bool:
+        nonlocal used
+        if index in chosen or not 0 <= index < len(pieces):
+            return True
+        size = pieces[index][1] - pieces[index][0]
+        if not force and used + size > budget:
+            return False
+        chosen.add(index)
+        used += size
+        return True
+
+    for start, end in focus.pinned(text):
+        for index in range(_piece_of(starts, start), _piece_of(starts, max(start, end - 1)) + 1):
+            take(index, force=True)
+    head, tail = 0, len(pieces) - 1
+    while head <= tail and used < budget // 6 and take(head):
+        head += 1
+    while tail >= head and used < budget // 3 and take(tail):
+        tail -= 1
+    by_term: dict[str, list[int]] = {}
+    for start, _, term in focus.term_hits(text):
+        by_term.setdefault(term, []).append(_piece_of(starts, start))
+    queues = [sorted(set(found), reverse=True) for found in by_term.values()]
+    while any(queues) and used < budget:
+        for queue in queues:
+            if queue:
+                at = queue.pop(0)
+                if take(at):
+                    for d in range(1, _CONTEXT_PIECES + 1):
+                        take(at - d)
+                        take(at + d)
+    head_room = used + (budget - used) * 2 // 3
+    while head <= tail and used < head_room and take(head):
+        head += 1
+    while tail >= head and take(tail):
+        tail -= 1
+    while head <= tail and take(head):
+        head += 1
+    return chosen
+
+
+def _window(event: Event, window_chars: int, focus: Focus) -> tuple[str, int]:
+    """The shown text and how many characters it leaves out: kept pieces in order, each run of cut
+    pieces replaced by one marker naming its lines, its size and the event."""
     text = event.text
     if len(text) <= window_chars:
         return text, 0
-    head = _cut_at_newline(text, window_chars * 2 // 3)
-    tail = _cut_at_newline(text, window_chars // 3, from_end=True)
-    cut_start, cut_end = len(head), len(text) - len(tail)
-    first_line = text.count("\n", 0, cut_start) + 1
-    last_line = text.count("\n", 0, cut_end) + 1
+    pieces = _pieces(text, max(_MIN_PIECE, min(_PIECE, window_chars // 8)))
+    chosen = _choose(text, pieces, window_chars, focus)
     total_lines = text.count("\n") + 1
-    marker = (
-        f"\n⟦gcpc: {cut_end - cut_start:,} chars elided here (lines {first_line:,}–{last_line:,} "
-        f"of {total_lines:,}); the full text of {event.id} is stored and citable⟧\n"
-    )
-    return head + marker + tail, cut_end - cut_start
+    where = f"{event.id}" + (f" ({event.path})" if event.path else "")
+    out: list[str] = []
+    cut = 0
+    index = 0
+    while index < len(pieces):
+        if index in chosen:
+            out.append(text[pieces[index][0]:pieces[index][1]])
+            index += 1
+            continue
+        gap_start = pieces[index][0]
+        while index < len(pieces) and index not in chosen:
+            index += 1
+        gap_end = pieces[index - 1][1]
+        first, last = text.count("\n", 0, gap_start) + 1, text.count("\n", 0, gap_end - 1) + 1
+        lines = f"line {first:,}" if first == last else f"lines {first:,}–{last:,}"
+        cut += gap_end - gap_start
+        lead = "" if not out or out[-1].endswith("\n") else "\n"
+        out.append(f"{lead}{cut_marker(f'{lines} of {total_lines:,} ({gap_end - gap_start:,} chars) of {where}; stored in full and citable')}\n")
+    return "".join(out), cut
 
 
 @dataclass(frozen=True)
@@ -161,6 +352,12 @@ class EvidenceEntry:
     duplicate_of: str | None = None
     claim: bool = False
     """A tool output that only echoes its own command's text: the agent's claim, not evidence."""
+    boilerplate: bool = False
+    """A skill's text, web search results or an install's output (`is_boilerplate`): cut first."""
+    focus_hits: int = 0
+    """How many times the text names what the judged items name (`Focus.term_hits`)."""
+    pinned: bool = False
+    """A probe matches the text: the event is never left out of the view."""
 
     @property
     def header(self) -> str:
@@ -175,6 +372,8 @@ class EvidenceEntry:
             label += " (failed attempt: its result was an error; what it would write was not written)"
         if self.claim:
             label += " · agent's claim: only echoes its own command's text, not evidence"
+        if e.kind != "tool_call" and harness_cut(e.text):
+            label += " · cut by the harness: the log holds only what is shown"
         return f"### {label} · {len(self.shown):,} chars"
 
     def framed(self) -> str:
@@ -183,11 +382,33 @@ class EvidenceEntry:
         return f"{self.header}\n{mark}\n{self.shown}\n{mark}"
 
 
+@dataclass(frozen=True)
+class Gap:
+    """Whole evidence events left out of a view to fit a context window, shown as one marker line
+    between the events around them (outside every fence, so no log text can pass for one)."""
+
+    before: int
+    """Index in `EvidenceView.entries` of the first event shown after the gap (len: at the end)."""
+    ids: tuple[str, ...]
+    chars: int
+    why: str
+
+    @property
+    def marker(self) -> str:
+        ids = f"{self.ids[0]}–{self.ids[-1]}" if len(self.ids) > 1 else self.ids[0]
+        return cut_marker(f"{len(self.ids):,} evidence events ({ids}, {self.chars:,} chars) {self.why}; "
+                          f"stored in full, not shown to this judge and not citable")
+
+
 @dataclass
 class EvidenceView:
     """The ordered evidence of one trajectory, with the lookups grounding needs."""
 
     entries: list[EvidenceEntry]
+    gaps: tuple[Gap, ...] = ()
+    """Events left out (judge.budget), each run as one marker; they are not in `entries`, so not citable."""
+    focus: Focus = field(default_factory=Focus)
+    """What the view was windowed for: a shorter window of the same events keeps it."""
     _by_id: dict[str, Event] = field(default_factory=dict, repr=False)
     _normalized: dict[str, str] = field(default_factory=dict, repr=False)
     _claims: frozenset[str] = field(default_factory=frozenset, repr=False)
@@ -232,8 +453,17 @@ class EvidenceView:
         return bool(q) and q in self._norm(event_id)
 
     def render(self) -> str:
-        """The view as plain text for a judge prompt: each event framed (`EvidenceEntry.framed`)."""
-        return "\n\n".join(entry.framed() for entry in self.entries)
+        """The view as plain text for a judge prompt: each event framed (`EvidenceEntry.framed`), each
+        gap one marker line between them."""
+        parts: list[str] = []
+        gaps = {gap.before: gap for gap in self.gaps}
+        for index, entry in enumerate(self.entries):
+            if index in gaps:
+                parts.append(gaps[index].marker)
+            parts.append(entry.framed())
+        if len(self.entries) in gaps:
+            parts.append(gaps[len(self.entries)].marker)
+        return "\n\n".join(parts)
 
     @property
     def shown_chars(self) -> int:
@@ -241,10 +471,12 @@ class EvidenceView:
 
 
 def build_evidence_view(
-    events: Iterable[Event], *, window_chars: int = DEFAULT_WINDOW_CHARS
+    events: Iterable[Event], *, window_chars: int = DEFAULT_WINDOW_CHARS, focus: Focus | None = None
 ) -> EvidenceView:
-    """Keep tool I/O and file contents in order, window long texts, collapse repeated reads, mark
+    """Keep tool I/O and file contents in order, window long texts (keeping what `focus` names;
+    boilerplate that names none of it to `BOILERPLATE_WINDOW_CHARS`), collapse repeated reads, mark
     outputs that only echo their command."""
+    focus = focus or Focus()
     entries: list[EvidenceEntry] = []
     seen: dict[tuple[str, str | None, str], str] = {}
     calls: dict[str, str] = {}
@@ -253,20 +485,23 @@ def build_evidence_view(
             continue
         if event.kind == "tool_call":
             calls[event.id] = event.text
-        claim = (event.kind == "tool_output" and event.call_id in calls
-                 and echoes_command(event.text, calls[event.call_id]))
+        call_text = calls.get(event.call_id or "", "")
+        claim = event.kind == "tool_output" and bool(call_text) and echoes_command(event.text, call_text)
         key = (event.kind, event.path, event.text)
         earlier = seen.get(key) if len(event.text) >= MIN_COLLAPSE_CHARS else None
         if earlier is not None and event.kind != "tool_call":
-            entries.append(
-                EvidenceEntry(event, f"⟦gcpc: identical to {earlier}; not repeated⟧", duplicate_of=earlier,
-                              claim=claim)
-            )
+            entries.append(EvidenceEntry(event, cut_marker(f"identical to {earlier}, not repeated"), duplicate_of=earlier,
+                                         claim=claim))
             continue
         seen.setdefault(key, event.id)
-        shown, elided = _window(event, window_chars)
-        entries.append(EvidenceEntry(event, shown, elided_chars=elided, claim=claim))
-    return EvidenceView(entries)
+        hits = len(focus.term_hits(event.text)) if focus.terms else 0
+        pinned = bool(focus.patterns) and bool(focus.pinned(event.text))
+        boilerplate = is_boilerplate(event, call_text)
+        window = window_chars if hits or pinned or not boilerplate else min(window_chars, BOILERPLATE_WINDOW_CHARS)
+        shown, elided = _window(event, window, focus)
+        entries.append(EvidenceEntry(event, shown, elided_chars=elided, claim=claim, boilerplate=boilerplate,
+                                     focus_hits=hits, pinned=pinned))
+    return EvidenceView(entries, focus=focus)
 
 
 def evidence_share(events: Sequence[Event], raw_chars: int) -> float:

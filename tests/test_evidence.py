@@ -5,7 +5,7 @@ import re
 from evidence_helpers import event_ids, find_quote
 
 from gcpc_core.checklist import Checklist, load_rules
-from gcpc_core.evidence import build_evidence_view, normalize_ws, quote_occurs
+from gcpc_core.evidence import Focus, build_evidence_view, normalize_ws, quote_occurs
 from gcpc_core.judge.prompts import items_messages
 from gcpc_core.models import Event, Task
 
@@ -48,7 +48,9 @@ def test_long_output_is_windowed_with_marker_and_recoverable() -> None:
     entry = view.entries[1]
     assert entry.elided_chars > 0
     assert len(entry.shown) < 2400
-    assert "chars elided here" in entry.shown and "E2" in entry.shown
+    assert re.search(r"⟦gcpc cut: lines [\d,]+–[\d,]+ of 3,000 \([\d,]+ chars\) of E2; stored in full and citable⟧",
+                     entry.shown), entry.shown
+    assert entry.shown.count("⟦gcpc cut:") == 1
     assert entry.shown.startswith("line 00000") and entry.shown.rstrip().endswith(lines[-1])
     # what is elided is still the stored text, and still groundable
     assert view.get("E2").text == big.text
@@ -163,3 +165,72 @@ def test_real_outputs_that_share_text_with_their_command_are_not_claims() -> Non
     assert not _claim("pytest -q tests/test_outputs.py", "4 passed in 0.12s")
     assert not _claim("echo start; python3 run.py", "start\nresult = 42")
     assert not _claim("echo ok", "")
+
+
+# ---- item-aware windowing (issue 27 part 1) ---------------------------------------------------
+
+BIB = "\n".join(f"@article{{ref{i:04d}, title={{Paper {i}}}, year={{{1990 + i % 30}}}}}" for i in range(3000))
+
+
+def _bib_event(**kw) -> Event:
+    return ev(2, "file_content", BIB, tool_name="Read", call_id="E1", path="/root/test.bib", **kw)
+
+
+def test_window_keeps_the_lines_that_name_what_the_items_name() -> None:
+    """Head-and-tail windows cut the middle of a large file, where the entries an item names were
+    (lines 92–425 of test.bib in a real trial): the lines naming a focus term are kept, with context."""
+    focus = Focus(terms=("ref1500", "ref2100"))
+    plain = build_evidence_view([_bib_event()], window_chars=2000).entries[0]
+    focused = build_evidence_view([_bib_event()], window_chars=2000, focus=focus).entries[0]
+    assert "ref1500," not in plain.shown and "ref2100," not in plain.shown  # what the old window lost
+    for ref in ("ref1499,", "ref1500,", "ref1501,", "ref2100,"):
+        assert ref in focused.shown, ref
+    assert focused.shown.startswith("@article{ref0000") and focused.shown.rstrip().endswith(BIB.splitlines()[-1])
+    assert len(focused.shown) < 2800
+    markers = re.findall(r"⟦gcpc cut: [^⟧]*⟧", focused.shown)
+    assert len(markers) == 3  # head … ref1500 … ref2100 … tail: one marker per cut
+    assert all(re.fullmatch(r"⟦gcpc cut: lines [\d,]+–[\d,]+ of 3,000 \([\d,]+ chars\) of E2 \(/root/test\.bib\); "
+                            r"stored in full and citable⟧", m) for m in markers), markers
+
+
+def test_a_probe_match_is_never_cut_even_from_a_tiny_window() -> None:
+    focus = Focus(patterns=(re.compile(r"ref2718, title=\{Paper 2718\}"),))
+    shown = build_evidence_view([_bib_event()], window_chars=300, focus=focus).entries[0]
+    assert "ref2718, title={Paper 2718}" in shown.shown and shown.pinned
+    assert build_evidence_view([_bib_event()], window_chars=300).entries[0].pinned is False
+
+
+def test_boilerplate_naming_nothing_in_focus_gets_a_short_window() -> None:
+    skill = "# PDF skill\n" + "Use pypdf to read pages.\n" * 600
+    events = [ev(1, "tool_call", "cat /skills/pdf/SKILL.md", tool_name="Bash"),
+              ev(2, "tool_output", skill, tool_name="Bash", call_id="E1"),
+              ev(3, "tool_call", "pip install pypdf", tool_name="Bash"),
+              ev(4, "tool_output", "Collecting pypdf\n" + "Downloading x\n" * 800, tool_name="Bash", call_id="E3"),
+              ev(5, "tool_call", "python report.py", tool_name="Bash"),
+              ev(6, "tool_output", "data row\n" * 2000, tool_name="Bash", call_id="E5")]
+    view = build_evidence_view(events, focus=Focus(terms=("answer.pdf",)))
+    by_id = {e.event.id: e for e in view.entries}
+    assert by_id["E2"].boilerplate and by_id["E4"].boilerplate and not by_id["E6"].boilerplate
+    assert len(by_id["E2"].shown) < 1800 and len(by_id["E4"].shown) < 1800
+    assert len(by_id["E6"].shown) > 5000  # an ordinary output keeps the default window
+    named = build_evidence_view([*events[:1], ev(2, "tool_output", skill + "write answer.pdf\n", tool_name="Bash",
+                                                 call_id="E1")], focus=Focus(terms=("answer.pdf",)))
+    assert len(named.entries[1].shown) > 5000  # boilerplate that names the focus is not shortened
+
+
+def test_a_harness_cut_is_flagged_in_the_header() -> None:
+    text = "\nIMPORTANT: The file content has been truncated.\nStatus: Showing lines 1-20 of 2835 total lines.\nrow"
+    view = build_evidence_view([ev(1, "tool_call", "read_file a.csv", tool_name="read_file"),
+                                ev(2, "file_content", text, tool_name="read_file", call_id="E1", path="a.csv"),
+                                ev(3, "tool_output", "all rows shown", tool_name="Bash", call_id="E1")])
+    assert "cut by the harness: the log holds only what is shown" in view.entries[1].header
+    assert "cut by the harness" not in view.entries[2].header
+
+
+def test_every_gcpc_marker_in_a_rendered_view_has_one_form() -> None:
+    events = [ev(1, "tool_call", "cat test.bib", tool_name="Bash"), _bib_event(),
+              ev(3, "tool_call", "cat test.bib", tool_name="Bash"),
+              ev(4, "file_content", BIB, tool_name="Read", call_id="E3", path="/root/test.bib")]
+    text = build_evidence_view(events, focus=Focus(terms=("ref0100",))).render()
+    assert text.count("⟦gcpc") == text.count("⟦gcpc cut: ") >= 3  # window cuts and the repeated read
+    assert "⟦gcpc cut: identical to E2, not repeated⟧" in text

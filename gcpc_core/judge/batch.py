@@ -84,7 +84,7 @@ def submit_batch(
     lines: list[dict[str, Any]] = []
     requests: dict[str, dict[str, Any]] = {}
     for unit in plan.todo:
-        view = evidence_of(store, unit.trajectory.id)
+        view = evidence_of(store, unit, rules)
         messages, reply_model, version = initial_request(unit, judge, view, rules)
         line, key = batch_line(llm, unit.trajectory.id, messages, reply_model, prompt_version=version)
         lines.append(line)
@@ -196,7 +196,7 @@ def _collect_one(store: Store, row: JudgeBatchRow, llm: LLM, rules: Rules, repor
         if unit.trajectory.content_hash != request["content_hash"]:
             report.not_ingested[request["trajectory_id"]] = "trajectory re-imported with other content"
             return
-        view = evidence_of(store, unit.trajectory.id)
+        view = evidence_of(store, unit, rules)
         _, reply_model, version = initial_request(unit, judge, view, rules)
         first = _result_outcome(llm, results.get(custom_id), request, reply_model, version)
         if isinstance(first, str):

@@ -2,15 +2,22 @@
 shortened — explicitly, never silently truncated (the budget itself, and `fit_prompt` for requests
 without evidence, are `llm.budget`).
 
-Windowing, in order, until the prompt fits:
-1. long outputs are cut shorter (`WINDOW_STEPS` characters; head and tail around the usual
-   ⟦gcpc: … elided⟧ marker, the full text still citable);
-2. whole evidence events are elided from the middle of the run — its start and its end are the
-   parts most often decisive — behind one marker naming the elided ids. Elided events are left out
-   of the view entirely, so a citation of one is not grounded: a verdict rests on what its judge saw.
-If the prompt does not fit even with every evidence event elided (rules, instruction and checklist
-alone are too long), the caller stores Abstain with reason `context_overflow`.
-What was done is returned as one line, recorded with the judgment's replies (the audit page shows it).
+Windowing, until the prompt fits:
+1. long outputs are cut shorter (each of `WINDOW_STEPS` characters in turn), each still windowed for the view's
+   focus (`evidence.Focus`: probe matches kept, then the lines naming what the items name, then
+   head and tail; a probe's match is never cut from a text; the full text still citable);
+2. whole evidence events are left out (`elision_order`): boilerplate first (skill texts, search
+   results, installs), then events naming nothing the items name, then those that decide no item,
+   then those that decide items (the latest naming an item's literal), oldest first. When no step
+   fits with every event, each step is fitted by leaving out as few events as it needs, and the
+   one that shows the most items' deciding text (`items_shown`) is sent, the longer on a tie. Each run of left-out events is one `⟦gcpc cut: …⟧` marker between the
+   events around it. Left-out events are not in the view, so a citation of one is not grounded:
+   a verdict rests on what its judge saw. Events a probe matched go last, only when nothing else is
+   left, and the note says so.
+If the prompt does not fit even with every event left out (rules, instruction and checklist alone
+are too long), the caller stores Abstain with reason `context_overflow`.
+What was done is returned as one line, recorded with the judgment's replies (the audit page shows
+it); each token count in it says whether the server's tokenizer counted it or it was estimated.
 """
 
 from __future__ import annotations
@@ -20,11 +27,11 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from ..evidence import EvidenceEntry, EvidenceView, build_evidence_view
+from ..evidence import EvidenceEntry, EvidenceView, Gap, build_evidence_view
 from ..llm import LLM, budget_head, count_prompt_tokens, prompt_budget
 from .prompts import Messages
 
-__all__ = ["WINDOW_STEPS", "Fit", "fit_evidence"]
+__all__ = ["WINDOW_STEPS", "Fit", "elide", "elision_order", "fit_evidence", "items_shown"]
 
 WINDOW_STEPS = (2000, 800, 300)
 """Characters a long output is cut to, step by step, before whole events are elided."""
@@ -42,28 +49,69 @@ class Fit:
 
 
 def rewindow(view: EvidenceView, window_chars: int) -> EvidenceView:
-    """The same evidence with long outputs cut to `window_chars`."""
-    return build_evidence_view([entry.event for entry in view.entries], window_chars=window_chars)
+    """The same evidence, for the same focus, with long outputs cut to `window_chars`."""
+    return build_evidence_view([entry.event for entry in view.entries], window_chars=window_chars, focus=view.focus)
 
 
-def elide_middle(view: EvidenceView, keep: int, window: int) -> EvidenceView:
-    """The first ⌈keep/2⌉ and last ⌊keep/2⌋ entries, with one marker entry for those in between."""
+def _ranks(view: EvidenceView) -> list[tuple[bool, int, int, int]]:
+    """Each entry's (pinned, kind, items it decides, position) as `elision_order` sorts them."""
     entries = view.entries
-    if keep >= len(entries):
+    decides = [0] * len(entries)
+    for found in view.focus.deciding([e.event.text for e in entries]):
+        if found is not None:
+            decides[found[0]] += 1
+    ranks = []
+    for i, entry in enumerate(entries):
+        kind = 0 if entry.boilerplate and not entry.focus_hits else 1 if not entry.focus_hits else 3 if decides[i] else 2
+        ranks.append((entry.pinned, kind, decides[i], i))
+    return ranks
+
+
+def elision_order(view: EvidenceView) -> list[int]:
+    """Indexes of the entries in the order they are left out: boilerplate first, then events naming
+    nothing in focus, then events naming it that decide no item, then those that decide items
+    (`Focus.deciding`: the latest naming an item's literal), fewest items first; oldest first within
+    each. Events a probe matched go last of all, only when nothing else is left to leave out."""
+    return [i for *_, i in sorted(_ranks(view))]
+
+
+def items_shown(full: EvidenceView, shown: EvidenceView) -> int:
+    """How many items' deciding text (`Focus.deciding` over `full`) `shown` still shows, naming the
+    item's literal where it is shown: what windowing keeps for the judge."""
+    entries = {e.event.id: e for e in shown.entries}
+    kept = 0
+    for found in full.focus.deciding([e.event.text for e in full.entries]):
+        if found is None:
+            continue
+        entry = entries.get(full.entries[found[0]].event.id)
+        kept += entry is not None and bool(found[1].term_hits(entry.shown))
+    return kept
+
+
+def elide(view: EvidenceView, order: list[int], count: int, window: int) -> EvidenceView:
+    """`view` without the first `count` entries of `order`, each run of left-out events one `Gap`."""
+    out = set(order[:count])
+    if not out:
         return view
-    head, tail = entries[: keep - keep // 2], entries[len(entries) - keep // 2 :]
-    gap = entries[len(head) : len(entries) - len(tail)]
-    ids = f"{gap[0].event.id}–{gap[-1].event.id}" if len(gap) > 1 else gap[0].event.id
-    chars = sum(len(e.event.text) for e in gap)
-    marker = EvidenceEntry(
-        gap[0].event,
-        f"⟦gcpc: {len(gap):,} evidence events ({ids}, {chars:,} chars) elided here to fit the model's "
-        f"context window of {window:,} tokens; stored in full, not shown to this judge⟧",
-        elided_chars=chars,
-    )
-    fitted = EvidenceView([*head, marker, *tail])
-    fitted._by_id.pop(gap[0].event.id, None)  # the marker stands in for the elided event: not citable
-    return fitted
+    kept: list[EvidenceEntry] = []
+    gaps: list[Gap] = []
+    run: list[EvidenceEntry] = []
+    why = f"left out to fit the model's {window:,}-token context window"
+    for index, entry in enumerate([*view.entries, None]):
+        if entry is not None and index in out:
+            run.append(entry)
+            continue
+        if run:
+            gaps.append(Gap(before=len(kept), ids=tuple(e.event.id for e in run),
+                            chars=sum(len(e.event.text) for e in run), why=why))
+            run = []
+        if entry is not None:
+            kept.append(entry)
+    return EvidenceView(kept, gaps=tuple(gaps), focus=view.focus)
+
+
+def _how(exact: bool) -> str:
+    return "counted by the server" if exact else "estimated"
 
 
 async def fit_evidence(
@@ -81,25 +129,44 @@ async def fit_evidence(
     if first <= budget:
         return Fit(view)
     head = budget_head(window, reserve, first, exact)
+
+    async def least(candidate: EvidenceView, order: list[int], most: int) -> EvidenceView | None:
+        """`candidate` with the fewest of the first `most` of `order` left out that fits; None if none does."""
+        if (await tokens(elide(candidate, order, most, window)))[0] > budget:
+            return None
+        low, high = 0, most  # leaving out `high` entries fits; leaving out `low` does not
+        while high - low > 1:
+            middle = (low + high) // 2
+            if (await tokens(elide(candidate, order, middle, window)))[0] <= budget:
+                high = middle
+            else:
+                low = middle
+        return elide(candidate, order, high, window)
+
+    def left_out(candidate: EvidenceView, fitted: EvidenceView) -> str:
+        gone = [i for gap in fitted.gaps for i in gap.ids]
+        pinned = sum(e.pinned for e in candidate.entries if e.event.id in set(gone))
+        also = f", {pinned:,} of them matched by a probe (nothing else was left)" if pinned else ""
+        return (f"{len(gone):,} of {len(candidate.entries):,} evidence events left out (boilerplate first, then those "
+                f"naming nothing the items name, then those deciding no item, oldest first){also}")
+
+    fitted_steps: list[tuple[int, int, EvidenceView, EvidenceView]] = []
     for step in WINDOW_STEPS:
         candidate = rewindow(view, step)
-        count, _ = await tokens(candidate)
+        count, exact = await tokens(candidate)
         if count <= budget:
-            return Fit(candidate, f"{head} → {count:,}: long outputs cut to {step:,} chars")
-    base = rewindow(view, WINDOW_STEPS[-1])
-    bare, _ = await tokens(elide_middle(base, 0, window)) if base.entries else await tokens(base)
-    if bare > budget:
-        return Fit(base, overflow=f"{head}; even with every evidence event elided it needs {bare:,} tokens, more "
-                                  f"than the {budget:,} available: rules, instruction and checklist alone do not fit")
-    low, high = 0, len(base.entries)  # keeping `low` entries fits; keeping `high` does not
-    while high - low > 1:
-        middle = (low + high) // 2
-        if (await tokens(elide_middle(base, middle, window)))[0] <= budget:
-            low = middle
-        else:
-            high = middle
-    fitted = elide_middle(base, low, window)
-    count, _ = await tokens(fitted)
-    elided = len(base.entries) - low
-    return Fit(fitted, f"{head} → {count:,}: long outputs cut to {WINDOW_STEPS[-1]:,} chars and {elided:,} of "
-                       f"{len(base.entries):,} evidence events elided from the middle")
+            return Fit(candidate, f"{head} → {count:,} ({_how(exact)}): long outputs cut to {step:,} chars")
+        order = elision_order(candidate)
+        fitted = await least(candidate, order, len(order))
+        if fitted is None:
+            break  # the prompt without evidence does not fit: no step can
+        fitted_steps.append((items_shown(view, fitted), step, candidate, fitted))
+    if not fitted_steps:
+        bare, exact = await tokens(elide(candidate, order, len(order), window))
+        return Fit(candidate, overflow=f"{head}; even with every evidence event left out it needs {bare:,} tokens "
+                                       f"({_how(exact)}), more than the {budget:,} available: rules, instruction "
+                                       f"and checklist alone do not fit")
+    _, step, candidate, fitted = max(fitted_steps, key=lambda f: f[:2])
+    count, exact = await tokens(fitted)
+    return Fit(fitted, f"{head} → {count:,} ({_how(exact)}): long outputs cut to {step:,} chars and "
+                       f"{left_out(candidate, fitted)}")

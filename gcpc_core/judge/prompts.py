@@ -45,10 +45,12 @@ __all__ = [
 
 Messages = list[dict[str, str]]
 
-ITEMS_PROMPT_VERSION = "judge-items-v4"
+ITEMS_PROMPT_VERSION = "judge-items-v5"
 """All items in one call (gcpc and fixed judges). Bump when an item prompt constant changes. v4 (and
-per-item v4): at most 5 citations per item, was 3 (`ITEM_MAX_CITATIONS`)."""
-PER_ITEM_PROMPT_VERSION = "judge-per-item-v4"
+per-item v4): at most 5 citations per item, was 3 (`ITEM_MAX_CITATIONS`). v5 (and per-item v5): the
+evidence is windowed for the items (`judge.focus`) and every cut is one `⟦gcpc cut: …⟧` marker,
+explained in `EVIDENCE_BLOCK`; texts a harness truncated say so in their header."""
+PER_ITEM_PROMPT_VERSION = "judge-per-item-v5"
 """One call per item (`--per-item`)."""
 HOLISTIC_PROMPT_VERSION = "judge-holistic-v3"
 """v3 (all three): events framed in fences with `is_error` and claim marks in their headers (see
@@ -123,9 +125,13 @@ what it tried to write was not written. A tool output headed "agent's claim" onl
 of its own command (an echo): it is what the agent said, not evidence, and cannot be cited. A \
 tool call's text shows what was attempted; for an item about an artifact or a value, cite the \
 output or file content that shows it. Quote at least {min_quote} non-space characters, or the item's literal \
-value, copied from an event's text (never from a header or fence). Long outputs show head and \
-tail around a ⟦gcpc: …⟧ marker; repeated identical reads point to the first. Quote only text \
-shown here.
+value, copied from an event's text (never from a header or fence). Text GCPC left out is marked \
+by one kind of marker, `⟦gcpc cut: …⟧`, saying what was cut: inside an event's text, the lines \
+and characters of that text not shown (long texts keep first the lines naming what the checklist \
+names, then their head and tail); between events, whole events not shown (they cannot be cited); \
+a repeated identical read points to the first. A marker is never part of an event: never quote \
+it, and judge nothing that lies only in a cut. A header saying "cut by the harness" means the log \
+itself holds no more of that text. Quote only text shown here.
 <evidence>
 {evidence}
 </evidence>"""

@@ -20,6 +20,7 @@ from ..models import EVENT_KINDS, Task
 from ..store import Store, TrajectoryRef, derive_label, utcnow
 from ..store.judging import JudgeReplyRow, JudgeUnitRow, JudgmentRow, TrajectorySave
 from .calls import Outcome
+from .focus import focus_for
 from .prompts import Messages
 from .registry import JudgeCall, JudgeSpec, get_judge
 from .results import TrajectoryJudgment
@@ -98,10 +99,12 @@ def unit_for(store: Store, judge: str, trajectory_id: str, sha: str | None, rule
 _NOT_EVIDENCE = frozenset(EVENT_KINDS) - EVIDENCE_KINDS
 
 
-def evidence_of(store: Store, trajectory_id: str) -> EvidenceView:
-    """A stored trajectory's evidence view, reading only its evidence events (narration is never shown
-    to a judge, and is a third of a log's events)."""
-    return build_evidence_view(store.trials.events(trajectory_id, skip_kinds=_NOT_EVIDENCE))
+def evidence_of(store: Store, unit: Unit, rules: Rules) -> EvidenceView:
+    """A unit's evidence view, windowed for what its checklist names (`focus.focus_for`), reading only
+    the trajectory's evidence events (narration is never shown to a judge, and is a third of a log's
+    events)."""
+    return build_evidence_view(store.trials.events(unit.trajectory.id, skip_kinds=_NOT_EVIDENCE),
+                               focus=focus_for(unit.task, unit.checklist, rules))
 
 
 def initial_request(unit: Unit, judge: str, view: EvidenceView, rules: Rules) -> tuple[Messages, type[BaseModel], str]:
@@ -190,7 +193,7 @@ async def judge_unit(
         content_hash=traj.content_hash,
     )
     if view is None:
-        view = evidence_of(store, traj.id)
+        view = evidence_of(store, unit, rules)
     call = JudgeCall(task=unit.task, checklist=unit.checklist, view=view, rules=rules,
                      llm=llm if spec.calls_llm else None, tag=traj.id, per_item=per_item, first=first)
     try:

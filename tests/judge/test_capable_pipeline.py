@@ -7,7 +7,7 @@ pinned as today's code computes them.
 A scripted OpenAI-compatible server (tests/fake_openai.py) answers each request with the recorded reply
 of the same kind (synthesis / item judge / holistic judge) for the same task whose evidence shows the
 most of the same event ids and kinds (Jaccard): requests are matched by what they concern, never by
-prompt text, since the prompts changed after the recording (judge-items-v2 → v4, judge-holistic-v2 → v3;
+prompt text, since the prompts changed after the recording (judge-items-v2 → v5, judge-holistic-v2 → v3;
 synthesis-v2 → v3). Every recorded reply must be served exactly once, so a repair turn
 or an unmatched request fails the test. Skipped, with the reason, when either shared folder is absent.
 """
@@ -168,7 +168,7 @@ def test_gcpc_judge_verdicts_and_grounding(pipeline: Pipeline) -> None:
     assert Counter(r.reason_raw for r in real) == {None: 136, "judge_abstain": 16}  # none made ungrounded
     assert sum(len(r.citations or []) for r in real) == 282
     assert all(r.citations for r in real if r.verdict_raw != "Abstain")
-    assert {r.prompt_version for r in rows} == {report.prompt_version} == {"judge-items-v4"}
+    assert {r.prompt_version for r in rows} == {report.prompt_version} == {"judge-items-v5"}
 
 
 def test_scores_and_item_accuracy(pipeline: Pipeline) -> None:

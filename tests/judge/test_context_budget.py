@@ -55,7 +55,8 @@ def test_long_outputs_are_cut_first(fake_openai: FakeOpenAI, make_llm) -> None:
     result = fit(make_llm(context_window=4096, max_completion_tokens=512), view)
     assert result.overflow is None and "long outputs cut to" in result.note and "counted by the server" in result.note
     assert len(result.view.entries) == 4 and all(e.elided_chars for e in result.view.entries)
-    assert "⟦gcpc:" in result.view.render()
+    assert "⟦gcpc cut: line 2 of 2 (" in result.view.render()
+    assert result.note.count("(counted by the server)") == 2  # the full prompt's count and the fitted one's
     assert result.view.quote_in_event("E1", "x" * 3000)  # a windowed event stays citable in full
 
 
@@ -63,16 +64,17 @@ def test_whole_events_elided_from_the_middle_with_a_marker(fake_openai: FakeOpen
     view = build_evidence_view(events(60, 400))  # no tokenizer: the estimate
     llm = make_llm(context_window=3000, max_completion_tokens=500)
     result = fit(llm, view)
-    assert result.overflow is None and "evidence events elided from the middle" in result.note
-    assert "estimated" in result.note
+    assert result.overflow is None and "evidence events left out" in result.note
+    assert result.note.count("(estimated)") == 2  # no tokenizer: both counts say they are estimates
     rendered = result.view.render()
-    assert "elided here to fit the model's context window of 3,000 tokens" in rendered
+    (gap,) = result.view.gaps  # events naming nothing in focus go oldest first: one run from the start
+    assert gap.marker in rendered and "left out to fit the model's 3,000-token context window" in gap.marker
+    assert gap.ids[0] == "E1" and rendered.index(gap.marker) < rendered.index("### ")  # outside every fence
     shown = [e.event.id for e in result.view.entries]
-    assert shown[0] == "E1" and shown[-1] == "E60"  # start and end of the run kept
+    assert shown[-1] == "E60" and not set(shown) & set(gap.ids)  # the run's end (its final state) kept
     count, exact = llm.run_sync(lambda: count_prompt_tokens(llm, prompt(result.view), Reply_))
     assert not exact and count <= 2500
-    marker = next(e for e in result.view.entries if "evidence events (" in e.shown)
-    assert result.view.get(marker.event.id) is None  # not shown to the judge: not citable
+    assert all(result.view.get(i) is None for i in gap.ids)  # not shown to the judge: not citable
 
 
 def test_nothing_fits_is_overflow(fake_openai: FakeOpenAI, make_llm) -> None:

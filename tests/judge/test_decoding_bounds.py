@@ -130,5 +130,5 @@ def test_an_item_over_five_entries_can_cite_each_one() -> None:
     assert ItemJudgeReply.decoding_schema()["$defs"]["ItemVerdictReply"]["properties"]["citations"]["maxItems"] == 5
     for template in (prompts.ITEMS_USER_PROMPT, prompts.PER_ITEM_USER_PROMPT):
         assert "{max_citations} citations" in template
-    assert prompts.ITEMS_PROMPT_VERSION == "judge-items-v4"
-    assert prompts.PER_ITEM_PROMPT_VERSION == "judge-per-item-v4"
+    assert prompts.ITEMS_PROMPT_VERSION == "judge-items-v5"
+    assert prompts.PER_ITEM_PROMPT_VERSION == "judge-per-item-v5"
