@@ -4,6 +4,8 @@ evidence windowed to fit with explicit markers recorded on the judgment, and Abs
 
 from __future__ import annotations
 
+import re
+
 from fake_openai import FakeOpenAI
 from pydantic import BaseModel
 
@@ -102,7 +104,9 @@ def test_judge_run_records_the_windowing_on_every_item(fake_openai: FakeOpenAI, 
                            limit=1, force=True, progress=False)
     assert baseline.judged == report.judged == [TRAJ]
     sent = fake_openai.requests[0]["messages"]
-    assert "⟦gcpc:" in sent[-1]["content"] and len(sent[-1]["content"]) < full
+    # a real marker, not the prompt's explanation of one
+    assert re.search(r"⟦gcpc cut: (?:lines? [\d,]+|[\d,]+ evidence events)", sent[-1]["content"])
+    assert len(sent[-1]["content"]) < full
     [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")[-1:]
     notes = [p for p in reply.problems if "context budget" in p]
     assert len(notes) == 8 and notes[0].startswith("I1: context budget: ")
