@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -471,12 +471,14 @@ class EvidenceView:
 
 
 def build_evidence_view(
-    events: Iterable[Event], *, window_chars: int = DEFAULT_WINDOW_CHARS, focus: Focus | None = None
+    events: Iterable[Event], *, window_chars: int = DEFAULT_WINDOW_CHARS, focus: Focus | None = None,
+    windows: Mapping[str, int] | None = None,
 ) -> EvidenceView:
     """Keep tool I/O and file contents in order, window long texts (keeping what `focus` names;
     boilerplate that names none of it to `BOILERPLATE_WINDOW_CHARS`), collapse repeated reads, mark
-    outputs that only echo their command."""
+    outputs that only echo their command. `windows` gives some events (by id) a window of their own."""
     focus = focus or Focus()
+    windows = windows or {}
     entries: list[EvidenceEntry] = []
     seen: dict[tuple[str, str | None, str], str] = {}
     calls: dict[str, str] = {}
@@ -497,7 +499,9 @@ def build_evidence_view(
         hits = len(focus.term_hits(event.text)) if focus.terms else 0
         pinned = bool(focus.patterns) and bool(focus.pinned(event.text))
         boilerplate = is_boilerplate(event, call_text)
-        window = window_chars if hits or pinned or not boilerplate else min(window_chars, BOILERPLATE_WINDOW_CHARS)
+        window = windows.get(event.id, window_chars)
+        if boilerplate and not hits and not pinned:
+            window = min(window, BOILERPLATE_WINDOW_CHARS)
         shown, elided = _window(event, window, focus)
         entries.append(EvidenceEntry(event, shown, elided_chars=elided, claim=claim, boilerplate=boilerplate,
                                      focus_hits=hits, pinned=pinned))

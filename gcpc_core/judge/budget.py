@@ -3,7 +3,8 @@ shortened — explicitly, never silently truncated (the budget itself, and `fit_
 without evidence, are `llm.budget`).
 
 Windowing, until the prompt fits:
-1. long outputs are cut shorter (each of `WINDOW_STEPS` characters in turn), each still windowed for the view's
+1. long outputs are cut shorter (each of `WINDOW_STEPS` characters in turn; twice that for a text that
+   decides an item), each still windowed for the view's
    focus (`evidence.Focus`: probe matches kept, then the lines naming what the items name, then
    head and tail; a probe's match is never cut from a text; the full text still citable);
 2. whole evidence events are left out (`elision_order`): boilerplate first (skill texts, search
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from ..evidence import EvidenceEntry, EvidenceView, Gap, build_evidence_view
+from ..evidence import DEFAULT_WINDOW_CHARS, EvidenceEntry, EvidenceView, Gap, build_evidence_view
 from ..llm import LLM, budget_head, count_prompt_tokens, prompt_budget
 from .prompts import Messages
 
@@ -47,10 +48,22 @@ class Fit:
     overflow: str | None = None
     """Set when nothing fits: why, for the Abstain rationale."""
 
+    def recorded_note(self, server_prompt_tokens: int | None) -> str | None:
+        """The note as recorded after the call, with the server's own count of the prompt it was sent
+        when it reported one: an estimate made before sending can be far off."""
+        if self.note is None or not server_prompt_tokens:
+            return self.note
+        return f"{self.note}; the server counted {server_prompt_tokens:,} prompt tokens"
+
 
 def rewindow(view: EvidenceView, window_chars: int) -> EvidenceView:
-    """The same evidence, for the same focus, with long outputs cut to `window_chars`."""
-    return build_evidence_view([entry.event for entry in view.entries], window_chars=window_chars, focus=view.focus)
+    """The same evidence, for the same focus, with long outputs cut to `window_chars` — those that
+    decide items (`Focus.deciding`) to twice that, within the default window. (Measured on the real
+    trials of bench/window_bench.py: more room per deciding item costs more events than it saves.)"""
+    events = [entry.event for entry in view.entries]
+    decides = {found[0] for found in view.focus.deciding([e.text for e in events]) if found is not None}
+    windows = {events[i].id: max(window_chars, min(DEFAULT_WINDOW_CHARS, window_chars * 2)) for i in decides}
+    return build_evidence_view(events, window_chars=window_chars, focus=view.focus, windows=windows)
 
 
 def _ranks(view: EvidenceView) -> list[tuple[bool, int, int, int]]:

@@ -50,6 +50,9 @@ class RepairResult(Generic[V]):
     reason: str | None
     """Why no reply was usable (the last reply error's reason); None when `value` is set."""
     records: list[ReplyRecord]
+    prompt_tokens: int | None = None
+    """Prompt tokens the server reported for the initial request (its tokenizer's count, where
+    GCPC's own count before sending may have been an estimate); None when it reported none."""
 
 
 async def call(
@@ -84,6 +87,7 @@ async def with_one_repair(
     reason: str | None = None
     outcome = first
     limit: int | None = None
+    prompt_tokens: int | None = None
     for attempt in ("initial", "repair"):
         if outcome is None:
             if llm is None:
@@ -101,6 +105,8 @@ async def with_one_repair(
                     raise
                 break
         kind = "batch" if attempt == "initial" and first is not None else attempt
+        if attempt == "initial":
+            prompt_tokens = outcome.usage.prompt_tokens or None
         if isinstance(outcome, LLMReplyError):
             reason = outcome.reason
             records.append(
@@ -134,4 +140,4 @@ async def with_one_repair(
                     break
                 limit = room.max_completion_tokens
             outcome = None
-    return RepairResult(best, None if best is not None else reason, records)
+    return RepairResult(best, None if best is not None else reason, records, prompt_tokens)

@@ -60,8 +60,9 @@ async def judge_holistic(
         tag=tag,
         first=first,
     )
-    if fit.note and result.records:
-        result.records[0].problems.insert(0, fit.note)
+    note = fit.recorded_note(result.prompt_tokens)
+    if note and result.records:
+        result.records[0].problems.insert(0, note)
     if result.value is None:
         return HolisticResult(None, reason=result.reason or "no_reply", records=result.records)
     result.value.records = result.records

@@ -9,13 +9,14 @@ evidence prefix is shared, so a provider's prompt cache absorbs most of the repe
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from ..checklist import Checklist, ChecklistItem, Rules
 from ..evidence import EvidenceView
 from ..llm import REASON_CONTEXT_OVERFLOW, LLM
 from ..models import ItemJudgment, Task
 from .budget import Fit, fit_evidence
-from .calls import Assessed, Outcome, with_one_repair
+from .calls import Assessed, Outcome, RepairResult, with_one_repair
 from .grounding import GroundedItems, abstain, ground_items, item_judgment
 from .prompts import (
     ITEMS_PROMPT_VERSION,
@@ -57,10 +58,11 @@ def _overflowed(
     return [abstain(item, REASON_CONTEXT_OVERFLOW, fit.overflow) for item in items], [record]
 
 
-def _note(records: list[ReplyRecord], items: list[ChecklistItem], fit: Fit) -> None:
+def _note(result: RepairResult[Any], items: list[ChecklistItem], fit: Fit) -> None:
     """Record how the evidence was windowed to fit, once per item (the audit page lists it per item)."""
-    if fit.note and records:
-        records[0].problems[:0] = [f"{item.id}: {fit.note}" for item in items]
+    note = fit.recorded_note(result.prompt_tokens)
+    if note and result.records:
+        result.records[0].problems[:0] = [f"{item.id}: {note}" for item in items]
 
 
 async def _all_items(
@@ -82,7 +84,7 @@ async def _all_items(
         tag=tag,
         first=first,
     )
-    _note(result.records, checklist.items, fit)
+    _note(result, checklist.items, fit)
     if result.value is None:
         return [abstain(item, result.reason or "no_reply") for item in checklist.items], result.records
     return result.value.items, result.records
@@ -114,7 +116,7 @@ async def _one_item(
         tag=f"{tag}#{item.id}",
         item_id=item.id,
     )
-    _note(result.records, [item], fit)
+    _note(result, [item], fit)
     return (result.value or abstain(item, result.reason or "no_reply")), result.records
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from fake_openai import FakeOpenAI
+from fake_openai import FakeOpenAI, Reply
 from pydantic import BaseModel
 
 from gcpc_core.evidence import build_evidence_view
@@ -98,7 +98,14 @@ def test_judge_run_records_the_windowing_on_every_item(fake_openai: FakeOpenAI, 
     full = len(fake_openai.requests[0]["messages"][1]["content"])
     fake_openai.reset()
     fake_openai.serve_tokenizer(chars_per_token=4)
-    fake_openai.on(is_items_request, items_reply("Yes"))
+    scripted = items_reply("Yes")
+
+    def reported(request: dict) -> Reply:
+        reply = scripted(request)
+        reply.usage = {"prompt_tokens": 4321, "completion_tokens": 50, "total_tokens": 4371}
+        return reply
+
+    fake_openai.on(is_items_request, reported)
     window = (full // 4) * 3 // 4 + 2048 + 1500  # the system prompt and schema fit, the evidence does not all fit
     report = judge_project(project, judge="gcpc", llm=make_llm(context_window=window, max_completion_tokens=2048),
                            limit=1, force=True, progress=False)
@@ -110,6 +117,8 @@ def test_judge_run_records_the_windowing_on_every_item(fake_openai: FakeOpenAI, 
     [reply] = project.judging.replies(trajectory_id=TRAJ, judge="gcpc")[-1:]
     notes = [p for p in reply.problems if "context budget" in p]
     assert len(notes) == 8 and notes[0].startswith("I1: context budget: ")
+    # the count made before sending is followed by what the server reported counting (usage)
+    assert notes[0].endswith("; the server counted 4,321 prompt tokens"), notes[0]
 
 
 def test_judge_run_overflow_abstains_without_sending(fake_openai: FakeOpenAI, project, make_llm) -> None:

@@ -32,6 +32,7 @@ def test_item_aware_windows_keep_the_deciding_lines(skillsbench: Path) -> None:
     assert trials == 12
     kept, counted = counts[("default", True)]
     assert counted >= 90 and kept / counted >= 0.95, missed
+    assert counts[("8k", True)][0] / counted >= 0.9, counts
     for view in ("default", "8k"):
         assert counts[(view, True)][0] >= counts[(view, False)][0], counts
         assert counts[(view, True)][1] == counts[(view, False)][1] == counted
