@@ -70,7 +70,7 @@ def test_item_prompts_keep_their_citing_rules() -> None:
     user = items_messages(TASK, CHECKLIST, VIEW, load_rules())[1]["content"]
     assert ("A tool call's text shows what was attempted; for an item about an artifact or a value, cite the output "
             "or file content that shows it. Quote at least 8 non-space characters, or the item's literal value, copied "
-            "from an event's text (never from a header or fence). Long outputs show head and tail") in user
+            "from an event's text (never from a header or fence).") in user
     holistic_user = holistic_messages(TASK, VIEW)[1]["content"]
     assert user[user.index("## Evidence of the run"):user.index("A tool call's text")] == \
         holistic_user[holistic_user.index("## Evidence of the run"):holistic_user.index("A tool call's text")]
