@@ -39,7 +39,7 @@ async def judge_holistic(
     """Rate one trajectory; raises LLMCallError when the endpoint fails before a usable reply."""
 
     def build(candidate: EvidenceView) -> list[dict[str, str]]:
-        return holistic_messages(task, candidate, rules)
+        return holistic_messages(task, candidate)
 
     fit = Fit(view) if first is not None else await fit_evidence(llm, view, build, HolisticReply)
     if fit.overflow:
@@ -78,7 +78,7 @@ async def _judge(call: JudgeCall) -> Verdicts:
 def _first_request(
     task: Task, checklist: Checklist | None, view: EvidenceView, rules: Rules
 ) -> tuple[Messages, type[HolisticReply], str]:
-    return holistic_messages(task, view, rules), HolisticReply, HOLISTIC_PROMPT_VERSION
+    return holistic_messages(task, view), HolisticReply, HOLISTIC_PROMPT_VERSION
 
 
 HOLISTIC = register_judge(JudgeSpec(

@@ -83,7 +83,8 @@ class HolisticReply(_Reply):
     citations: list[Citation]
     rationale: str
     progress: float
-    """0.0 (nothing done) … 1.0 (every requirement visibly met)."""
+    """0.0 (nothing done) … 0.9 (every step visibly done, correctness unchecked) … 1.0 (shown correct);
+    the anchors are `prompts.HOLISTIC_ANCHORS`."""
 
     decoding_bounds: ClassVar[Mapping[str, int]] = {"citations": HOLISTIC_MAX_CITATIONS, **_CITATION_BOUNDS}
 

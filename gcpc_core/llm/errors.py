@@ -9,6 +9,7 @@ cure them (`UNREPAIRABLE_CALL_ERRORS`), and a reply cut at its token bound is re
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from .config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, ENV_STRUCTURED_MODE, ENV_TIMEOUT
@@ -23,6 +24,7 @@ __all__ = [
     "REASON_CONTEXT_OVERFLOW",
     "REASON_TIMEOUT",
     "REASON_TRUNCATED",
+    "SERVER_QUOTE_CHARS",
     "UNREPAIRABLE_CALL_ERRORS",
     "LLMCallError",
     "LLMError",
@@ -32,7 +34,9 @@ __all__ = [
     "call_error",
     "is_overflow",
     "names_response_format",
+    "quote_server",
     "server_message",
+    "server_words",
 ]
 
 REASON_CONTEXT_OVERFLOW = "context_overflow"
@@ -53,6 +57,21 @@ CONTEXT_OVERFLOW_MARKERS = (
     "exceed_context_size",
 )
 """How OpenAI, vLLM, llama-cpp-python and llama.cpp's server say a prompt does not fit."""
+
+SERVER_QUOTE_CHARS = 300
+"""A server's words quoted in a message, a stored rejection or a line of `llm check` are at most this
+many characters, on one line (`quote_server`): enough to name the field or the exception."""
+
+_TRACEBACK = "Traceback (most recent call last):"
+_PATH_PART = r"[^\s\\/\"'`<>|:*?,;()\[\]{}]+"
+_PATH = re.compile(
+    r"(?<![\w.:/\\~-])"  # not inside a URL, a word or another path
+    rf"(?:(?:[A-Za-z]:[\\/]|\\\\)(?:{_PATH_PART}[\\/])*({_PATH_PART})"  # C:\dir\name, C:/dir/name, \\host\share
+    rf"|/(?!v\d+/)(?:{_PATH_PART}/)+({_PATH_PART}))"  # /dir/name: two parts at least; an API route /v1/… is kept
+)
+_QUOTED_PATH = re.compile(r"""(?<=["'])(?:[A-Za-z]:[\\/]|\\\\|/)[^"'\n]*[\\/]([^"'\n\\/]+)(?=["'])""")
+"""A file-system path in a server's words, POSIX or Windows (quoted, it may hold spaces:
+`"C:\\Program Files\\…"`); the group is its last part."""
 
 
 class LLMError(RuntimeError):
@@ -102,23 +121,49 @@ def names_response_format(text: str) -> bool:
     return "response_format" in text
 
 
-def server_message(exc: openai.APIStatusError) -> str:
-    """The server's own words: its error message (and code), else its whole body."""
+def server_words(exc: openai.APIStatusError) -> str:
+    """The server's own words, whole: its error message (and code), else its whole body. Read to tell
+    what the server means (`is_overflow`, `names_response_format`); quoted through `server_message`."""
     body = exc.body
     if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
-        said = body["message"] + (f" [{body['code']}]" if body.get("code") not in (None, "", exc.status_code) else "")
-    elif isinstance(body, str) and body:
-        said = body
-    elif body is not None:
-        said = canonical_json(body)
-    else:
-        said = str(exc.message)
-    return " ".join(said.split())[:2000]
+        return body["message"] + (f" [{body['code']}]" if body.get("code") not in (None, "", exc.status_code) else "")
+    if isinstance(body, str) and body:
+        return body
+    if body is not None:
+        return canonical_json(body)
+    return str(exc.message)
+
+
+def _final_exception(text: str) -> str:
+    """A Python traceback in `text` reduced to its final exception (the text before it is kept): a
+    server's 500 may carry its whole stack, file paths and source lines of the server's code."""
+    head, found, _ = text.partition(_TRACEBACK)
+    if not found:
+        return text
+    lines = text.rsplit(_TRACEBACK, 1)[1].splitlines()
+    start = next((n for n, line in enumerate(lines) if line.strip() and not line[:1].isspace()), None)
+    last = " ".join(lines[start:]) if start is not None else next((x for x in reversed(lines) if x.strip()), "")
+    return f"{head} {last}"
+
+
+def quote_server(text: str, limit: int = SERVER_QUOTE_CHARS) -> str:
+    """A server's words as one line to quote: a Python traceback reduced to its final exception,
+    file-system paths shortened to `…/name`, whitespace collapsed, at most `limit` characters (cut
+    with `…`). The one shortener of server text: every message and stored rejection quotes through it."""
+    said = _QUOTED_PATH.sub(lambda m: "…/" + m.group(1), _final_exception(text))
+    said = _PATH.sub(lambda m: "…/" + (m.group(1) or m.group(2)), said)
+    said = " ".join(said.split())
+    return said if len(said) <= limit else said[: limit - 1].rstrip() + "…"
+
+
+def server_message(exc: openai.APIStatusError) -> str:
+    """The server's own words, quoted (`quote_server`): one line, no paths, at most `SERVER_QUOTE_CHARS`."""
+    return quote_server(server_words(exc))
 
 
 def is_overflow(exc: openai.APIStatusError) -> bool:
     """Whether the server refused the request because the prompt does not fit its context window."""
-    text = server_message(exc).lower()
+    text = server_words(exc).lower()
     return any(marker in text for marker in CONTEXT_OVERFLOW_MARKERS)
 
 
@@ -150,6 +195,7 @@ def call_error(exc: openai.APIError, *, endpoint: str = "", model: str = "", mod
     if not isinstance(exc, openai.APIStatusError):
         return LLMCallError(str(exc), reason="api_error")
     status, said = exc.status_code, server_message(exc)
+    means_format = names_response_format(server_words(exc))
     if is_overflow(exc):
         return LLMCallError(f"the prompt does not fit the model's context window (HTTP {status}: {said})",
                             reason=REASON_CONTEXT_OVERFLOW, status=status)
@@ -164,7 +210,7 @@ def call_error(exc: openai.APIError, *, endpoint: str = "", model: str = "", mod
         return LLMCallError(f"{where} has no chat-completions route (HTTP 404: {said}); {ENV_BASE_URL} usually "
                             "ends in /v1", reason="not_found", status=status)
     hint = ""
-    if mode_set and (status in (400, 415, 422) or names_response_format(said)):
+    if mode_set and (status in (400, 415, 422) or means_format):
         hint = (f" (if the server does not support this response_format, unset {ENV_STRUCTURED_MODE} to "
                 "negotiate a mode, or set it to json_schema or json_object)")
     return LLMCallError(f"HTTP {status}: {said}{hint}", reason=f"http_{status}", status=status)

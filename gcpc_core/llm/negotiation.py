@@ -16,22 +16,19 @@ from typing import TYPE_CHECKING
 
 from ..store import LLMModeRow
 from .config import ENV_STRUCTURED_MODE, STRUCTURED_MODES, LLMConfig, StructuredMode
-from .errors import LLMCallError, is_overflow, names_response_format, server_message
+from .errors import LLMCallError, is_overflow, names_response_format, server_message, server_words
 
 if TYPE_CHECKING:
     import openai
 
     from ..store import Store
 
-__all__ = ["REJECTION_QUOTE_CHARS", "UNSETTLED_MODE", "Negotiation", "rejects_format"]
+__all__ = ["UNSETTLED_MODE", "Negotiation", "rejects_format"]
 
 UNSETTLED_MODE = "auto"
 """The mode stored for an endpoint and model when negotiation rejected modes but no request was
 accepted yet (the request after the rejections failed otherwise): the rejections are kept and
 shown, and the next layer negotiates again."""
-
-REJECTION_QUOTE_CHARS = 300
-"""Characters of a server's rejection kept per mode (enough to name the field; tracebacks are cut)."""
 
 
 @dataclass
@@ -47,7 +44,8 @@ class Negotiation:
     stored: str | None = None
     """The mode last read from or written to the store, so an unchanged mode is not written again."""
     rejected: dict[str, str] = field(default_factory=dict)
-    """Modes the endpoint rejected during negotiation → the server's message."""
+    """Modes the endpoint rejected during negotiation → the server's message, quoted on one line
+    (`errors.quote_server`: no traceback, no file paths, at most `SERVER_QUOTE_CHARS`)."""
 
     @classmethod
     def start(cls, config: LLMConfig, model: str, store: Store | None, stored: str | None) -> Negotiation:
@@ -78,7 +76,7 @@ class Negotiation:
         """Whether a failed request should be sent again in the next mode (negotiating only)."""
         if self.config.structured_mode != "auto" or not rejects_format(exc, settled=mode == self.mode):
             return False
-        self.rejected[mode] = f"HTTP {exc.status_code}: {server_message(exc)[:REJECTION_QUOTE_CHARS]}"
+        self.rejected[mode] = f"HTTP {exc.status_code}: {server_message(exc)}"
         if self.mode == mode:
             self.mode = None  # a stored mode the server no longer takes: negotiate again
         return True
@@ -111,7 +109,7 @@ def rejects_format(exc: openai.APIStatusError, *, settled: bool) -> bool:
     """
     if is_overflow(exc):
         return False
-    names = names_response_format(server_message(exc))
+    names = names_response_format(server_words(exc))
     if exc.status_code >= 500 or settled:
         return names
     return exc.status_code in (400, 415, 422) or names

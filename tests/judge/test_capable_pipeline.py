@@ -7,7 +7,7 @@ pinned as today's code computes them.
 A scripted OpenAI-compatible server (tests/fake_openai.py) answers each request with the recorded reply
 of the same kind (synthesis / item judge / holistic judge) for the same task whose evidence shows the
 most of the same event ids and kinds (Jaccard): requests are matched by what they concern, never by
-prompt text, since the prompts changed after the recording (judge-items-v2 → v5, judge-holistic-v2 → v3;
+prompt text, since the prompts changed after the recording (judge-items-v2 → v5, judge-holistic-v2 → v4;
 synthesis-v2 → v3). Every recorded reply must be served exactly once, so a repair turn
 or an unmatched request fails the test. Skipped, with the reason, when either shared folder is absent.
 """
@@ -214,4 +214,4 @@ def test_auc_against_the_official_outcome(pipeline: Pipeline) -> None:
         "azure-bgp-oscillation-route-leak__tHZERvn": 0.55, "citation-check__8t85Dy9": 0.5,
         "citation-check__hCgckjm": 0.9, "citation-check__oXwDHn5": 0.95, "citation-check__yMTG5rC": 0.4,
         "dialogue-parser__jdinGaX": 0.95, "dialogue-parser__rwnM43w": 0.75}
-    assert pipeline.reports["holistic"].prompt_version == "judge-holistic-v3"
+    assert pipeline.reports["holistic"].prompt_version == "judge-holistic-v4"

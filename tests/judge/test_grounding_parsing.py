@@ -88,7 +88,7 @@ def test_per_item_prompts_share_the_evidence_prefix() -> None:
     b = per_item_messages(TASK, ITEMS[1], VIEW, rules)[1]["content"]
     shared = len(os.path.commonprefix([a, b]))
     assert shared >= a.index("</evidence>")  # everything up to the item differs only at the end
-    assert "## Checklist" not in holistic_messages(TASK, VIEW, rules)[1]["content"]
+    assert "## Checklist" not in holistic_messages(TASK, VIEW)[1]["content"]
 
 
 # ---- grounding ------------------------------------------------------------------------------------

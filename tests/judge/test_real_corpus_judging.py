@@ -51,7 +51,7 @@ def test_prompts_are_built_for_every_real_trial(real: Store) -> None:
         assert user["content"].count("</evidence>") == 1
         assert f"each exactly once: {', '.join(i.id for i in checklist.items)}." in user["content"]
         assert all(f"### {e.event.id} · " in user["content"] for e in view.entries)
-        assert holistic_messages(task, view, rules)[1]["content"].count("<evidence>") == 1
+        assert holistic_messages(task, view)[1]["content"].count("<evidence>") == 1
 
 
 def test_grounding_on_real_events(real: Store) -> None:

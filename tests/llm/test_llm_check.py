@@ -161,3 +161,87 @@ def test_round_trip_failing_after_rejections_shows_and_stores_them(fake_openai: 
     assert "structured mode: none accepted (rejected — parse: HTTP 500" in text and "json_schema: HTTP 500" in text
     row = store.runs.llm_mode(fake_openai.url, FAKE_MODEL)
     assert row.mode == UNSETTLED_MODE and set(row.rejected) == {"parse", "json_schema"}
+
+
+# ---- a rejection is quoted in one line, without server paths -----------------------------------------
+
+LLAMA_CPP_TRACEBACK = """\
+Exception: 1 validation error for CreateChatCompletionRequest
+Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/llama_cpp/server/errors.py", line 173, in custom_route_handler
+    response = await original_route_handler(request)
+               ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/usr/lib/python3/site-packages/fastapi/routing.py", line 301, in app
+    raw_response = await run_endpoint_function(
+  File "/usr/lib/python3/site-packages/llama_cpp/server/app.py", line 123, in create_chat_completion
+    body = CreateChatCompletionRequest(**payload)
+pydantic_core._pydantic_core.ValidationError: 1 validation error for CreateChatCompletionRequest
+response_format.type
+  Input should be 'text' or 'json_object' [type=literal_error, input_value='json_schema', input_type=str]
+    For further information visit https://errors.pydantic.dev/2.11/v/literal_error
+"""
+"""A llama-cpp-python-like HTTP 500 for a `json_schema` response format, its stack in the message."""
+
+WINDOWS_TRACEBACK = """\
+Internal Server Error
+Traceback (most recent call last):
+  File "C:\\Program Files\\Python311\\Lib\\site-packages\\uvicorn\\protocols\\http\\h11_impl.py", line 403, in run_asgi
+    result = await app(self.scope, self.receive, self.send)
+  File "C:\\Users\\alice\\llm\\server.py", line 88, in chat
+    model = load(r"C:\\Users\\alice\\models\\gemma-3-270m.gguf")
+RuntimeError: CUDA out of memory while loading C:\\Users\\alice\\models\\gemma-3-270m.gguf (""" + "x" * 400 + ")\n"
+"""A plain-text HTTP 500 of a server on Windows: a stack, user paths and a long last line."""
+
+CHECK_PREFIXES = ("endpoint: ", "model: ", "context window: ", "tokenizer: ", "structured mode: ", "round trip: ",
+                  "verdict: ")
+
+
+def _assert_quoted(text: str) -> None:
+    """No trace of the server's stack or file system in what `llm check` printed or stored."""
+    for leak in ("Traceback", "File \"", "site-packages", "/usr/lib", "line 123", "C:\\", "\\Users", "alice", "^^^"):
+        assert leak not in text, (leak, text)
+
+
+def test_cli_check_quotes_each_rejection_in_one_line_without_paths(llm_env: FakeOpenAI, store,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from gcpc_core.llm.errors import SERVER_QUOTE_CHARS
+
+    llm_env.accept_formats({"text", "json_object"}, rejection=Reply.error(500, LLAMA_CPP_TRACEBACK))
+    llm_env.on("pong", PONG)
+    assert main(["llm", "check", "--db", str(store.path)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(line.startswith(CHECK_PREFIXES) for line in lines), lines  # nothing spills onto a line of its own
+    _assert_quoted(out)
+    [mode_line] = [line for line in lines if line.startswith("structured mode: ")]
+    rejected = mode_line.split("rejected first — ", 1)[1].removesuffix(")").split("; ")
+    assert [r.split(": ", 1)[0] for r in rejected] == ["parse", "json_schema"]
+    for rejection in rejected:
+        quote = rejection.split(": HTTP 500: ", 1)[1]
+        assert len(quote) <= SERVER_QUOTE_CHARS, quote
+        assert quote.startswith("Exception: 1 validation error")  # the text before the stack is kept
+        assert "ValidationError: 1 validation error for CreateChatCompletionRequest response_format.type Input " \
+               "should be 'text' or 'json_object'" in quote  # the final exception, on one line
+    stored = store.runs.llm_mode(llm_env.url, FAKE_MODEL)
+    assert stored.mode == "json_object" and set(stored.rejected) == {"parse", "json_schema"}
+    for why in stored.rejected.values():  # what negotiation stores is the same quote
+        assert "\n" not in why and len(why) <= len("HTTP 500: ") + SERVER_QUOTE_CHARS
+        _assert_quoted(why)
+
+
+def test_cli_check_quotes_a_failed_round_trip_without_windows_paths(llm_env: FakeOpenAI, monkeypatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from gcpc_core.llm.errors import SERVER_QUOTE_CHARS
+
+    monkeypatch.setenv("GCPC_LLM_MAX_RETRIES", "0")
+    llm_env.on("pong", Reply(status=500, body=WINDOWS_TRACEBACK.encode(), headers={"content-type": "text/plain"}))
+    assert main(["llm", "check", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    _assert_quoted("\n".join(report["lines"]))
+    for line in report["lines"]:
+        assert "\n" not in line
+    failed = next(line for line in report["lines"] if line.startswith("round trip: failed"))
+    quote = failed.split("HTTP 500: ", 1)[1]
+    assert quote.startswith("Internal Server Error RuntimeError: CUDA out of memory while loading …/gemma-3-270m.gguf")
+    assert len(quote) == SERVER_QUOTE_CHARS and quote.endswith("…")
+    assert report["lines"][-1] == f"verdict: NOT READY — HTTP 500: {quote}"
