@@ -322,7 +322,8 @@ def gate_refs(checklist: Checklist, task: Task, rules: Rules) -> list[GateFailur
             message = (
                 f"{item.route} item has no verifier refs"
                 if tests
-                else f"{item.route} item needs a verifier ref but this task's verifier has no pytest test nodes"
+                else f"{item.route} item needs a verifier ref but this task's verifier has no pytest test nodes "
+                     "and no script"
             )
             failures.append(GateFailure(item_id=item.id, gate="G2", message=message))
         for ref in item.verifier_refs:

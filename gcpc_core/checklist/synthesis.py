@@ -69,7 +69,9 @@ PROMPT_VERSION = "synthesis-v4"
 cap grows with the verifier (`gates.item_cap`, stated in the task prompt), test nodes list their
 parametrized case ids, and the contract states one length rule for literals. v4: the system prompt
 states that length rule with its numbers (`gates.length_rule`: prose bounds and a raw cap, the
-grammar's `maxLength` on `text`), and the contract prose no longer repeats them."""
+grammar's `maxLength` on `text`), and the contract prose no longer repeats them; a verifier with no
+pytest test node lists its script as one node (`tests/<file>`, `SCRIPT_NODE_NOTE`) for assertion
+items to cite."""
 
 CONTRACT_PROSE_FILE = "checklist_contract.md"
 """The rules prose the synthesis prompt embeds (the gate settings are embedded as loaded)."""
@@ -134,8 +136,12 @@ parametrized test counted).
 Write the checklist for task {task_id}."""
 
 NO_TEST_NODES = (
-    "(none: this verifier has no pytest test nodes, so write generated and judge items only "
+    "(none: this verifier has no pytest test nodes and no script, so write generated and judge items only "
     "and no assertion items)"
+)
+SCRIPT_NODE_NOTE = (
+    "the verifier script as a whole, not a pytest test: it passes when the script succeeds; it makes "
+    "{checks} checks. Cite it from each assertion item that states something the script checks"
 )
 
 REPAIR_GATES_PROMPT = """\
@@ -298,7 +304,9 @@ def _test_node_lines(task: Task) -> str:
     lines = []
     for test in task.tests:
         line = f"- {test.node_id}"
-        if test.param_ids:
+        if test.kind == "script":
+            line += f" ({SCRIPT_NODE_NOTE.format(checks=test.checks)})"
+        elif test.param_ids:
             ids = ", ".join(f"[{i}]" for i in test.param_ids)
             line += f" (parametrized, {len(test.param_ids)} cases: {ids}; a ref may add one of these suffixes or none)"
         elif test.parametrized:
