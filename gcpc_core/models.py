@@ -24,10 +24,12 @@ __all__ = [
     "Outcome",
     "Route",
     "SCORED_OUTCOMES",
+    "SCRIPT_REF_PREFIX",
     "Task",
     "Trajectory",
     "Verdict",
     "VerifierTest",
+    "is_script_ref",
 ]
 
 EventKind = Literal[
@@ -51,24 +53,37 @@ Route = Literal["assertion", "generated", "judge", "endpoint"]
 
 ENDPOINT_ITEM_ID = "ENDPOINT"
 
+SCRIPT_REF_PREFIX = "tests/"
+"""The node id of a verifier script (`VerifierTest.kind == "script"`) is its path in the task folder,
+`tests/<file>` (tests/verify.py): this prefix and the file, with no `::` (which every pytest node id has)."""
+
+
+def is_script_ref(ref: str) -> bool:
+    """Whether a verifier ref names a whole verifier script (`tests/<file>`), not a pytest node."""
+    ref = ref.strip()
+    return ref.startswith(SCRIPT_REF_PREFIX) and "::" not in ref
+
 
 class VerifierTest(BaseModel):
-    """One pytest node of a task's official verifier, as parsed from its source."""
+    """One pytest node of a task's official verifier, as parsed from its source — or, for a verifier
+    with no pytest test node (a plain script), one node standing for that script (`kind="script"`)."""
 
     model_config = ConfigDict(frozen=True)
 
     node_id: str
-    """`file::Class::test` or `file::test`, the form pytest and CTRF report."""
+    """`file::Class::test` or `file::test`, the form pytest and CTRF report; for a script, its path
+    `tests/<file>` (`SCRIPT_REF_PREFIX`)."""
     file: str
-    """Verifier file name relative to the task's `tests/` folder, e.g. `test_outputs.py`."""
+    """Verifier file name relative to the task's `tests/` folder, e.g. `test_outputs.py` (`test.sh` for a
+    shell script)."""
     cls: str | None = None
     """Enclosing `Test*` class, when the test is a method."""
     name: str
-    """The test function's name."""
+    """The test function's name; a script's file name."""
     lineno: int
-    """1-based line of the `def`, so a UI can show the test's source excerpt."""
+    """1-based line of the `def`, so a UI can show the test's source excerpt (1 for a script)."""
     end_lineno: int
-    """Last line of the test function."""
+    """Last line of the test function (of the file, for a script)."""
     parametrized: bool = False
     """True when decorated with `pytest.mark.parametrize`; CTRF then reports `name[param]` ids."""
     param_cases: int = 0
@@ -78,12 +93,20 @@ class VerifierTest(BaseModel):
     """The cases' ids as pytest writes them in `name[id]` (spaces and trailing spaces kept), when
     known statically (one decorator, literal values or `ids`); empty otherwise."""
 
+    docstring: str | None = None
+    """The test's docstring: the verifier author's own statement of what it checks (a script's module
+    docstring, or a shell script's leading comment)."""
+    kind: Literal["pytest", "script"] = "pytest"
+    """`script`: the whole verifier script of a task with no pytest test node. It passes when the script
+    does (the official outcome, unless a CTRF report lists it); assertion items cite it like a test."""
+    script_checks: int = 0
+    """For a script: how many checks it makes (`assert` statements and calls that exit with a failure)."""
+
     @property
     def checks(self) -> int:
-        """How many checks the verifier runs for this node: its parametrized cases, else one."""
-        return max(1, self.param_cases)
-    docstring: str | None = None
-    """The test's docstring: the verifier author's own statement of what it checks."""
+        """How many checks the verifier runs for this node: a script's checks, or a test's parametrized
+        cases, else one."""
+        return max(1, self.script_checks if self.kind == "script" else self.param_cases)
 
 
 class Task(BaseModel):
@@ -110,6 +133,12 @@ class Task(BaseModel):
     def test_ids(self) -> list[str]:
         """Node ids of every parsed verifier test."""
         return [t.node_id for t in self.tests]
+
+    def verifier_text(self, file: str) -> str:
+        """The source of verifier file `file` (relative to `tests/`; `test.sh` is `test_script`), or ""."""
+        if file in self.verifier_files:
+            return self.verifier_files[file]
+        return (self.test_script or "") if file == "test.sh" else ""
 
 
 class CtrfTest(BaseModel):

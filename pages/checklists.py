@@ -206,17 +206,18 @@ with edit_tab:
                           "item gets the test as one more verifier ref")
         with st.container(height=460, key=f"checklists-tests-{task_id}"):
             if not task.tests:
-                st.text("This task's verifier has no pytest test nodes: no assertion items are needed (G5).")
+                st.text("This task's verifier has no pytest test nodes and no script: no assertion items are needed (G5).")
             for k, test in enumerate(task.tests):
                 with st.container(border=True, key=f"checklists-test-{k}"):
                     head = st.columns([9, 2], vertical_alignment="center")
-                    head[0].text(test.node_id + (" (parametrized)" if test.parametrized else ""))
+                    head[0].text(test.node_id + (" (parametrized)" if test.parametrized else "")
+                                 + (" (the verifier script as a whole)" if test.kind == "script" else ""))
                     head[1].button("Add", key=f"checklists:test:{task_id}:{test.node_id}", on_click=use_test,
                                    args=(test.node_id,))
                     if test.docstring:
                         st.text(test.docstring)
                     with st.expander("Source"):
-                        st.code(verifier_source(task, test), language="python")
+                        st.code(verifier_source(task, test), language="bash" if test.file.endswith(".sh") else "python")
 
     editor, gates_col = st.columns(2, gap="medium")
     with editor:

@@ -50,10 +50,12 @@ from .frames import (
 )
 from .item_accuracy import (
     VERDICTS,
+    VERIFIER_BASES,
     assertion_truth,
     confusion_table,
     ctrf_node_status,
     ctrf_pass_fraction,
+    decided_by_verifier,
     item_accuracy_table,
     node_id,
 )
@@ -79,6 +81,7 @@ __all__ = [
     "TRANSITIONS",
     "VARIANTS",
     "VERDICTS",
+    "VERIFIER_BASES",
     "AucBootstrap",
     "FrameContractError",
     "JudgeOrder",
@@ -97,6 +100,7 @@ __all__ = [
     "confusion_table",
     "ctrf_node_status",
     "ctrf_pass_fraction",
+    "decided_by_verifier",
     "delta_auc_table",
     "delta_histogram_figure",
     "draw_clusters",

@@ -43,7 +43,7 @@ from .audits import KEY, auditor_consensus, auditor_verdicts
 from .bootstrap import cluster_counts, draw_clusters, percentile_ci
 from .discrimination import auc_table, bootstrap_auc
 from .frames import judge_order_of, require_columns
-from .item_accuracy import assertion_truth
+from .item_accuracy import assertion_truth, decided_by_verifier
 from .skills import matched_pairs, transition_table
 
 __all__ = ["CALIBRATION_BOOT", "ERROR_DRAWS", "FIGURE_COLUMNS", "REFERENCES", "STATS", "audited_figures", "audited_items",
@@ -71,9 +71,9 @@ def reference_labels(items: pd.DataFrame, ctrf: pd.DataFrame | None, audits: pd.
         consensus = auditor_consensus(auditor_verdicts(base, audits)).dropna(subset=["consensus"])
         parts.append(base.merge(consensus[[*KEY, "consensus"]], on=KEY)
                      .rename(columns={"consensus": "truth"}).assign(reference="auditor"))
-    if ctrf is not None and len(ctrf) and "verifier_refs" in items.columns:
+    if ctrf is not None and "verifier_refs" in items.columns:
         truth = assertion_truth(items[items["item_id"] != ENDPOINT_ITEM_ID], ctrf)
-        truth = truth.loc[truth["basis"] == "ctrf", [*KEY, "truth"]]
+        truth = truth.loc[decided_by_verifier(truth), [*KEY, "truth"]]
         parts.append(base.merge(truth, on=KEY).assign(reference="verifier"))
     columns = ["judge", "task", "trajectory_id", "item_id", "route", "verdict_raw", "reference", "truth"]
     if not parts:

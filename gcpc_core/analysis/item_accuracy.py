@@ -6,8 +6,11 @@ Reads **items** (``trajectory_id, task, judge, item_id, route, verdict_raw, veri
 Only assertion items carry verifier refs. Their *truth* comes from the trajectory's CTRF report:
 a CTRF name maps to a node id by dropping a ``[param]`` suffix and any directory before the file
 name; a node is *passed* when all its results passed, *failed* when any failed, otherwise
-(skipped, pending, …) unknown. An item is true-No as soon as one of its refs failed, true-Yes
-when every ref passed; otherwise it is not comparable (``basis`` says why). The judge's **raw**
+(skipped, pending, …) unknown. A ref to a whole verifier script (``tests/test_outputs.py`` of a task
+with no pytest test node, `models.is_script_ref`) that the CTRF report does not list is decided by
+the item's official ``outcome`` instead: the verifier's result is that script's. An item is true-No
+as soon as one of its refs failed, true-Yes when every ref passed; otherwise it is not comparable
+(``basis`` says why; `VERIFIER_BASES` are the comparable ones). The judge's **raw**
 verdict (before postprocessing — after it, PASS propagation would make it right by
 construction) is compared with the truth: accuracy over decided verdicts, Abstain rate, recall of
 each truth class, confusion matrix (`sklearn.metrics.confusion_matrix`).
@@ -26,12 +29,18 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import confusion_matrix
 
+from ..models import is_script_ref
 from .frames import require_columns
 
-__all__ = ["VERDICTS", "assertion_truth", "confusion_table", "ctrf_node_status", "ctrf_pass_fraction",
-           "item_accuracy_table", "node_id"]
+__all__ = ["VERDICTS", "VERIFIER_BASES", "assertion_truth", "confusion_table", "ctrf_node_status",
+           "ctrf_pass_fraction", "decided_by_verifier", "item_accuracy_table", "node_id"]
 
 VERDICTS = ("Yes", "No", "Abstain")
+BASIS_CTRF = "ctrf"
+BASIS_OUTCOME = "official outcome"
+VERIFIER_BASES = (BASIS_CTRF, BASIS_OUTCOME)
+"""The bases on which `assertion_truth` decides an item: every cited test's CTRF result, or — for a
+cited verifier script the CTRF report does not list — the official outcome (the script's own result)."""
 _PARAM = re.compile(r"\[.*\]$")
 
 
@@ -68,43 +77,59 @@ def ctrf_node_status(ctrf: pd.DataFrame) -> pd.DataFrame:
 
 
 def assertion_truth(items: pd.DataFrame, ctrf: pd.DataFrame) -> pd.DataFrame:
-    """Every assertion item with its raw verdict and, where CTRF decides it, the truth (``Yes``/``No``).
+    """Every assertion item with its raw verdict and, where the verifier decides it, the truth (``Yes``/``No``).
 
     Columns: ``judge, task, trajectory_id, item_id, verdict_raw, n_refs, truth, basis`` where basis
-    is ``ctrf`` (comparable), ``no verifier refs``, ``no CTRF report`` or ``refs not decided by CTRF``
-    (a ref missing from the report, or only skipped).
+    is ``ctrf`` or ``official outcome`` (comparable: `VERIFIER_BASES`), ``no verifier refs``, ``no CTRF
+    report`` or ``refs not decided by CTRF`` (a ref missing from the report, or only skipped). A cited
+    verifier script missing from the CTRF report (or with no report) takes the item's ``outcome``
+    column when `items` has one: PASS passed, FAIL failed.
     """
     require_columns(items, ("trajectory_id", "task", "judge", "item_id", "route", "verdict_raw", "verifier_refs"), "items")
-    a = items.loc[items["route"] == "assertion", ["judge", "task", "trajectory_id", "item_id", "verdict_raw",
-                                                   "verifier_refs"]].reset_index(drop=True)
+    if not len(ctrf):  # no report at all (a script verifier writes none): cited scripts still have their outcome
+        ctrf = pd.DataFrame(columns=["trajectory_id", "test", "status"])
+    columns = ["judge", "task", "trajectory_id", "item_id", "verdict_raw", "verifier_refs"]
+    a = items.loc[items["route"] == "assertion", columns + (["outcome"] if "outcome" in items else [])]
+    a = a.reset_index(drop=True)
     a["ref"] = a.pop("verifier_refs").map(_refs)
     a["n_refs"] = a["ref"].map(len).astype(int)
     status = ctrf_node_status(ctrf).rename(columns={"node_id": "ref"})
     refs = a[["trajectory_id", "ref"]].explode("ref").dropna(subset=["ref"]).reset_index()
+    script = refs["ref"].map(is_script_ref).astype(bool).to_numpy()
     refs["ref"] = _node_ids(refs["ref"])
     refs = refs.merge(status, on=["trajectory_id", "ref"], how="left")
-    refs = refs.assign(failed=refs["status"] == "failed", passed=refs["status"] == "passed")
-    per_item = refs.groupby("index").agg(failed=("failed", "any"), passed=("passed", "all"))
-    a = a.drop(columns="ref").join(per_item)
+    outcome = a["outcome"].reindex(refs["index"]).to_numpy() if "outcome" in a else np.full(len(refs), None)
+    by_outcome = script & refs["status"].isna().to_numpy() & np.isin(outcome, ("PASS", "FAIL"))
+    refs["status"] = np.where(by_outcome, np.where(outcome == "PASS", "passed", "failed"), refs["status"])
+    refs = refs.assign(failed=refs["status"] == "failed", passed=refs["status"] == "passed", by_outcome=by_outcome)
+    per_item = refs.groupby("index").agg(failed=("failed", "any"), passed=("passed", "all"),
+                                         by_outcome=("by_outcome", "any"))
+    a = a.drop(columns=["ref", *(["outcome"] if "outcome" in a else [])]).join(per_item)
     failed, passed = a["failed"].eq(True).to_numpy(), a["passed"].eq(True).to_numpy()
     truth = np.where(failed, "No", np.where(passed, "Yes", None))
     basis = np.select(
-        [a["n_refs"].to_numpy() == 0, ~a["trajectory_id"].isin(set(status["trajectory_id"])).to_numpy(), failed | passed],
-        ["no verifier refs", "no CTRF report", "ctrf"], default="refs not decided by CTRF")
+        [a["n_refs"].to_numpy() == 0, a["by_outcome"].eq(True).to_numpy() & (failed | passed),
+         ~a["trajectory_id"].isin(set(status["trajectory_id"])).to_numpy(), failed | passed],
+        ["no verifier refs", BASIS_OUTCOME, "no CTRF report", BASIS_CTRF], default="refs not decided by CTRF")
     a = a.assign(truth=truth, basis=basis)
     return a[["judge", "task", "trajectory_id", "item_id", "verdict_raw", "n_refs", "truth", "basis"]]
+
+
+def decided_by_verifier(truth: pd.DataFrame) -> pd.Series:
+    """The rows of an `assertion_truth` frame whose truth the verifier decided (`VERIFIER_BASES`)."""
+    return truth["basis"].isin(VERIFIER_BASES)
 
 
 def item_accuracy_table(truth: pd.DataFrame, by: Sequence[str] = ("judge",)) -> pd.DataFrame:
     """Accuracy of raw verdicts over decided items, Abstain rate and per-class recall, grouped by `by`.
 
-    Over comparable items (basis ``ctrf``): ``accuracy`` = correct / decided (Yes or No),
+    Over comparable items (`VERIFIER_BASES`): ``accuracy`` = correct / decided (Yes or No),
     ``abstain_rate`` = Abstain / comparable, ``recall_no`` = share of items whose test failed
     that the judge called No among decided ones (does it catch what the verifier caught?),
     ``recall_yes`` likewise for passed tests. NaN where the denominator is zero, with a note.
     """
     by = list(by)
-    comparable = (truth["basis"] == "ctrf").to_numpy()
+    comparable = decided_by_verifier(truth).to_numpy()
     raw, t = truth["verdict_raw"].to_numpy(), truth["truth"].to_numpy()
     decided = comparable & (raw != "Abstain")
     flags = pd.DataFrame({
@@ -129,7 +154,7 @@ def item_accuracy_table(truth: pd.DataFrame, by: Sequence[str] = ("judge",)) -> 
 
 def confusion_table(truth: pd.DataFrame) -> pd.DataFrame:
     """Per judge and truth class, counts of raw verdicts Yes / No / Abstain (comparable items only)."""
-    c = truth[truth["basis"] == "ctrf"]
+    c = truth[decided_by_verifier(truth)]
     rows = []
     for judge, g in c.groupby("judge", sort=True):
         m = confusion_matrix(g["truth"], g["verdict_raw"], labels=list(VERDICTS))

@@ -46,7 +46,8 @@ from .calibration import CALIBRATION_BOOT, audited_figures, calibration_table, r
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table, roc_data
 from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure, sensitivity_figure
 from .frames import JudgeOrder, is_available, judge_order_of, require_columns, trajectory_outcomes
-from .item_accuracy import assertion_truth, confusion_table, ctrf_pass_fraction, item_accuracy_table
+from .item_accuracy import (assertion_truth, confusion_table, ctrf_pass_fraction, decided_by_verifier,
+                            item_accuracy_table)
 from .sensitivity import sensitivity_table
 from .skills import item_changes, matched_pairs, transition_table
 
@@ -509,13 +510,15 @@ def _item_accuracy(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Bl
     truth = assertion_truth(frames["items"], frames["ctrf"])
     if st.judges is not None:
         truth = truth[truth["judge"].isin(st.judges)]
-    if not (truth["basis"] == "ctrf").any():
+    if not decided_by_verifier(truth).any():
         basis = truth["basis"].value_counts().to_dict()
-        return blocks + [_Missing(f"no assertion item has verifier refs decided by a CTRF report (assertion items by "
+        return blocks + [_Missing(f"no assertion item has verifier refs decided by a CTRF report or, for a verifier "
+                                  f"script, by the official outcome (assertion items by "
                                   f"reason: {basis or 'none'}).")]
     blocks += [
         _Text("Raw (pre-postprocessing) verdicts of assertion items vs the status of the tests they cite: true No as soon "
-              "as one cited test failed, true Yes when all passed."),
+              "as one cited test failed, true Yes when all passed (a cited verifier script that the CTRF report does "
+              "not list: the official outcome)."),
         _Table("item_accuracy", item_accuracy_table(truth), "Item accuracy per judge"),
         _Table("item_confusion", confusion_table(truth), "Confusion matrix: truth (rows) × raw verdict"),
         _Table("item_accuracy_by_task", item_accuracy_table(truth, by=("judge", "task")), "Item accuracy per task"),

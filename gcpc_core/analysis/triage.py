@@ -35,7 +35,7 @@ from ..outcome import postprocess, score_items
 from .audits import KEY, auditor_consensus, auditor_verdicts
 from .calibration import rescore
 from .frames import require_columns
-from .item_accuracy import assertion_truth
+from .item_accuracy import assertion_truth, decided_by_verifier
 from .skills import TRANSITIONS, matched_pairs, pair_moves
 
 __all__ = ["KINDS", "TRIAGE_COLUMNS", "audit_link", "disagreements", "item_verdicts", "rank_disagreements", "triage"]
@@ -52,9 +52,9 @@ def item_verdicts(items: pd.DataFrame, ctrf: pd.DataFrame | None, audits: pd.Dat
     require_columns(items, (*KEY, "task", "route", "verdict_raw", "verdict"), "items")
     real = items.loc[items["item_id"] != ENDPOINT_ITEM_ID].drop_duplicates(KEY)
     out = real[[*KEY, "task", "route", "verdict_raw", "verdict"]].reset_index(drop=True)
-    if ctrf is not None and len(ctrf) and "verifier_refs" in real.columns:
+    if ctrf is not None and "verifier_refs" in real.columns:
         truth = assertion_truth(real, ctrf)
-        out = out.merge(truth.loc[truth["basis"] == "ctrf", [*KEY, "truth"]].rename(columns={"truth": "verifier"}),
+        out = out.merge(truth.loc[decided_by_verifier(truth), [*KEY, "truth"]].rename(columns={"truth": "verifier"}),
                         on=KEY, how="left")
     else:
         out["verifier"] = None

@@ -153,10 +153,13 @@ def _split_name(name: str) -> str:
 
 
 def _function_node(source: str, test: VerifierTest) -> ast.AST | None:
+    """The test's function, or the whole module of a verifier script (None for a shell script)."""
     try:
-        tree = ast.parse(source)
+        tree = ast.parse(source) if test.kind != "script" or test.file.endswith(".py") else None
     except SyntaxError:
         return None
+    if tree is None or test.kind == "script":
+        return tree
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == test.lineno:
             return node
@@ -204,7 +207,10 @@ def _candidates(facts: _TestFacts) -> Iterator[str]:
     for expression in facts.expressions[:1]:
         if len(expression) <= 100:
             yield f"`{expression}` holds"
-    yield f"{_split_name(facts.test.name).capitalize() or 'The check'} (`{facts.test.name}`)"
+    if facts.test.kind == "script":
+        yield f"The checks of `{facts.test.node_id}` hold"
+    else:
+        yield f"{_split_name(facts.test.name).capitalize() or 'The check'} (`{facts.test.name}`)"
 
 
 # ---------------------------------------------------------------- quotes

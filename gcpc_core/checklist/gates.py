@@ -31,9 +31,11 @@ __all__ = [
     "gate_requirements",
     "gate_schema",
     "item_cap",
+    "length_rule",
     "literals",
     "mask_literals",
     "normalize_whitespace",
+    "prose_text",
     "quoted_literals",
     "requirement_problems",
     "run_gates",
@@ -190,14 +192,32 @@ def _first_hit(matchers: Iterable[tuple[str, re.Pattern[str]]], text: str) -> st
     return None
 
 
-def _length_problems(text: str, rules: Rules) -> list[str]:
-    """Length bounds, literals not counted against them (see `item` in the rules)."""
+def prose_text(text: str, rules: Rules) -> str:
+    """`text` stripped, with every literal taken out: what G3 counts words and characters on (the
+    `item` rule). Unlike `mask_literals`, no placeholder is left in a literal's place."""
+    return rules.contract.literals.regex.sub("", text.strip())
+
+
+def length_rule(rules: Rules) -> str:
+    """The length rule of an item's text, with its numbers (`item` in the rules), as the synthesis
+    prompt states it; `_length_problems` applies the same fields."""
     rule = rules.contract.item
-    masked = mask_literals(text, rules)
-    has_literal = masked != text
-    words = len(text.split())
+    return (f"{rule.min_words}-{rule.max_words} words and {rule.min_chars}-{rule.max_chars} characters of prose "
+            f"(the text with its literals taken out: each literal counts as one word and none of its characters "
+            f"count; an item naming a literal needs only {rule.min_words_with_literal} words and no minimum of "
+            f"characters), and at most {rule.max_raw_chars} characters as written, literals included")
+
+
+def _length_problems(text: str, rules: Rules) -> list[str]:
+    """The length rule (`length_rule`): bounds on the prose, literals not counted against them, and a
+    cap on the raw text, literals included, measured as written (the grammar's `maxLength`)."""
+    rule = rules.contract.item
+    stripped = text.strip()
+    masked = mask_literals(stripped, rules)
+    has_literal = masked != stripped
+    words = len(stripped.split())
     measured_words = len(masked.split())
-    measured_chars = len(masked.replace(_LITERAL_MASK, "")) if has_literal else len(text)
+    measured_chars = len(prose_text(stripped, rules))
     problems: list[str] = []
     min_words = rule.min_words_with_literal if has_literal else rule.min_words
     if words < min_words:
@@ -205,10 +225,13 @@ def _length_problems(text: str, rules: Rules) -> list[str]:
                         + (" (an item naming a literal needs a predicate too)" if has_literal else ""))
     elif measured_words > rule.max_words:
         problems.append(f"text has {measured_words} words besides literals; allowed {min_words}-{rule.max_words}")
-    if not has_literal and len(text) < rule.min_chars:
-        problems.append(f"text has {len(text)} characters; allowed {rule.min_chars}-{rule.max_chars}")
+    if not has_literal and len(stripped) < rule.min_chars:
+        problems.append(f"text has {len(stripped)} characters; allowed {rule.min_chars}-{rule.max_chars}")
     elif measured_chars > rule.max_chars:
         problems.append(f"text has {measured_chars} characters besides literals; allowed at most {rule.max_chars}")
+    if len(text) > rule.max_raw_chars:
+        problems.append(f"text has {len(text)} characters as written, literals included; allowed at most "
+                        f"{rule.max_raw_chars}")
     return problems
 
 
@@ -219,7 +242,7 @@ def requirement_problems(text: str, rules: Rules, route: str | None = None) -> l
     family may be allowed on some routes (run phrasing on `judge`); `route` None applies every family.
     """
     stripped = text.strip()
-    problems = _length_problems(stripped, rules)
+    problems = _length_problems(text, rules)
     masked = mask_literals(stripped, rules)
     for family in rules.contract.banned.values():
         if route is not None and route in family.allowed_routes:
@@ -299,7 +322,8 @@ def gate_refs(checklist: Checklist, task: Task, rules: Rules) -> list[GateFailur
             message = (
                 f"{item.route} item has no verifier refs"
                 if tests
-                else f"{item.route} item needs a verifier ref but this task's verifier has no pytest test nodes"
+                else f"{item.route} item needs a verifier ref but this task's verifier has no pytest test nodes "
+                     "and no script"
             )
             failures.append(GateFailure(item_id=item.id, gate="G2", message=message))
         for ref in item.verifier_refs:

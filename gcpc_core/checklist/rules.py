@@ -100,7 +100,10 @@ class ItemRule(_Rule):
     min_chars: int = Field(ge=1)
     """Fewest characters after stripping, for an item that names no literal."""
     max_chars: int = Field(ge=1)
-    """Most characters after stripping, literals not counted."""
+    """Most characters of prose: the stripped text with its literals taken out."""
+    max_raw_chars: int = Field(ge=1)
+    """Most characters of the text as written, literals included: the hard cap on long literals, and the
+    synthesis grammar's `maxLength` on `text`, so the gate rejects exactly what the grammar cannot emit."""
     id_pattern: str
     """Regex an item id must fully match."""
 
@@ -109,6 +112,12 @@ class ItemRule(_Rule):
     def _compiles(cls, value: str) -> str:
         re.compile(value)
         return value
+
+    @model_validator(mode="after")
+    def _raw_cap_holds_the_prose(self) -> ItemRule:
+        if self.max_raw_chars < max(self.max_chars, self.min_chars):
+            raise ValueError("max_raw_chars is below max_chars: an item of full-length prose could not be written")
+        return self
 
 
 class LiteralRule(_Rule):

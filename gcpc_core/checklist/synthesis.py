@@ -37,7 +37,7 @@ from ..runs import Progress, RunKind, StageRun, run_stage
 from ..models import Task, VerifierTest
 from ..store import ChecklistRow, Store, utcnow
 from .freeze import checklist_sha, freeze
-from .gates import GateFailure, failure_lines, item_cap, run_gates, verifier_checks
+from .gates import GateFailure, failure_lines, item_cap, length_rule, run_gates, verifier_checks
 from .rules import Rules, load_rules
 from .schema import Checklist, ChecklistItem, Waiver
 
@@ -64,10 +64,14 @@ __all__ = [
     "synthesize_project",
 ]
 
-PROMPT_VERSION = "synthesis-v3"
+PROMPT_VERSION = "synthesis-v4"
 """Bump whenever a prompt constant below changes meaning: it is part of every cache key. v3: the item
 cap grows with the verifier (`gates.item_cap`, stated in the task prompt), test nodes list their
-parametrized case ids, and the contract states one length rule for literals."""
+parametrized case ids, and the contract states one length rule for literals. v4: the system prompt
+states that length rule with its numbers (`gates.length_rule`: prose bounds and a raw cap, the
+grammar's `maxLength` on `text`), and the contract prose no longer repeats them; a verifier with no
+pytest test node lists its script as one node (`tests/<file>`, `SCRIPT_NODE_NOTE`) for assertion
+items to cite."""
 
 CONTRACT_PROSE_FILE = "checklist_contract.md"
 """The rules prose the synthesis prompt embeds (the gate settings are embedded as loaded)."""
@@ -93,7 +97,8 @@ markup (`**`, backticks) included; only whitespace may differ;
 a written reason;
 - each item states one specific requirement, says nothing about tests passing, rewards or the \
 task being complete, and nothing about a particular run; its length and the item count stay \
-within the bounds below.
+within the bounds below;
+- each item's text has {length_rule}.
 
 Reply with one JSON object {{"items": [...], "waivers": [...]}}. Each item has id (C1, C2, ...), \
 route (assertion, generated or judge), text, task_quote, verifier_refs (a list; may be empty for \
@@ -131,8 +136,12 @@ parametrized test counted).
 Write the checklist for task {task_id}."""
 
 NO_TEST_NODES = (
-    "(none: this verifier has no pytest test nodes, so write generated and judge items only "
+    "(none: this verifier has no pytest test nodes and no script, so write generated and judge items only "
     "and no assertion items)"
+)
+SCRIPT_NODE_NOTE = (
+    "the verifier script as a whole, not a pytest test: it passes when the script succeeds; it makes "
+    "{checks} checks. Cite it from each assertion item that states something the script checks"
 )
 
 REPAIR_GATES_PROMPT = """\
@@ -157,14 +166,15 @@ class ChecklistDraft(DecodingBounds, BaseModel):
     """What the model writes: items and waivers. Task id and source are filled in by code,
     so a model can neither relabel a checklist nor claim to be human. Its grammar bounds (for a
     server that constrains decoding to the schema) are no looser than the gates allow — no more items
-    than the contract's `max_items_ceiling` (G6), no text longer than G3's `max_chars` — and end a quote or a
-    reason at a few sentences; a request narrows them further to its task (`draft_model`). The gates
-    still judge whatever is written, bounded or not."""
+    than the contract's `max_items_ceiling` (G6) — and end a quote or a reason at a few sentences; a
+    request narrows them further to its task and rules (`draft_model`), and bounds `text` by G3's raw cap
+    (`max_raw_chars`), the one length bound a grammar can state. The gates still judge whatever is
+    written, bounded or not."""
 
     model_config = ConfigDict(extra="forbid")
     decoding_bounds: ClassVar[Mapping[str, int]] = {
         "items": 60, "waivers": 60, "verifier_refs": 8, "probes": 1,
-        "id": 16, "text": 320, "task_quote": 200, "pattern": 120, "flags": 4, "verifier_ref": 200, "reason": 160,
+        "id": 16, "task_quote": 200, "pattern": 120, "flags": 4, "verifier_ref": 200, "reason": 160,
     }
 
     items: list[ChecklistItem]
@@ -197,9 +207,9 @@ PARAM_SUFFIX_CHARS = 40
 
 
 @functools.cache
-def _bounded_draft(items: int, refs: int, ref_chars: int) -> type[ChecklistDraft]:
+def _bounded_draft(items: int, refs: int, ref_chars: int, text_chars: int) -> type[ChecklistDraft]:
     bounds = {**ChecklistDraft.decoding_bounds, "items": items, "waivers": refs, "verifier_refs": refs,
-              "verifier_ref": ref_chars}
+              "verifier_ref": ref_chars, "text": text_chars}
     # the same name and JSON schema: cache keys and validation are those of ChecklistDraft
     return type("ChecklistDraft", (ChecklistDraft,), {"decoding_bounds": bounds, "__doc__": ChecklistDraft.__doc__})
 
@@ -209,11 +219,13 @@ def draft_model(task: Task, rules: Rules) -> type[ChecklistDraft]:
     refs per item than the task has test nodes (at least one, so a list can hold one stray ref), and
     no ref longer than its longest node id with a `[param]` suffix (seen: Gemma 3 270M filling every
     ref of a waiver list with 200 characters of the instruction). Only the decoding schema differs; a
-    reply validates exactly as a `ChecklistDraft`."""
+    reply validates exactly as a `ChecklistDraft`. An item's `text` is bounded by G3's raw cap
+    (`max_raw_chars`, see `gates.length_rule`): the gate rejects what the grammar cannot emit."""
     bounds = ChecklistDraft.decoding_bounds
     refs = max(1, min(bounds["verifier_refs"], len(task.tests)))
     longest = max((_longest_ref(test) for test in task.tests), default=0)
-    return _bounded_draft(item_bound(task, rules), refs, min(bounds["verifier_ref"], longest))
+    return _bounded_draft(item_bound(task, rules), refs, min(bounds["verifier_ref"], longest),
+                          rules.contract.item.max_raw_chars)
 
 
 def _longest_ref(test: VerifierTest) -> int:
@@ -281,6 +293,7 @@ class SynthesisResult(BaseModel):
 def _system_prompt(rules: Rules) -> str:
     settings = yaml.safe_dump(rules.contract.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
     return SYSTEM_PROMPT.format(
+        length_rule=length_rule(rules),
         contract_file=CONTRACT_PROSE_FILE,
         contract=rules.prose.get(CONTRACT_PROSE_FILE, "").strip(),
         settings=settings.strip(),
@@ -291,7 +304,9 @@ def _test_node_lines(task: Task) -> str:
     lines = []
     for test in task.tests:
         line = f"- {test.node_id}"
-        if test.param_ids:
+        if test.kind == "script":
+            line += f" ({SCRIPT_NODE_NOTE.format(checks=test.checks)})"
+        elif test.param_ids:
             ids = ", ".join(f"[{i}]" for i in test.param_ids)
             line += f" (parametrized, {len(test.param_ids)} cases: {ids}; a ref may add one of these suffixes or none)"
         elif test.parametrized:

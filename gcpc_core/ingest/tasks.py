@@ -3,21 +3,26 @@
 Verifier test ids are parsed statically with `ast` (the verifier is never
 imported or run) into the `file::Class::test` form that pytest and CTRF use,
 so checklist items can cite them and CTRF results can be mapped back to them.
+
+A verifier with no pytest test node — a plain Python script (asserts or `sys.exit` at module level,
+or a `main()` under `if __name__ == "__main__":`) or a shell script only — gets one node for the
+script itself (`script_node`), so its checks still have an assertion route.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from pathlib import Path
 
-from ..models import Task, VerifierTest
+from ..models import SCRIPT_REF_PREFIX, Task, VerifierTest
 from .bounded import is_regular
 from .confine import first_escape, refusal
 from .files import read_utf8, resolved_folder
 from .logs._io import lone_surrogate
 
-__all__ = ["TaskError", "find_task_dirs", "load_task", "parse_verifier_source"]
+__all__ = ["TaskError", "find_task_dirs", "load_task", "parse_verifier_source", "script_checks", "script_node"]
 
 MAX_TASK_FILE_BYTES = 2 * 2**20
 """Verifier sources and instructions larger than this are refused: they are not hand-written."""
@@ -156,6 +161,131 @@ def parse_verifier_source(file: str, source: str) -> list[VerifierTest]:
     return found
 
 
+# ---------------------------------------------------------------- a verifier that is a plain script
+
+_EXIT_CALLS = {("sys", "exit"), ("os", "_exit"), (None, "exit"), (None, "quit")}
+_SUCCESS_CODES = (0, None, False)
+
+
+def _exits_with_failure(node: ast.AST) -> bool:
+    """`sys.exit(1)`, `exit("message")`, `sys.exit(0 if ok else 1)`, `raise SystemExit(2)`: a call that
+    may end the script with a failure (an exit with no argument, 0 or None is a success)."""
+    if isinstance(node, ast.Raise) and node.exc is not None:
+        exc = node.exc
+        if isinstance(exc, ast.Call) and isinstance(exc.func, ast.Name) and exc.func.id == "SystemExit":
+            args = exc.args
+        else:
+            return False
+    elif isinstance(node, ast.Call):
+        func = node.func
+        owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if (owner, name) not in _EXIT_CALLS:
+            return False
+        args = node.args
+    else:
+        return False
+    return bool(args) and not (isinstance(args[0], ast.Constant) and args[0].value in _SUCCESS_CODES)
+
+
+_SHELL_FAILURE_EXIT = re.compile(r"(?<![\w$-])exit(?:\s+(?!0\b)[^\s;&|)#]+|(?=\s*(?:[;&|)#]|$)))", re.M)
+
+
+def script_checks(file: str, source: str) -> int:
+    """How many checks a verifier script makes: `assert` statements and calls that exit with a failure
+    (Python), or `exit` with a non-zero or computed status (shell); at least the script itself."""
+    if file.endswith(".py"):
+        tree = ast.parse(source, filename=file)
+        found = sum(isinstance(n, ast.Assert) or _exits_with_failure(n) for n in ast.walk(tree))
+    else:
+        code = "\n".join(line.split("#", 1)[0] if not line.lstrip().startswith("#!") else "" for line in source.splitlines())
+        found = len(_SHELL_FAILURE_EXIT.findall(code))
+    return max(1, found)
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+
+
+_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
+                ast.AnnAssign, ast.AugAssign, ast.Pass)
+
+
+def _runs_as_script(tree: ast.Module) -> bool:
+    """Whether a module does something when run: a `__main__` guard, or module-level statements beyond
+    imports, definitions, assignments and its docstring (a helper module only defines)."""
+    for k, stmt in enumerate(tree.body):
+        if _is_main_guard(stmt):
+            return True
+        if k == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue  # the docstring
+        if not isinstance(stmt, _DEFINITIONS):
+            return True
+    return False
+
+
+def _imported_modules(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _names_file(script: str, file: str) -> bool:
+    """Whether shell text `script` names verifier file `file` (python3 /tests/verify.py, tests/verify.py)."""
+    return re.search(rf"(?<![\w.-]){re.escape(Path(file).name)}(?![\w.-])", script) is not None
+
+
+def _leading_comment(source: str) -> str | None:
+    lines = [line for line in source.splitlines() if not line.startswith("#!")]
+    comment = []
+    for line in lines:
+        if not line.strip().startswith("#"):
+            break
+        comment.append(line.strip().lstrip("#").strip())
+    return " ".join(c for c in comment if c) or None
+
+
+def script_node(verifier_files: dict[str, str], test_script: str | None) -> VerifierTest | None:
+    """The one node standing for a verifier with no pytest test node, or None when there is no script.
+
+    The entry point is, in this order: the one Python script `test.sh` names; else the one Python script
+    under `tests/`; else `test.sh` itself (a shell-only verifier, or one running several scripts); else,
+    lacking a `test.sh`, the first of several Python scripts (test-named files first). A Python file is a
+    script when it runs something at module level (see `_runs_as_script`) and no other verifier file
+    imports it (a helper); `conftest.py` never is. Its node id is its path, `tests/<file>`; its checks
+    are counted by `script_checks` (for `test.sh`, with those of the scripts it names). Raises
+    SyntaxError for a candidate that is not valid Python.
+    """
+    trees = {f: ast.parse(src, filename=f) for f, src in sorted(verifier_files.items())
+             if Path(f).name != "conftest.py"}
+    imported = set().union(*(_imported_modules(t) for t in trees.values())) if trees else set()
+    scripts = [f for f, t in trees.items() if _runs_as_script(t) and Path(f).stem not in imported]
+    named = [f for f in scripts if test_script and _names_file(test_script, f)]
+    chosen = named or scripts
+    if len(chosen) == 1:
+        file, source = chosen[0], verifier_files[chosen[0]]
+        checks, docstring = script_checks(file, source), ast.get_docstring(trees[file])
+    elif test_script is not None:
+        file, source = "test.sh", test_script
+        checks = script_checks(file, source) + sum(script_checks(f, verifier_files[f]) for f in named)
+        docstring = _leading_comment(source)
+    elif chosen:
+        file = sorted(chosen, key=lambda f: (not _is_test_file(Path(f)), f))[0]
+        source = verifier_files[file]
+        checks, docstring = script_checks(file, source), ast.get_docstring(trees[file])
+    else:
+        return None
+    return VerifierTest(node_id=SCRIPT_REF_PREFIX + file, file=file, name=Path(file).name, lineno=1,
+                        end_lineno=max(1, len(source.splitlines())), kind="script", script_checks=checks,
+                        docstring=docstring)
+
+
 def _read_text(path: Path) -> str:
     return read_utf8(path, max_bytes=MAX_TASK_FILE_BYTES, error=TaskError, what="a task file")
 
@@ -224,11 +354,21 @@ def load_task(task_dir: Path, *, root: Path | None = None) -> Task:
             except (RecursionError, MemoryError):  # valid Python, but beyond a static parse
                 raise TaskError(f"{path}: verifier nested too deeply to parse its tests statically") from None
     test_sh = tests_dir / "test.sh"
+    test_script = _read_text(test_sh) if test_sh.exists() else None
+    if not tests and not parse_errors:
+        try:
+            script = script_node(verifier_files, test_script)
+        except SyntaxError as exc:
+            parse_errors.append(f"{tests_dir / (exc.filename or '')}: line {exc.lineno}: {exc.msg}")
+        except (RecursionError, MemoryError):
+            raise TaskError(f"{tests_dir}: verifier script nested too deeply to parse statically") from None
+        else:
+            tests = [script] if script is not None else []
     return Task(
         id=task_dir.name,
         instruction=instruction,
         verifier_files=verifier_files,
-        test_script=_read_text(test_sh) if test_sh.exists() else None,
+        test_script=test_script,
         tests=tests,
         parse_errors=parse_errors,
         metadata=metadata,

@@ -23,7 +23,7 @@ from ..evidence import EVIDENCE_KINDS
 from ..judge.grounding import REASON_JUDGE_ABSTAIN, REASON_NOT_JUDGED, REASON_UNGROUNDED, REASON_UNKNOWN_ITEM
 from ..judge.probe import REASON_NO_MATCH, REASON_NO_PROBE
 from ..judge.registry import checklist_kind
-from ..models import ENDPOINT_ITEM_ID, CtrfTest, Event, Task, Trajectory
+from ..models import ENDPOINT_ITEM_ID, SCORED_OUTCOMES, CtrfTest, Event, Task, Trajectory, is_script_ref
 from ..store import AnnotationRow, JudgmentRow, ScoreRow, Store
 from .excerpts import Excerpt, Span, excerpt, locate
 
@@ -229,7 +229,8 @@ class RefView:
     """The test function's source lines; None when the ref names no parsed test."""
     docstring: str | None
     status: str
-    """`passed`, `failed`, a mix such as `skipped`, `not in CTRF report` or `no CTRF report`."""
+    """`passed`, `failed`, a mix such as `skipped`, `not in CTRF report` or `no CTRF report`; for a verifier
+    script the CTRF report does not list, the official outcome (`passed (the official outcome: …)`)."""
     results: tuple[CtrfTest, ...] = ()
 
 
@@ -304,7 +305,7 @@ def ref_status(ref: str, ctrf: Sequence[CtrfTest]) -> tuple[str, tuple[CtrfTest,
         return "no CTRF report", ()
     base, param = split_ref(ref)
     if param is None:
-        hits = tuple(c for c in ctrf if node_id(c.name) == base)
+        hits = tuple(c for c in ctrf if node_id(c.name) == node_id(base))
     else:
         hits = tuple(c for c in ctrf if c.name.rsplit("/", 1)[-1] == ref.strip())
     if not hits:
@@ -321,10 +322,12 @@ def _ref_view(ref: str, task: Task, traj: Trajectory) -> RefView:
     base, param = split_ref(ref)
     test = next((t for t in task.tests if t.node_id == base), None)
     source = None
-    if test is not None and test.file in task.verifier_files:
-        lines = task.verifier_files[test.file].split("\n")
+    if test is not None and task.verifier_text(test.file):
+        lines = task.verifier_text(test.file).split("\n")
         source = "\n".join(lines[test.lineno - 1 : test.end_lineno])
     status, results = ref_status(ref, traj.ctrf)
+    if not results and is_script_ref(base) and traj.outcome in SCORED_OUTCOMES:
+        status = f"{'passed' if traj.outcome == 'PASS' else 'failed'} (the official outcome: the script as a whole)"
     return RefView(ref=ref, node_id=base, param=param, file=test.file if test else None,
                    lineno=test.lineno if test else None, source=source, docstring=test.docstring if test else None,
                    status=status, results=results)

@@ -191,8 +191,8 @@ def is_verbatim(quote: str, task: Task, rules: Rules) -> bool:
 
 
 def verifier_source(task: Task, test: VerifierTest) -> str:
-    """The test function's source lines, from the verifier file it was parsed from."""
-    lines = task.verifier_files.get(test.file, "").splitlines()
+    """The test function's source lines, from the verifier file it was parsed from (a script: all of it)."""
+    lines = task.verifier_text(test.file).splitlines()
     return "\n".join(lines[test.lineno - 1:test.end_lineno])
 
 

@@ -7,10 +7,12 @@ import pandas as pd
 import pytest
 
 from gcpc_core.analysis import (
+    VERIFIER_BASES,
     assertion_truth,
     confusion_table,
     ctrf_node_status,
     ctrf_pass_fraction,
+    decided_by_verifier,
     item_accuracy_table,
     node_id,
 )
@@ -84,3 +86,31 @@ def test_ctrf_pass_fraction() -> None:
     assert (f.loc["t1", "n_tests"], f.loc["t1", "n_passed"]) == (3, 2)  # a, b, c (c's params folded)
     assert f.loc["t1", "ctrf_pass_fraction"] == pytest.approx(2 / 3)
     assert "t3" not in f.index  # only skipped tests: nothing decided
+
+
+def test_a_cited_verifier_script_takes_the_official_outcome_unless_the_ctrf_lists_it() -> None:
+    """A task whose verifier is a plain script has one node for it (`tests/verify.py`); it passes when the
+    verifier does, so its truth is the official outcome, or the CTRF report's result when it lists it."""
+    items = pd.DataFrame([
+        ("gcpc", "s1", "S1", "assertion", "Yes", ["tests/verify.py"], "PASS"),  # no CTRF: PASS → Yes, correct
+        ("gcpc", "s2", "S1", "assertion", "Yes", ["tests/verify.py"], "FAIL"),  # FAIL → No: wrong
+        ("gcpc", "s3", "S1", "assertion", "No", ["tests/verify.py"], "FAIL"),   # the CTRF lists it, passed → Yes
+        ("gcpc", "s3", "S2", "assertion", "No", [T + "a"], "FAIL"),  # a pytest ref missing from the CTRF: undecided
+    ], columns=["judge", "trajectory_id", "item_id", "route", "verdict_raw", "verifier_refs", "outcome"])
+    items = items.assign(task="script-task")
+    ctrf = pd.DataFrame({"trajectory_id": ["s3"], "test": ["verify.py"], "status": ["passed"]})
+    t = assertion_truth(items, ctrf).set_index(["trajectory_id", "item_id"])
+    assert t.loc[("s1", "S1"), ["truth", "basis"]].tolist() == ["Yes", "official outcome"]
+    assert t.loc[("s2", "S1"), ["truth", "basis"]].tolist() == ["No", "official outcome"]
+    assert t.loc[("s3", "S1"), ["truth", "basis"]].tolist() == ["Yes", "ctrf"]
+    assert t.loc[("s3", "S2"), "basis"] == "refs not decided by CTRF"
+    assert set(VERIFIER_BASES) == {"ctrf", "official outcome"}
+    assert decided_by_verifier(t).tolist() == [True, True, True, False]
+    acc = item_accuracy_table(assertion_truth(items, ctrf)).iloc[0]
+    assert (acc["n_comparable"], acc["n_decided"]) == (3, 3)
+    assert acc["accuracy"] == pytest.approx(1 / 3)  # s1 right; s2 and s3 wrong
+    # with no CTRF report at all (a script verifier writes none), the outcome still decides
+    empty = pd.DataFrame(columns=["trajectory_id", "test", "status"])
+    assert assertion_truth(items, empty)["basis"].tolist() == ["official outcome"] * 3 + ["no CTRF report"]
+    # without an outcome column nothing is guessed
+    assert set(assertion_truth(items.drop(columns="outcome"), empty)["basis"]) == {"no CTRF report"}

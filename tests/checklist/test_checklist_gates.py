@@ -222,7 +222,7 @@ def test_g3_reports_each_item_with_its_id(toy_task: Task, rules: Rules) -> None:
         "sorted.txt holds the sorted lines and leaves the remaining files unchanged",
         "reward.txt holds the number of processed rows",  # a file name is data, not outcome phrasing
         "The file /app/trajectory.csv has a header row",  # ... nor run phrasing
-        "The file '" + "very long title " * 40 + "' is listed",  # literals do not count against length
+        "The file '" + "very long title " * 35 + "' is listed",  # literals do not count against the prose bound
     ],
 )
 def test_g3_accepts_short_and_same_object_items(text: str, rules: Rules) -> None:

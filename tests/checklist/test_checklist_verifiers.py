@@ -1,7 +1,8 @@
 """The verifier parsing behind G2/G5 over all 87 real tasks, and CTRF names resolving to nodes.
 
 `verifier_node_counts.json` records, per task, the pytest nodes `load_task` finds and how many are
-parametrized; this test keeps that record honest. The counts were cross-checked once against
+parametrized (a script verifier's one node for the whole script is not counted there); this test keeps
+that record honest. The counts were cross-checked once against
 `pytest --collect-only` run on each task's tests/ folder (unknown third-party imports stubbed):
 the node ids agreed for all 87 tasks.
 """
@@ -34,7 +35,7 @@ def tasks(skillsbench: Path) -> dict[str, Task]:
 
 def test_node_counts_of_all_87_tasks(tasks: dict[str, Task], record_property) -> None:
     counts = {
-        tid: {"nodes": len(t.tests), "parametrized": sum(x.parametrized for x in t.tests)}
+        tid: {"nodes": sum(x.kind == "pytest" for x in t.tests), "parametrized": sum(x.parametrized for x in t.tests)}
         for tid, t in sorted(tasks.items())
     }
     record_property("verifier_node_counts", json.dumps(counts))
@@ -44,6 +45,10 @@ def test_node_counts_of_all_87_tasks(tasks: dict[str, Task], record_property) ->
     assert all(not t.parse_errors for t in tasks.values())
     assert all(len(set(t.test_ids)) == len(t.test_ids) for t in tasks.values())
     assert {tid for tid, c in counts.items() if c["nodes"] == 0} == SCRIPT_STYLE
+    # each of them gets one node for the script itself, its path as the ref (issue 27 part 4)
+    scripts = {tid: [(x.node_id, x.kind) for x in t.tests] for tid, t in tasks.items() if tid in SCRIPT_STYLE}
+    assert scripts == {tid: [("tests/test_outputs.py", "script")] for tid in SCRIPT_STYLE}
+    assert all(x.kind == "pytest" for tid, t in tasks.items() if tid not in SCRIPT_STYLE for x in t.tests)
 
 
 @pytest.mark.parametrize("task_id", sorted(SCRIPT_STYLE))

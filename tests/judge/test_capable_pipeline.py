@@ -8,7 +8,7 @@ A scripted OpenAI-compatible server (tests/fake_openai.py) answers each request 
 of the same kind (synthesis / item judge / holistic judge) for the same task whose evidence shows the
 most of the same event ids and kinds (Jaccard): requests are matched by what they concern, never by
 prompt text, since the prompts changed after the recording (judge-items-v2 → v5, judge-holistic-v2 → v4;
-synthesis-v2 → v3). Every recorded reply must be served exactly once, so a repair turn
+synthesis-v2 → v4). Every recorded reply must be served exactly once, so a repair turn
 or an unmatched request fails the test. Skipped, with the reason, when either shared folder is absent.
 """
 
@@ -137,7 +137,7 @@ def test_every_recorded_reply_answers_its_own_request_once(pipeline: Pipeline) -
 
 def test_synthesis_four_of_four_pass_every_gate_first_time(pipeline: Pipeline) -> None:
     """README: 4 of 4 checklists passed every gate on the first reply (10, 13, 15, 15 items), no repair."""
-    assert PROMPT_VERSION == "synthesis-v3"
+    assert PROMPT_VERSION == "synthesis-v4"
     counts = {}
     for task, report in pipeline.synthesis.items():
         (result,) = report.results

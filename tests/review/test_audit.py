@@ -127,6 +127,24 @@ def test_ref_status_rules() -> None:
     assert ref_status("test_outputs.py::T::u", []) == ("no CTRF report", ())
 
 
+def test_a_verifier_scripts_ref_shows_the_official_outcome() -> None:
+    """A plain-script verifier's node (`tests/verify.py`) is listed by no CTRF report of pytest's: the audit
+    view shows the script's own source and the official outcome as its status, unless the CTRF lists it."""
+    from gcpc_core.ingest.tasks import load_task
+    from gcpc_core.models import Trajectory
+    from gcpc_core.review.audit import _ref_view
+
+    task = load_task(Path(__file__).resolve().parents[1] / "fixtures" / "script_verifiers" / "plain-script")
+    fail = Trajectory.model_construct(outcome="FAIL", ctrf=[])
+    view = _ref_view("tests/verify.py", task, fail)
+    assert view.status == "failed (the official outcome: the script as a whole)"
+    assert view.source == task.verifier_files["verify.py"].rstrip("\n") and view.lineno == 1
+    listed = Trajectory.model_construct(outcome="FAIL", ctrf=[CtrfTest(name="tests/verify.py", status="passed")])
+    assert _ref_view("tests/verify.py", task, listed).status == "passed"
+    assert _ref_view("tests/verify.py", task, Trajectory.model_construct(outcome="unscored", ctrf=[])).status == (
+        "no CTRF report")
+
+
 def test_record_audit_appends_and_keeps_history(demo: Store) -> None:
     traj_id = first_fail(demo)
     view = next(v for v in item_views(demo, traj_id, "probe") if v.verdict_raw in ("Yes", "No"))
