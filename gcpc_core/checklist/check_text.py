@@ -90,6 +90,9 @@ def _thing(v: V, primary: str | None) -> str | None:
     keys = _str_keys(v.keys)
     agg = _AGGREGATES.get(v.name or "")
     place = _place(v, primary)
+    if _row_keyed(v):
+        text = literal(v.where[0][1]) + place
+        return f"{agg} {text}" if agg else text
     if not keys:
         if v.fmt == "output":
             return f"the output of {literal(v.name)}" if v.name and " " in (v.name or "") else None
@@ -106,6 +109,12 @@ def _thing(v: V, primary: str | None) -> str | None:
         text = literal(key)
     text += _where(v) + place
     return f"{agg} {text}" if agg else text
+
+
+def _row_keyed(v: V) -> bool:
+    """A table read as {row key: value} (`{r["metric"]: r["value"] for r in csv.DictReader(f)}`): a row is
+    named by its key, as the file shows it (`protocol_udp,310`)."""
+    return v.fmt in ("csv", "xlsx", "text") and len(v.where) == 1 and isinstance(v.where[0][1], str)
 
 
 def _collection(v: V, primary: str | None) -> str | None:
@@ -189,6 +198,11 @@ def check_text(check: Check, primary: str | None) -> str | None:
         if op == "lacks_key":
             return f"{owner} has no {noun} {_listed(keys, 'or')}"
         return f"{owner} has the {noun} {_listed(keys)}"
+    if op == "has_row":
+        path = s.path or primary
+        if check.expected is None or not check.expected.is_lit or not path:
+            return None
+        return f"{literal(path)} has a row {literal(check.expected.value)}"
     if op in ("includes", "excludes"):
         if check.expected is None or not check.expected.is_lit:
             return None
@@ -293,7 +307,9 @@ def check_text(check: Check, primary: str | None) -> str | None:
             if isinstance(value, (list, tuple, set, frozenset)) and value and \
                     all(isinstance(v, (str, int, float)) for v in value):
                 ordered = list(value) if isinstance(value, (list, tuple)) else sorted(value, key=str)
-                return f"{thing} holds exactly {_listed(ordered)}"
+                noun = {"columns": "the columns", "keys": "the keys"}.get(s.name or "", "")
+                return f"{thing} has exactly {noun} {_listed(ordered)}" if noun else \
+                    f"{thing} consists of exactly {_listed(ordered)}"
             if isinstance(value, dict):
                 return None
             return f"{thing} is {expected}"

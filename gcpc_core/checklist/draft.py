@@ -43,7 +43,7 @@ import yaml
 
 from ..models import Task, VerifierTest
 from .check_text import group_text, literal, subject_literals
-from .gates import GateFailure, item_cap, literals, requirement_problems, run_gates, similarity
+from .gates import GateFailure, item_cap, literals, normalize_whitespace, requirement_problems, run_gates, similarity
 from .probes import file_anchors, group_probes, read_keys, refused
 from .rules import Rules
 from .schema import Checklist, ChecklistItem, Probe
@@ -191,7 +191,10 @@ class _QuoteFinder:
     outweighs its file), then TF-IDF cosine over the item's words; a sentence already quoted, and a hint
     sentence (where something is, what is given), count less."""
 
-    LITERAL_WEIGHTS = (1.2, 0.8, 0.6, 0.5)
+    LITERAL_WEIGHTS = (1.2, 0.9, 0.7, 0.6)
+    PATH_WEIGHT = 0.5
+    """A path (or its file name) the sentence names counts once and less than a key or value: most sentences
+    of a task name its output file, few name the key an item checks."""
     REUSE_PENALTY = 0.35
     HINT_PENALTY = 0.45
     REQUIREMENT_BONUS = 0.1
@@ -225,12 +228,16 @@ class _QuoteFinder:
         requirement is strongly preferred."""
         query = self._vector(Counter(t for t in _tokens(words) if t in self.idf))
         best_k, best_score = -1, -math.inf
-        lits = [n.lower() for n in named if len(n.strip()) >= 2][:6]
+        lits = [n.lower() for n in named if len(n.strip()) >= 2][:8]
+        values = [x for x in lits if not _is_path(x)]
+        paths = [x for x in lits if _is_path(x)]
         for k, vec in enumerate(self.vectors):
             score = sum(x * vec.get(t, 0.0) for t, x in query.items())
-            for rank, lit in enumerate(lits):
+            for rank, lit in enumerate(values):
                 if _names(self.lower[k], lit):
                     score += self.LITERAL_WEIGHTS[min(rank, len(self.LITERAL_WEIGHTS) - 1)]
+            if any(_names(self.lower[k], p) for p in paths):
+                score += self.PATH_WEIGHT
             score -= self.REUSE_PENALTY * self.uses[k]
             score -= self.HINT_PENALTY * self.hint[k]
             score += (1.0 if requirement else self.REQUIREMENT_BONUS) * self.requirement[k]
@@ -243,6 +250,10 @@ class _QuoteFinder:
             return chosen
         self.uses[best_k] += 1
         return self.sentences[best_k]
+
+
+def _is_path(text: str) -> bool:
+    return "/" in text or bool(re.search(r"\.[a-z][a-z0-9]{0,4}$", text))
 
 
 def _names(sentence: str, lit: str) -> bool:
@@ -295,6 +306,15 @@ def _capitalized(text: str) -> str:
     """First letter upper-cased, unless the first word is a literal (`fake_citations`, `report.json`)."""
     head = text.split(" ", 1)[0]
     return text[:1].upper() + text[1:] if head.isalpha() else text
+
+
+def _name_text(reading: TestReading, primary: str | None) -> str:
+    """The last resort for a test with no docstring and no check the reader can put into words: the checked file
+    and what the test's name says it checks ("`/app/solution.json` satisfies the verifier's precedence
+    constraints checks")."""
+    words = re.sub(r"^(?:l\d+|t\d+|step\d+)\s+", "", _split_name(reading.test.name)) or "output"
+    subject = literal(primary) if primary else "The output"
+    return f"{subject} satisfies the verifier's {words} checks"
 
 
 def _docstring_text(test: VerifierTest) -> str | None:
@@ -408,6 +428,9 @@ def _unit_texts(unit: _Unit, primary: str | None) -> Iterator[str]:
         if text and _covers(text, groups, primary):
             own.append(text)
     docs: list[str] = []
+    if not doc and unit.reading.class_doc and not re.match(
+            r"(?i)^(?:unit\s+|integration\s+)?tests?(?:\s+(?:cases?|suite))?\s+(?:for|of)\b", unit.reading.class_doc):
+        doc = unit.reading.class_doc
     if doc:
         if len(unit.cases) < len(unit.reading.cases) and unit.cases and unit.cases[0].id:
             values = [v for c in unit.cases[:4] for _, v in c.params
@@ -456,7 +479,8 @@ def _unit_literals(unit: _Unit) -> list[str]:
 
 def _assertion_items(task: Task, units: list[_Unit], rules: Rules, finder: _QuoteFinder, taken: list[ChecklistItem],
                      start: int, file_keys: dict[str, list[str]],
-                     anchors: dict[str, list[str]] | None = None) -> list[ChecklistItem]:
+                     anchors: dict[str, list[str]] | None = None,
+                     outputs: Sequence[str] = ()) -> list[ChecklistItem]:
     """One item per unit (text, quote, refs, probes); a unit whose every text would duplicate an earlier item of
     the same test joins that item instead (its refs and probes added)."""
     items: list[ChecklistItem] = []
@@ -465,12 +489,14 @@ def _assertion_items(task: Task, units: list[_Unit], rules: Rules, finder: _Quot
         primary = unit.reading.files[0] if unit.reading.files else None
         probes: list[Probe] = []
         for g in unit.groups:
-            for p in group_probes(g, unit.reading, task.instruction, file_keys, anchors):
+            for p in group_probes(g, unit.reading, task.instruction, file_keys, anchors, outputs):
                 if p not in probes:
                     probes.append(p)
         candidates = [" ".join(t.split()).rstrip(_TRAILING) for t in _unit_texts(unit, primary)]
         candidates = [c for c in candidates if c]
         candidates += [c for c in (_sanitized(c, rules) for c in candidates) if c and c not in candidates]
+        name_words = set(_tokens(_split_name(unit.reading.test.name))) | {"test", "check", "checks"}
+        candidates = [c for c in candidates if not set(_tokens(c)) <= name_words]
         quote = None
         passing = [c for c in candidates if not requirement_problems(c, rules, "assertion")]
         if not passing and finder.relevant(_unit_words(unit, " ".join(candidates[:1])), _unit_literals(unit)):
@@ -480,7 +506,7 @@ def _assertion_items(task: Task, units: list[_Unit], rules: Rules, finder: _Quot
             passing = [t for t in statements if not requirement_problems(t, rules, "assertion")]
             candidates = [*candidates, *statements]
         if not candidates:
-            candidates = [f"{literal(unit.reading.test.name)} checks the output"]
+            candidates = [_name_text(unit.reading, primary)]
         text = _pick(passing, "assertion", [*taken, *items], rules) if passing else None
         text = text or (passing[0] if passing else candidates[0])
         dup = next((k for k in range(len(items)) if literals(text, rules) == literals(items[k].text, rules)
@@ -703,9 +729,9 @@ _CONSTRAINT = re.compile(
     r"(?<![\w-])(?:do\s+(?:\*\*)?not(?:\*\*)?|don'?t|never|must\s+not|mustn't|should\s+not|shouldn't|"
     r"no\s+need\s+to\s+(?:change|modify|alter|edit)|without\s+(?:modifying|changing|altering|editing|touching)|"
     r"(?:keep\w*|leav\w*|remain\w*|stay\w*|preserv\w*)\s+(?:[^.;]{0,60}\s)?(?:unchanged|untouched|intact|as[- ]is)|"
-    r"[—–-]+\s*leave\s+(?:them|it)\b|"
     r"only\s+(?:modify|change|edit|fill|use|touch|write|update|output|return|include|fill\s+in)\b|"
-    r"(?:modify|change|edit|fill\s+in|touch|update)\s+only\b)", re.IGNORECASE)
+    r"(?:modify|change|edit|fill\s+in|touch|update)\s+only\b)|[—–]\s*leave\s+(?:them|it)\b|\s-\s+leave\s+(?:them|it)\b",
+    re.IGNORECASE)
 _NOT_A_CONSTRAINT = re.compile(r"(?i)\b(?:do\s+not|don'?t)\s+(?:have|need|know|exist|contain)\b|"
                                r"\b(?:that|which|who|if|when|unless|whether|may)\s+(?:\w+\s+){0,2}?"
                                r"(?:do\s+not|don'?t|never|must\s+not|should\s+not)\b")
@@ -717,6 +743,8 @@ def _constraint_clause(sentence: Sentence) -> str | None:
     text = sentence.text
     if re.match(r"(?i)^(?:assume|suppose|if|when|for example|e\.g\.)\b", text):
         return None
+    if _INLINE_DO_NOT.search(text):
+        return text
     m = _CONSTRAINT.search(text)
     if m is None or _NOT_A_CONSTRAINT.search(text[max(0, m.start() - 30):m.end() + 12]):
         return None
@@ -728,8 +756,11 @@ def _constraint_clause(sentence: Sentence) -> str | None:
     return _balanced(text)
 
 
+_INLINE_DO_NOT = re.compile(r"(`[^`]+`|[\w./-]+\.\w+)\s*\(\s*(?:\*\*)?(?:DO\s+NOT|do\s+not)\s+(\w+)\W*\)")
+
+
 def _constraint_text(clause: str) -> str | None:
-    inline = re.search(r"(`[^`]+`|\S+)\s*\(\s*(?:\*\*)?(?:DO\s+NOT|do\s+not)\s+(\w+)", clause)
+    inline = _INLINE_DO_NOT.search(clause)
     if inline:
         return f"The agent does not {inline[2].lower()} {inline[1]}"
     leave = re.search(r"(?i)^(?P<what>.+?)\s+(?:are|is)\s+[\w\s]+?\s*[—–-]+\s*leave\s+(?:them|it)\b", clause)
@@ -761,6 +792,18 @@ def _output_items(sentences: list[Sentence], rules: Rules, named: set[str]) -> l
             if s.is_output(a) and not s.is_constraint(a):
                 seen.update({key, base})
                 out.append((s, a))
+    return out
+
+
+def _output_paths(sentences: list[Sentence], rules: Rules, readings: Sequence[TestReading]) -> list[str]:
+    """The files the verifier reads that the instruction asks the agent to write (full paths as the tests name them)."""
+    asked = {a.strip("`").rstrip("/") for s, a in _output_items(sentences, rules, set())}
+    names = {a.rsplit("/", 1)[-1] for a in asked}
+    out: list[str] = []
+    for reading in readings:
+        for f in reading.files:
+            if (f in asked or f.rsplit("/", 1)[-1] in names) and f not in out:
+                out.append(f)
     return out
 
 
@@ -798,6 +841,7 @@ def draft_checklist(task: Task, rules: Rules) -> Draft:
     file_keys = read_keys(readings)
     anchors = file_anchors(readings, task.instruction)
     finder = _QuoteFinder(sentences)
+    outputs = _output_paths(sentences, rules, readings)
 
     constraints = [(s, c) for s in sentences if (c := _constraint_clause(s)) is not None]
     reserve = min(len(constraints), 3)
@@ -817,14 +861,15 @@ def draft_checklist(task: Task, rules: Rules) -> Draft:
         for group in groups:
             units = [_levels(readings_by_id[t.node_id])[0][0] for t in group]
             merged = _Unit(units[0].reading, [g for u in units for g in u.groups], units[0].cases)
-            [item] = _assertion_items(task, [merged], rules, finder, items, len(items) + 1, file_keys, anchors)
+            [item] = _assertion_items(task, [merged], rules, finder, items, len(items) + 1, file_keys, anchors,
+                                      outputs)
             names = ", ".join(f"`{t.name}`" for t in group[1:])
             text = _pick([f"{item.text} (also {names})" if names else item.text, item.text], "assertion", items, rules)
             items.append(item.model_copy(update={"text": text or item.text,
                                                  "verifier_refs": [t.node_id for t in group]}))
     else:
         units = _allocate(readings, cap - reserve)
-        items = _assertion_items(task, units, rules, finder, [], 1, file_keys, anchors)
+        items = _assertion_items(task, units, rules, finder, [], 1, file_keys, anchors, outputs)
         if len(units) > len(task.tests):
             notes.append(f"{len(task.tests)} verifier tests drafted as {len(units)} assertion items "
                          "(one per assertion group or parameter group)")
@@ -857,10 +902,18 @@ def draft_checklist(task: Task, rules: Rules) -> Draft:
         if text and add("judge", [text], sentence):
             done_constraints.add(sentence.start)
     if len(items) < budget.min_items:
+        for sentence, artifact in _output_items(sentences, rules, set()):
+            if len(items) >= budget.min_items:
+                break
+            noun = artifact.strip("`")
+            if not noun.endswith("/"):
+                add("generated", [f"{literal(noun)} exists"], sentence)
+    if len(items) < budget.min_items:
         for sentence, artifact in _input_items(sentences, rules, _named_literals(items)):
             if len(items) >= budget.min_items:
                 break
-            add("judge", [f"The agent reads the provided {literal(artifact)}"], sentence)
+            if re.search(r"\.[A-Za-z]\w{0,7}$", artifact.strip("`")):
+                add("judge", [f"The agent reads the provided {literal(artifact)}"], sentence)
     if len(items) < budget.min_items:
         for sentence in sentences:
             if len(items) >= budget.min_items:
@@ -868,7 +921,8 @@ def draft_checklist(task: Task, rules: Rules) -> Draft:
             if sentence.start in done_constraints or not _REQUIREMENT.search(sentence.text) or \
                     (_HINT.search(sentence.text) and not _OUTPUT_VERB.search(sentence.text)):
                 continue
-            if len(sentence.text.split()) > SENTENCE_ITEM_MAX_WORDS:
+            if len(sentence.text.split()) > SENTENCE_ITEM_MAX_WORDS or \
+                    any(normalize_whitespace(i.task_quote) == normalize_whitespace(sentence.text) for i in items):
                 continue
             text = _as_statement(sentence.text)
             if text and add("judge" if text.startswith("The agent") else "generated", [text], sentence):

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .schema import Probe
-from .verifier_reader import ANY, Check, Group, TestReading
+from .verifier_reader import ANY, Check, Group, TestReading, V
 
 __all__ = ["MAX_PROBES", "check_probes", "compare", "file_anchors", "file_probes", "group_probes", "number_band", "refused",
            "value_pattern"]
@@ -264,7 +264,9 @@ def check_probes(check: Check) -> list[Probe]:
         key = _key(keys[-1]) + _SEP
         parent = _parent(check)
         prefix = (_key(parent) + _JSON_COLON + r"\{[^{}]*?") if parent else ""
-        if s.where:
+        if s.where and s.fmt in ("csv", "xlsx", "text") and isinstance(s.where[0][1], str):
+            key, prefix = _key(s.where[0][1]) + _SEP, ""  # the row `protocol_udp,310`
+        elif s.where:
             field, value = s.where[0]
             text = _scalar_text(value)
             if text is None:
@@ -322,6 +324,13 @@ def check_probes(check: Check) -> list[Probe]:
         head = _key(keys[-1]) + r"[\"']\s*:\s*\["
         out.append(Probe(pattern=head + r"\s*\"[^\"\n]*\S[^\"\n]*\"(?:\s*,\s*\"[^\"\n]*\S[^\"\n]*\")*\s*\]", polarity="yes"))
         out.append(Probe(pattern=head + r"[^\]]*?\"\s*\"", polarity="no"))
+        return out
+    if s.kind == "len" and op in ("ge", "gt") and s.inner is not None and check.expected is not None and \
+            isinstance(check.expected.value, (int, float)) and not isinstance(check.expected.value, bool) and \
+            check.expected.value >= (0 if op == "gt" else 1):
+        ikeys = [k for k in s.inner.keys if isinstance(k, str) and k != ANY]
+        if ikeys and s.inner.fmt in ("json", "yaml", None) and not s.inner.where:
+            out.append(Probe(pattern=_key(ikeys[-1]) + r"[\"']\s*:\s*(?:\[\s*\]|\{\s*\})", polarity="no"))
         return out
     if op == "nonempty" and s.kind == "data" and keys and s.fmt in ("json", "yaml", None):
         head = _key(keys[-1]) + r"[\"']\s*:\s*"
@@ -459,8 +468,10 @@ def _admitted(probe: Probe, instruction: str, anchors: Sequence[str] = ()) -> Pr
 
 def group_probes(group: Group, reading: TestReading, instruction: str,
                  file_keys: dict[str, list[str]] | None = None,
-                 anchors: dict[str, list[str]] | None = None) -> list[Probe]:
-    """Every probe of a group's checks that does not match the instruction (see `_admitted`)."""
+                 anchors: dict[str, list[str]] | None = None,
+                 outputs: Sequence[str] = ()) -> list[Probe]:
+    """Every probe of a group's checks that does not match the instruction (see `_admitted`). `outputs`: the
+    files the instruction asks for; a group whose checks name no file reads the test's output files."""
     found: list[Probe] = []
     anchors = anchors or {}
 
@@ -470,11 +481,17 @@ def group_probes(group: Group, reading: TestReading, instruction: str,
             if kept is not None and kept not in found:
                 found.append(kept)
 
-    strong = [c for c in group.checks if not c.guard]
+    strong = [c for c in group.checks if not c.guard and c.op != "opaque"]
+    partial = False
     for check in strong or group.checks:
         s = check.subject.inner if check.subject.kind in ("len", "occurrences") and check.subject.inner is not None \
             else check.subject
+        before = len(found)
         admit([*check_probes(check), *_absent_value(check)], s.path)
+        partial |= bool(strong) and not any(p.polarity == "yes" for p in found[before:])
+    if partial:
+        # a yes for one of the group's requirements is no yes for the group: keep only what decides No
+        found = [p for p in found if p.polarity == "no"]
     paths = [c.subject.path for c in group.checks
              if c.op in ("exists", "present", "valid_json") and c.subject.path]
     if paths and not any(p.polarity == "yes" for p in found):
@@ -484,7 +501,11 @@ def group_probes(group: Group, reading: TestReading, instruction: str,
             if check.op == "valid_json":
                 admit(check_probes(check), check.subject.path)
     if not any(c.op in ("exists", "not_exists") for c in group.checks):
-        admit(_missing_file(group), None)
+        missing = _missing_file(group)
+        if not missing:
+            read = [f for f in reading.files if f in outputs]
+            missing = _missing_file(Group([Check("opaque", V("path", path=read[0]))], group.cases)) if read else []
+        admit(missing, None)
     return _balanced(found)
 
 

@@ -110,7 +110,7 @@ class Check:
     @property
     def guard(self) -> bool:
         """A check that only makes the next one possible: existence, presence, a type or key check."""
-        return self.op in ("exists", "present", "type", "has_key", "nonempty", "valid_json")
+        return self.op in ("exists", "present", "type", "has_key", "nonempty", "valid_json", "has_row")
 
     @property
     def subject_key(self) -> tuple:
@@ -123,6 +123,8 @@ class Check:
         keys = [k for k in s.keys if isinstance(k, str) and k != ANY]
         if self.op in ("has_key", "lacks_key") and self.expected is not None and self.expected.is_lit:
             return ("data", s.path, *(keys[:1] or [_key_name(self.expected.value)]))
+        if s.where:
+            return ("data", s.path or s.name, *keys[:1], s.where)
         return ("data", s.path or s.name, *keys[:1])
 
 
@@ -133,7 +135,7 @@ def _key_name(value: Any) -> Any:
 
 
 _SETUP_METHODS = ("setUpClass", "setUp", "setup_class", "setup_method", "setup")
-_GUARD_RANK = {"valid_json": 0, "has_key": 1, "type": 2, "nonempty": 3, "present": 4, "exists": 5}
+_GUARD_RANK = {"valid_json": 0, "has_key": 1, "has_row": 1, "type": 2, "nonempty": 3, "present": 4, "exists": 5}
 """Which guard states most when a group holds only guards (a JSON file that parses says more than one that exists)."""
 
 
@@ -186,6 +188,8 @@ class TestReading:
     """Paths the test (its fixtures and helpers included) reads, in order of first use."""
     strings: list[str] = field(default_factory=list)
     """String constants of the test body (for matching it to instruction sentences)."""
+    class_doc: str | None = None
+    """The first sentence of the enclosing test class's docstring, when the class has one."""
 
     def groups(self, case: Case) -> list[Group]:
         return _groups(self.checks.get(case.id, []), case)
@@ -1286,7 +1290,19 @@ def _groups(checks: list[Check], case: Case) -> list[Group]:
     groups: list[list[Check]] = []
     keys: list[tuple] = []
     pending: list[Check] = []
+    row_guards = _row_guards(checks)
     for check in checks:
+        if id(check) in row_guards:
+            # `"x" in rows` before a check of the row whose key is "x": a guard of that check's group
+            key = row_guards[id(check)]
+            check = replace(check, op="has_row")
+            match = next((k for k in range(len(groups)) if keys[k] == key), None)
+            if match is None:
+                groups.append([check])
+                keys.append(key)
+            else:
+                groups[match].append(check)
+            continue
         if check.op == "opaque":
             if groups:
                 groups[-1].append(check)
@@ -1324,6 +1340,21 @@ def _groups(checks: list[Check], case: Case) -> list[Group]:
         merged.append(group)
         merged_keys.append(key)
     return [Group(g, [case]) for g in merged]
+
+
+def _row_guards(checks: list[Check]) -> dict[int, tuple]:
+    """Membership checks on a table's keys (`metric in results`) that guard a later check of that row
+    (`results[metric] == 26092`), mapped to the row check's subject."""
+    out: dict[int, tuple] = {}
+    for k, check in enumerate(checks):
+        if check.op != "includes" or check.expected is None or not check.expected.is_lit or not check.subject.keys:
+            continue
+        field_name = check.subject.keys[-1]
+        for later in checks[k + 1:]:
+            if (field_name, check.expected.value) in later.subject.where:
+                out[id(check)] = later.subject_key
+                break
+    return out
 
 
 def _same_subject(a: tuple, b: tuple) -> bool:
@@ -1404,6 +1435,11 @@ def _read_one(module: _Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, test:
                 reading.files.append(f)
     reading.strings = [n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)
                        and n.value != test.docstring][:200]
+    node = module._class_node(test.cls) if test.cls else None
+    doc = ast.get_docstring(node) if node is not None else None
+    if doc:
+        first = " ".join(doc.split("\n\n", 1)[0].split())
+        reading.class_doc = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0].strip(" .:")
     return reading
 
 
