@@ -101,10 +101,13 @@ def _thing(v: V, primary: str | None) -> str | None:
             return None
         return f"{agg} {literal(path)}" if agg else literal(path)
     key = keys[-1]
+    if v.where and ANY in v.keys and len(keys) >= 2:
+        text = f"{literal(key)} of the {literal(keys[-2])} entry{_where(v)}{place}"
+        return f"{agg} {text}" if agg else text
     if len(keys) >= 2 and keys[-2] != keys[0] or (len(keys) >= 2 and ANY not in v.keys):
         text = f"{literal(key)} of {literal(keys[-2])}"
     elif ANY in v.keys and v.keys.index(ANY) < len(v.keys) - 1 and len(keys) >= 2:
-        text = f"{literal(key)} of each {literal(keys[0])} entry"
+        text = f"{literal(key)} of every {literal(keys[0])} entry"
     else:
         text = literal(key)
     text += _where(v) + place
@@ -202,6 +205,10 @@ def check_text(check: Check, primary: str | None) -> str | None:
         path = s.path or primary
         if check.expected is None or not check.expected.is_lit or not path:
             return None
+        keys = _str_keys(s.keys)
+        if s.fmt in ("json", "yaml") and len(keys) >= 2:
+            return f"{literal(keys[-2])} in {literal(path)} has an entry whose {literal(keys[-1])} is " \
+                   f"{literal(check.expected.value)}"
         return f"{literal(path)} has a row {literal(check.expected.value)}"
     if op in ("includes", "excludes"):
         if check.expected is None or not check.expected.is_lit:
@@ -214,6 +221,13 @@ def check_text(check: Check, primary: str | None) -> str | None:
         if op == "excludes":
             return f"{where} does not include {_listed(values, 'or')}"
         return f"{where} include{'s' if not where.startswith('the ') else ''} {_listed(values)}"
+    if op in ("contains", "not_contains") and check.expected is not None and check.expected.kind == "data":
+        where, e = _thing(s, primary), check.expected
+        keys = _str_keys(e.keys)
+        if where is None or not keys or not e.path:
+            return None
+        verb = "contains" if op == "contains" else "does not contain"
+        return f"{where} {verb} the {literal(keys[-1])} value of {literal(e.path)}"
     if op in ("contains", "not_contains"):
         if check.expected is None or not check.expected.is_lit:
             return None
@@ -241,6 +255,8 @@ def check_text(check: Check, primary: str | None) -> str | None:
         unit = "entries"
         if s.kind == "occurrences":
             unit = f"occurrences of {literal(s.value)}"
+        elif inner is not None and inner.kind == "data" and inner.name in ("splitlines", "readlines", "lines"):
+            unit = "lines"
         elif inner is not None and inner.kind == "data" and not _str_keys(inner.keys) and \
                 inner.fmt in ("text", "output", "pdf", "docx", None) and inner.name not in ("collection", "mapping"):
             unit = "characters"
@@ -279,7 +295,7 @@ def check_text(check: Check, primary: str | None) -> str | None:
         label = check.get("type")
         if not label:
             return None
-        if ANY in s.keys and _str_keys(s.keys):
+        if ANY in s.keys and _str_keys(s.keys) and " of every " not in thing:
             return f"Every {thing} is {label}"
         if not _str_keys(s.keys) and s.fmt in ("json", "yaml"):
             return f"{thing} is a {s.fmt.upper()} {label.split()[-1]}"
@@ -294,7 +310,7 @@ def check_text(check: Check, primary: str | None) -> str | None:
         values = check.expected.value if check.expected is not None and check.expected.is_lit else None
         if not isinstance(values, (list, tuple, set)) or not values:
             return None
-        prefix = "Every " if ANY in s.keys else ""
+        prefix = "Every " if ANY in s.keys and " of every " not in thing else ""
         return f"{prefix}{thing} is one of {_listed(sorted(values, key=str), 'or')}"
     if op == "range":
         return f"{thing} is between {literal(check.get('lo'))} and {literal(check.get('hi'))}"
@@ -350,7 +366,8 @@ def _owner(s: V, primary: str | None) -> str | None:
 def _merged(checks: Sequence[Check], primary: str | None) -> str | None:
     """One text for several checks of a group that share their form: keys listed, values listed, a range."""
     first = checks[0]
-    if all(c.op == first.op for c in checks) and first.op in ("has_key", "includes", "contains", "lacks_key") and \
+    if all(c.op == first.op for c in checks) and first.op in ("has_key", "includes", "contains", "lacks_key",
+                                                               "not_contains", "excludes") and \
             all(c.subject == first.subject for c in checks) and \
             all(c.expected is not None and c.expected.is_lit for c in checks):
         values: list[Any] = []
@@ -360,6 +377,12 @@ def _merged(checks: Sequence[Check], primary: str | None) -> str | None:
                 if x not in values:
                     values.append(x)
         return check_text(Check(first.op, first.subject, V("lit", values), first.extra), primary)
+    if all(c.op == "contains" and c.expected is not None and c.expected.kind == "data" for c in checks) and \
+            len({c.expected.path for c in checks}) == 1 and all(c.subject == first.subject for c in checks):
+        where = _thing(first.subject, primary)
+        names = list(dict.fromkeys(k for c in checks for k in _str_keys(c.expected.keys)[-1:]))
+        if where and names and first.expected.path:  # type: ignore[union-attr]
+            return f"{where} contains the {_listed(names)} values of {literal(first.expected.path)}"  # type: ignore[union-attr]
     ops = {c.op for c in checks}
     if len(checks) == 2 and ops in ({"ge", "le"}, {"gt", "lt"}, {"ge", "lt"}, {"gt", "le"}) and \
             checks[0].subject == checks[1].subject and all(c.expected is not None and c.expected.is_lit for c in checks):
@@ -386,6 +409,9 @@ def group_text(group: Group, primary: str | None) -> str | None:
         return None
     if len(main) > 1:
         merged = _merged(main, primary)
+        same = [c for c in main if c.op == main[0].op and c.subject == main[0].subject]
+        if not merged and 1 < len(same) < len(main):
+            merged = _merged(same, primary)
         if merged:
             return _capital(merged)
     for check in main:

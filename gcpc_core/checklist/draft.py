@@ -339,13 +339,15 @@ class _Unit:
     cases: list[Case]
 
 
-def _signature(groups: list[Group]) -> tuple:
-    """The form of a case's checks, literal values left out (bools kept: they name different requirements)."""
+def _signature(groups: list[Group], params: frozenset[str]) -> tuple:
+    """The form of a case's checks, the case's own values left out (bools kept: they name different
+    requirements; keys kept unless they are the case's parameter values)."""
     out = []
     for g in groups:
         for c in g.main:
             e = c.expected
-            shape = tuple(k if isinstance(k, str) and k == "*" else type(k).__name__ for k in c.subject.keys)
+            shape = tuple(k if isinstance(k, str) and (k == "*" or k not in params) else type(k).__name__
+                          for k in c.subject.keys)
             out.append((c.op, shape, e.value if e is not None and e.is_lit and isinstance(e.value, bool) else None))
     return tuple(out)
 
@@ -361,7 +363,8 @@ def _levels(reading: TestReading) -> list[list[_Unit]]:
     if len(cases) > 1 and all(c.known for c in cases) and checked:
         by_form: dict[tuple, list[Case]] = {}
         for c in cases:
-            by_form.setdefault(_signature(per_case[c.id]), []).append(c)
+            params = frozenset(str(v) for _, v in c.params if isinstance(v, (str, int, float)))
+            by_form.setdefault(_signature(per_case[c.id], params), []).append(c)
         if 1 < len(by_form) < len(cases):
             levels.append([_Unit(reading, [g for c in cs for g in per_case[c.id]], cs) for cs in by_form.values()])
         levels.append([_Unit(reading, per_case[c.id], [c]) for c in cases])
@@ -492,9 +495,13 @@ def _assertion_items(task: Task, units: list[_Unit], rules: Rules, finder: _Quot
             for p in group_probes(g, unit.reading, task.instruction, file_keys, anchors, outputs):
                 if p not in probes:
                     probes.append(p)
-        candidates = [" ".join(t.split()).rstrip(_TRAILING) for t in _unit_texts(unit, primary)]
-        candidates = [c for c in candidates if c]
-        candidates += [c for c in (_sanitized(c, rules) for c in candidates) if c and c not in candidates]
+        candidates = []
+        for raw in _unit_texts(unit, primary):
+            text = " ".join(raw.split()).rstrip(_TRAILING)
+            for option in (text, _sanitized(text, rules) if text and requirement_problems(text, rules, "assertion")
+                           else None):
+                if option and option not in candidates:
+                    candidates.append(option)
         name_words = set(_tokens(_split_name(unit.reading.test.name))) | {"test", "check", "checks"}
         candidates = [c for c in candidates if not set(_tokens(c)) <= name_words]
         quote = None

@@ -125,6 +125,9 @@ class Check:
             return ("data", s.path, *(keys[:1] or [_key_name(self.expected.value)]))
         if s.where:
             return ("data", s.path or s.name, *keys[:1], s.where)
+        if not keys and self.op in ("contains", "not_contains", "matches"):
+            # a whole text: what it must contain and what it must not are two requirements
+            return ("data", s.path or s.name, self.op == "not_contains")
         return ("data", s.path or s.name, *keys[:1])
 
 
@@ -169,7 +172,11 @@ class Group:
     def ends_opaque(self) -> bool:
         """Whether the last real assertion of the group is one the reader could not put into words."""
         real = [c for c in self.checks if not c.guard]
-        return bool(real) and real[-1].op == "opaque"
+        if not real:
+            return False
+        last = real[-1]
+        return last.op == "opaque" or (last.op == "truthy" and not any(
+            isinstance(k, str) and k != ANY for k in last.subject.keys))
 
     @property
     def describable(self) -> bool:
@@ -941,6 +948,10 @@ class _Evaluator:
                 return [_membership(left, right, inside)]
             if right.is_lit and not left.is_lit:
                 return [Check("one_of" if inside else "ne", left, right)]
+            if left.kind == "data" and left.path and any(isinstance(k, str) and k != ANY for k in left.keys) and \
+                    right.kind == "data" and right.path and right.path != left.path and not right.keys:
+                # `employee_data["DATE"] in document_text`: a value of one file found in another
+                return [Check("contains" if inside else "not_contains", right, left)]
             return [Check("opaque", left if left.from_data else right)]
         subject, expected, flipped = left, right, False
         if left.is_lit and not right.is_lit:
@@ -1086,6 +1097,10 @@ def _membership(value: V, container: V, inside: bool) -> Check:
     if container.kind == "data" and container.fmt in ("text", "output", "docx", "pdf", "pptx", "listing") and \
             ANY not in container.keys:
         return Check("contains" if inside else "not_contains", container, value)
+    if container.kind == "data" and isinstance(value.value, str) and container.keys and \
+            container.keys[-1] != ANY and (re.search(r"\s", value.value) or len(value.value) > 40) and \
+            container.name not in ("collection",):
+        return Check("contains" if inside else "not_contains", container, value)  # a fragment of a text field
     if container.kind == "data" and container.keys and container.keys[-1] == ANY and container.name != "collection" \
             and isinstance(value.value, str) and container.fmt in ("json", "yaml", None):
         return Check("has_key" if inside else "lacks_key", container, value)  # `"id" in node` for each node
@@ -1327,6 +1342,7 @@ def _groups(checks: list[Check], case: Case) -> list[Group]:
             groups[0][:0] = pending
         else:
             groups.append(pending)
+    groups, keys = _fold_directory_guards(groups, keys)
     merged: list[list[Check]] = []
     merged_keys: list[tuple] = []
     for group, key in zip(groups, keys or [()] * len(groups)):
@@ -1340,6 +1356,34 @@ def _groups(checks: list[Check], case: Case) -> list[Group]:
         merged.append(group)
         merged_keys.append(key)
     return [Group(g, [case]) for g in merged]
+
+
+def _fold_directory_guards(groups: list[list[Check]], keys: list[tuple]) -> tuple[list[list[Check]], list[tuple]]:
+    """A group that only checks a directory exists (`assert base.exists()` before a loop over it) joins the group
+    after it (the last one joins the one before): the directory is where the checked files are, not a
+    requirement of its own."""
+    def directory_only(group: list[Check]) -> bool:
+        return all(c.op in ("exists", "isdir") and c.subject.path and
+                   not re.search(r"\.\w{1,8}$", c.subject.path.rstrip("/")) for c in group)
+
+    if len(groups) < 2:
+        return groups, keys
+    out: list[list[Check]] = []
+    out_keys: list[tuple] = []
+    carry: list[Check] = []
+    for group, key in zip(groups, keys):
+        if directory_only(group):
+            carry.extend(group)
+            continue
+        out.append([*carry, *group])
+        out_keys.append(key)
+        carry = []
+    if carry:
+        if out:
+            out[-1].extend(carry)
+        else:
+            out, out_keys = [carry], [keys[0]]
+    return out, out_keys
 
 
 def _row_guards(checks: list[Check]) -> dict[int, tuple]:
