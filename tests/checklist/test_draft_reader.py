@@ -209,20 +209,22 @@ def test_a_probe_decides_yes_on_the_value_and_no_on_a_different_one(rules: Rules
     assert verdict(exists, "cat: /root/report.json: No such file or directory") == "No"
 
 
-def test_a_probe_that_would_match_the_instruction_alone_is_refused(rules: Rules) -> None:
-    """The instruction's example shows the expected value itself: a probe for it would decide Yes from the
-    instruction text (an agent echoing the example), so it is narrowed past the example or dropped; an event
-    showing only the instruction decides nothing."""
-    instruction = ('Decide whether the network oscillates and save `/app/report.json` in this format:\n\n'
-                   '```json\n{"oscillating": true, "cycle": [65002, 65003]}\n```\n')
-    verifier = '''
+OSCILLATION_TEST = '''
 import json
 
 def test_oscillation():
     data = json.load(open("/app/report.json"))
     assert data["oscillating"] is True
 '''
-    task = make_task(instruction, verifier)
+
+
+def test_a_probe_that_would_match_the_instruction_alone_is_refused(rules: Rules) -> None:
+    """The instruction's example shows the expected value itself: a probe for it would decide Yes from the
+    instruction text (an agent echoing the example), so it is narrowed past the example or dropped; an event
+    showing only the instruction decides nothing."""
+    instruction = ('Decide whether the network oscillates and save `/app/report.json` in this format:\n\n'
+                   '```json\n{"oscillating": true, "cycle": [65002, 65003]}\n```\n')
+    task = make_task(instruction, OSCILLATION_TEST)
     [item] = assertions(task, rules)
     assert item.text == "`oscillating` in `/app/report.json` is `true`"
     assert all(not refused(p, instruction) for p in item.probes)
@@ -236,13 +238,7 @@ def test_anchored_probe_needs_a_value_the_instruction_never_shows(rules: Rules) 
     verifier expects in the same file (here a solution name the instruction does not list)."""
     instruction = ('Save `/app/report.json` in this format:\n\n```json\n'
                    '{"oscillating": true, "solutions": {"Restart the router": false}}\n```\n')
-    verifier = '''
-import json
-
-def test_oscillation():
-    data = json.load(open("/app/report.json"))
-    assert data["oscillating"] is True
-
+    verifier = OSCILLATION_TEST + '''
 def test_solution():
     data = json.load(open("/app/report.json"))
     assert data["solutions"]["Enable route dampening"] is True
