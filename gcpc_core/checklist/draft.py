@@ -613,6 +613,10 @@ def _artifacts(sentence: Sentence, rules: Rules) -> list[str]:
         base = a.rstrip("/").rsplit("/", 1)[-1]
         if _FRAGMENT.search(base) or len(base) < 3 or not re.search(r"[A-Za-z]{2}", base):
             continue
+        if a.startswith("/") and a.rstrip("/").count("/") < 2 and "." not in base:
+            continue  # `/root`, `/app`: where things are, not an artifact
+        if "/" not in a and not re.search(rf"[`'\"“‘]{re.escape(a)}", sentence.text):
+            continue  # a bare name outside quotes (`Three.js`, `Node.js`) is rarely a file of the task
         seen.append(a)
     return seen
 
@@ -652,6 +656,9 @@ def _third_person(verb: str) -> str:
 def _balanced(text: str) -> str:
     """Unmatched brackets and closing punctuation trimmed from a clause."""
     text = text.strip().strip(_TRAILING + "—-–")
+    for quote in ('"', "“", "”"):
+        if text.count(quote) % 2 and (text.endswith(quote) or text.startswith(quote)):
+            text = text.strip(quote).strip()
     for open_, close in (("(", ")"), ("[", "]")):
         while text.count(close) > text.count(open_) and close in text:
             at = text.rfind(close)
@@ -671,7 +678,9 @@ def _as_statement(clause: str) -> str | None:
     the value column" → "The agent only fills in the value column", "X must not be changed" → "X is not
     changed", "You should sort the keys" → "The agent sorts the keys"; None when it is no requirement."""
     text = _balanced(" ".join(clause.replace("**", "").split()))
-    text = re.sub(r"(?i)^(?:note|notes|important|constraints?|warning|hint|please)\s*[:,]?\s*", "", text)
+    for _ in range(2):
+        text = re.sub(r"(?i)^(?:note|notes|important|constraints?|warning|hint|please)(?:\s+that)?\s*[:,]?\s*", "", text)
+    text = text[:1].upper() + text[1:]
     text = re.sub(r"(?i)^(?:additionally|also|finally|then|however),?\s+", "", text)
     m = re.match(r"(?i)^you\s+(?:also\s+)?(?:must|should|need\s+to|have\s+to|will\s+need\s+to|are\s+to)\s+"
                  r"(?P<neg>not\s+)?(?P<rest>.+)$", text)
@@ -689,6 +698,9 @@ def _as_statement(clause: str) -> str | None:
             return f"{inner['pre']}, the agent {_third_person(verb)} {tail}".strip()
     if not text or len(text.split()) < 2:
         return None
+    m = re.match(r"(?i)^(?:do\s+not|don'?t)\s+forget\s+to\s+(?P<verb>[a-z]+)\b(?P<rest>.*)$", text)
+    if m:
+        return f"The agent {_third_person(m['verb'])}{m['rest']}"
     m = re.match(r"(?i)^(?:do\s+not|don'?t|never)\s+(?P<rest>.+)$", text)
     if m:
         verb, _, tail = m["rest"].partition(" ")
@@ -724,10 +736,15 @@ def _as_statement(clause: str) -> str | None:
         plural = not re.match(r"(?i)(?:each|every|the\s+\w+\s+of)\b", head) and (
             " and " in head or _plural(head))
         verb, _, tail = rest.partition(" ")
+        adverb = ""
+        if verb.lower() in ("only", "also", "always", "still", "just") and tail:
+            adverb, (verb, _, tail) = verb + " ", tail.partition(" ")
         if verb.lower() == "be":
-            return f"{_capitalized(subject)} {'are' if plural else 'is'} {tail}".strip()
+            return f"{_capitalized(subject)} {'are' if plural else 'is'} {adverb}{tail}".strip()
         if verb.lower() == "not":
             return None
+        if adverb:
+            return f"{_capitalized(subject)} {adverb}{verb if plural else _third_person(verb)} {tail}".strip()
         return f"{_capitalized(subject)} {verb if plural else _third_person(verb)} {tail}".strip()
     return None
 
@@ -739,7 +756,7 @@ _CONSTRAINT = re.compile(
     r"only\s+(?:modify|change|edit|fill|use|touch|write|update|output|return|include|fill\s+in)\b|"
     r"(?:modify|change|edit|fill\s+in|touch|update)\s+only\b)|[—–]\s*leave\s+(?:them|it)\b|\s-\s+leave\s+(?:them|it)\b",
     re.IGNORECASE)
-_NOT_A_CONSTRAINT = re.compile(r"(?i)\b(?:do\s+not|don'?t)\s+(?:have|need|know|exist|contain)\b|"
+_NOT_A_CONSTRAINT = re.compile(r"(?i)\b(?:do\s+not|don'?t)\s+(?:have|need|know|exist|contain|worry)\b|"
                                r"\b(?:that|which|who|if|when|unless|whether|may)\s+(?:\w+\s+){0,2}?"
                                r"(?:do\s+not|don'?t|never|must\s+not|should\s+not)\b")
 
@@ -756,7 +773,7 @@ def _constraint_clause(sentence: Sentence) -> str | None:
     if m is None or _NOT_A_CONSTRAINT.search(text[max(0, m.start() - 30):m.end() + 12]):
         return None
     bounds = [0, *(b.end() for b in re.finditer(r"[;:]\s+|\s+[—–]\s+|,\s+(?=(?:and\s+)?(?:do|don'?t|never|keep|only)\b)|"
-                                               r"\.\s+|\(\s*", text)), len(text)]
+                                               r"\.\s+", text)), len(text)]
     for a, b in zip(bounds, bounds[1:]):
         if a <= m.start() < b:
             return _balanced(text[a:b])
