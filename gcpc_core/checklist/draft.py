@@ -181,9 +181,17 @@ def _split_name(name: str) -> str:
     return " ".join(name.replace("_", " ").split()).lower()
 
 
+def _stem(word: str) -> str:
+    """A light stem, so that "covering" meets "cover" and "cities" meets "city"."""
+    for suffix, repl in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if len(word) >= len(suffix) + 3 and word.endswith(suffix):
+            return word[:-len(suffix)] + repl
+    return word
+
+
 def _tokens(text: str) -> list[str]:
     text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text)
-    return [t for t in _TOKEN.findall(re.sub(r"[_./\\-]+", " ", text).lower()) if t not in _STOP and len(t) > 1]
+    return [_stem(t) for t in _TOKEN.findall(re.sub(r"[_./\\-]+", " ", text).lower()) if t not in _STOP and len(t) > 1]
 
 
 class _QuoteFinder:
