@@ -497,7 +497,7 @@ def _assertion_items(task: Task, units: list[_Unit], rules: Rules, finder: _Quot
     items: list[ChecklistItem] = []
     threshold = rules.contract.duplicates.threshold
     for unit in units:
-        primary = unit.reading.files[0] if unit.reading.files else None
+        primary = next((f for f in unit.reading.files if not f.startswith("/tests/")), None)
         probes: list[Probe] = []
         for g in unit.groups:
             for p in group_probes(g, unit.reading, task.instruction, file_keys, anchors, outputs):
