@@ -6,30 +6,36 @@ that: `yes` when the key is followed by the expected value (a number within the 
 expected string, `true`), `no` when the same key is followed by a different value of the same kind. The
 probe judge lets the latest matching event decide (`gcpc_core/judge/probe.py`).
 
-Forms (`K` the key, `V` the expected value; the separator between them is one of `: = , |`, a tab or spaces,
+Forms (`K` the key, `V` the expected value; between them one of `: = , |`, a tab or spaces on one line,
 quotes allowed, so JSON, a Python dict, a CSV row, YAML and a printed table all match):
 
-- a value: `K` then `V` (yes), `K` then another value of the same kind (no); inside a named parent object
-  (`"solution X": {… "resolved": false`) when the key occurs under several parents;
-- a number within a tolerance or range: `V`'s band written out as digit prefixes (`4.1`…`4.4` for
-  4.2811 ± 5 %), and no for a number outside a slightly wider band;
-- an element of a list (`"fake_citations": [… "A title"`), a field of list entries (`"speaker": "Kira"`);
-- a file's existence: its full path listed (`ls -l`), reported saved, or shown missing (`No such file`),
-  and its content shown (a key the verifier reads from it, with a value other than the instruction's example);
-- a text a file must contain, when the text is specific (not a short common word), and a regex the test
-  itself searches for.
+- a value: `K` then `V` (yes), `K` then another value of the same kind (no; a zero, what code initializes a
+  value with, is never a no); inside a named parent object (`"solution X": {… "resolved": false`) when the key
+  occurs under several parents; a table row by its key (`protocol_udp,310`);
+- a number within a tolerance, a range or a bound: an exact decimal comparison written out as a regex
+  (`compare`, `number_band`), and no for a number outside (a wider band when the tolerance is the verifier's
+  own helper);
+- an element of a list (`"fake_citations": [… "A title"`), a field of list entries (`"speaker": "Kira"`), a
+  count of a short list, keys (all of them in one event), CSV columns (one header line), a name a module
+  defines (`def sinkhorn_knopp`);
+- a file's existence: its full path listed (`ls -l`) or reported saved, its JSON content shown (yes), shown
+  missing (`No such file`, no); any check of an output file: the file shown missing, the key shown `null`
+  (no);
+- a text a file must contain, when the text is specific (not a short word), and a regex the test searches for.
 
-A probe is refused when it matches instruction.md: the instruction's own example (`"material_id": 42`) is
-no evidence of a run. A key pattern that would match the instruction's example is first narrowed to values
-other than the example; if it still matches, it is dropped.
+A group whose requirements do not all have a yes keeps only its no probes. A probe is refused when it
+matches instruction.md: the instruction's own example (`"material_id": 42`) is no evidence of a run. A probe
+matching the example is first narrowed past the example's value; when the example is the answer, anchored to
+an event that also shows a value the verifier expects in the same file and the instruction never shows; else
+it is dropped.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 from .schema import Probe
@@ -39,7 +45,7 @@ __all__ = ["MAX_PROBES", "check_probes", "compare", "file_anchors", "file_probes
            "value_pattern"]
 
 MAX_PROBES = 8
-"""Probes per item at most (a group of many checks keeps the first ones)."""
+"""Probes per assertion group at most (a group of many checks keeps the first ones)."""
 
 _SEP = r"""["']?[ \t]*(?:[:=,|\t][ \t]*|[ \t]+)["']?"""
 """Between a key and its value: JSON `": "`, a dict `': '`, CSV `,`, YAML `: `, a table's spaces."""
@@ -559,7 +565,7 @@ def _missing_file(group: Group) -> list[Probe]:
 
 
 def _balanced(probes: list[Probe]) -> list[Probe]:
-    """At most MAX_PROBES, keeping each yes with its no."""
+    """At most MAX_PROBES, in the order found (a value's yes before its no)."""
     return probes[:MAX_PROBES]
 
 
@@ -578,7 +584,3 @@ def read_keys(readings: Iterable[TestReading]) -> dict[str, list[str]]:
             if key and key not in out.setdefault(s.path, []):
                 out[s.path].append(key)
     return out
-
-
-def probe_values(probes: Sequence[Probe]) -> list[Any]:  # pragma: no cover - debugging aid
-    return [p.pattern for p in probes]

@@ -22,7 +22,7 @@ import ast
 import builtins
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import Any
@@ -1493,16 +1493,3 @@ def _read_one(module: _Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, test:
         first = " ".join(doc.split("\n\n", 1)[0].split())
         reading.class_doc = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0].strip(" .:")
     return reading
-
-
-def iter_literals(check: Check) -> Iterator[Any]:
-    """The literal values a check names (its expected value, keys, bounds)."""
-    if check.expected is not None and check.expected.is_lit:
-        value = check.expected.value
-        if isinstance(value, (list, tuple, set)):
-            yield from value
-        else:
-            yield value
-    for key in ("lo", "hi"):
-        if check.get(key) is not None:
-            yield check.get(key)
