@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -181,6 +182,7 @@ def _split_name(name: str) -> str:
     return " ".join(name.replace("_", " ").split()).lower()
 
 
+@lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
     """A light stem, so that "covering" meets "cover" and "cities" meets "city"."""
     for suffix, repl in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
@@ -288,6 +290,20 @@ class Draft:
         return not self.failures
 
 
+_LITERALS: dict[tuple[str, str], frozenset[str]] = {}
+
+
+def _literals(text: str, rules: Rules) -> frozenset[str]:
+    """`gates.literals`, remembered: a draft compares every candidate with every item taken."""
+    key = (rules.version, text)
+    found = _LITERALS.get(key)
+    if found is None:
+        if len(_LITERALS) > 50_000:
+            _LITERALS.clear()
+        found = _LITERALS[key] = literals(text, rules)
+    return found
+
+
 def _pick(candidates: Iterable[str], route: str, taken: Sequence[ChecklistItem], rules: Rules) -> str | None:
     """The first candidate G3 accepts on `route` and G4 would not call a duplicate of a taken item;
     else the first non-empty candidate (the author fixes it)."""
@@ -298,8 +314,8 @@ def _pick(candidates: Iterable[str], route: str, taken: Sequence[ChecklistItem],
         if not text:
             continue
         first = first or text
-        lits = literals(text, rules)
-        dup = any(lits == literals(t.text, rules) and similarity(text, t.text) >= threshold for t in taken)
+        lits = _literals(text, rules)
+        dup = any(lits == _literals(t.text, rules) and similarity(text, t.text) >= threshold for t in taken)
         if not dup and not requirement_problems(text, rules, route):
             return text
     return first
@@ -524,7 +540,7 @@ def _assertion_items(task: Task, units: list[_Unit], rules: Rules, finder: _Quot
             candidates = [_name_text(unit.reading, primary)]
         text = _pick(passing, "assertion", [*taken, *items], rules) if passing else None
         text = text or (passing[0] if passing else candidates[0])
-        dup = next((k for k in range(len(items)) if literals(text, rules) == literals(items[k].text, rules)
+        dup = next((k for k in range(len(items)) if _literals(text, rules) == _literals(items[k].text, rules)
                     and similarity(text, items[k].text) >= threshold), None)
         if dup is not None:
             earlier = items[dup]
