@@ -58,8 +58,13 @@ _ANY_NUMBER = _START + r"-?\d+(?:\.\d+)?" + _END
 _UNSIGNED = r"\d+(?:\.\d+)?"
 
 
+def _esc(text: str) -> str:
+    """`re.escape`, spaces left as they are (probes are read by people reviewing a draft)."""
+    return re.escape(text).replace("\\ ", " ")
+
+
 def _key(key: str) -> str:
-    return _BEFORE_KEY + re.escape(key)
+    return _BEFORE_KEY + _esc(key)
 
 
 def _digits(x: float | int) -> tuple[str, str]:
@@ -219,7 +224,7 @@ def value_pattern(check: Check) -> tuple[str, str | None] | None:
         return None
     if isinstance(v, str) and v and len(v) <= 200 and "\n" not in v:
         if op in ("eq", "approx"):
-            esc = re.escape(v)
+            esc = _esc(v)
             if v.lower() in ("true", "false", "yes", "no"):
                 other = {"true": "false", "false": "true", "yes": "no", "no": "yes"}[v.lower()]
                 return rf"{esc}(?![\w])", rf"{other}(?![\w])"
@@ -245,7 +250,7 @@ _JSON_COLON = r"[\"']?\s*:\s*"
 def _scalar_text(v: Any) -> str | None:
     if isinstance(v, bool) or not isinstance(v, (str, int, float)):
         return None
-    return re.escape(str(v))
+    return _esc(str(v))
 
 
 def _conjunction(values: Sequence[str]) -> str:
@@ -314,7 +319,7 @@ def check_probes(check: Check) -> list[Probe]:
         names = check.expected.value if isinstance(check.expected.value, (list, tuple)) else [check.expected.value]
         names = [n for n in names if isinstance(n, str) and n][:8]
         if names:
-            heads = "".join(rf"(?=[^\n]*(?<![\w]){re.escape(n)}(?![\w]))" for n in names)
+            heads = "".join(rf"(?=[^\n]*(?<![\w]){_esc(n)}(?![\w]))" for n in names)
             out.append(Probe(pattern=rf"(?m)^{heads}[^\n]*[,\t|][^\n]*$", polarity="yes"))
         return out
     if op == "type" and s.kind == "data" and keys and s.fmt in ("json", "yaml", None):
@@ -354,14 +359,14 @@ def check_probes(check: Check) -> list[Probe]:
             field, wv = s.where[0]
             text = _scalar_text(wv)
             if text is not None and len(values) == 1:
-                inner = rf"[\"'][^\"'\n]*?{re.escape(values[0])}"
+                inner = rf"[\"'][^\"'\n]*?{_esc(values[0])}"
                 one = _key(str(field)) + _JSON_COLON + rf"[\"']?{text}[\"']?[^{{}}]*?" + _key(keys[-1]) + \
                     _JSON_COLON + inner
                 two = _key(keys[-1]) + _JSON_COLON + inner + r"[^{}]*?" + _key(str(field)) + _JSON_COLON + \
                     rf"[\"']?{text}[\"']?(?![\w])"
                 out.append(Probe(pattern=f"{one}|{two}", polarity="yes"))
                 return out
-        escaped = [re.escape(v) for v in values]
+        escaped = [_esc(v) for v in values]
         if check.get("alternatives"):
             out.append(Probe(pattern="|".join(escaped), polarity="yes"))
         else:
@@ -409,7 +414,7 @@ def _specific(text: str) -> bool:
 def file_probes(path: str, keys: Sequence[str]) -> list[Probe]:
     """Probes for a file's existence: its full path listed or reported saved (yes), shown missing (no), and
     its content shown — a key the verifier reads from it (yes)."""
-    esc = re.escape(path)
+    esc = _esc(path)
     out = [
         Probe(pattern=rf"(?m)^[-l][rwxsStT-]{{9}}\S*\s.*{esc}\s*$", polarity="yes"),
         Probe(pattern=rf"{_SAVED}\b[^\n]{{0,60}}{esc}(?![\w/.-])", polarity="yes"),
@@ -454,7 +459,7 @@ def _anchored(probe: Probe, anchors: Sequence[str]) -> Probe:
     if lead:
         pattern = pattern[lead.end():]
         flags = "".join(sorted(set(flags) | set(lead.group(1))))
-    body = "|".join(re.escape(a) for a in anchors[:3])
+    body = "|".join(_esc(a) for a in anchors[:2])
     return Probe(pattern=rf"(?:{pattern})(?=[\s\S]*?(?:{body}))|(?:{body})[\s\S]*?(?:{pattern})", polarity=probe.polarity,
                  flags=flags)
 
@@ -528,9 +533,11 @@ def file_anchors(readings: Iterable[TestReading], instruction: str) -> dict[str,
             values = check.expected.value if isinstance(check.expected.value, (list, tuple)) else [check.expected.value]
             values = [*values, *(k for k in s.keys if isinstance(k, str) and k != ANY)]
             for v in values:
-                if isinstance(v, str) and len(v) >= 6 and _specific(v) and v.lower() not in low and \
-                        v not in out.setdefault(s.path, []):
-                    out[s.path].append(v)
+                if not isinstance(v, str) or len(v) < 6 or not _specific(v):
+                    continue
+                short = v if len(v) <= 40 else v[:40].rsplit(" ", 1)[0]
+                if len(short) >= 6 and short.lower() not in low and short not in out.setdefault(s.path, []):
+                    out[s.path].append(short)
     return out
 
 
@@ -558,7 +565,7 @@ def _missing_file(group: Group) -> list[Probe]:
             paths.append(s.path)
     out = []
     for path in paths[:1]:
-        esc = re.escape(path)
+        esc = _esc(path)
         out.append(Probe(pattern=rf"{esc}['\"`]?:?\s*{_MISSING}|{_MISSING}[^\n]{{0,40}}{esc}(?![\w/.-])",
                          polarity="no"))
     return out
