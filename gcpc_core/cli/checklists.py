@@ -151,11 +151,13 @@ def add_checklist(sub: argparse._SubParsersAction) -> None:
     draft = add_verb(
         checklist_sub, "draft", help="draft a checklist offline from a task's instruction and verifier (no LLM)",
         example="--db project.db --task citation-check --out citation-check.yaml",
-        description="Write an editable draft checklist: one assertion item per verifier test (its text from the "
-        "test's docstring, assertion messages or name; its verifier ref set), generated items for the output "
-        "files the instruction names, each with a verbatim quote of instruction.md. The draft passes G1, G2, G5 "
-        "and G6 by construction; its source is draft:<rules version>, which is never frozen: review it and store it "
-        "with `checklist add --review <your name>` (which records your review). Gate failures left to fix go to stderr.")
+        description="Write an editable draft checklist from the verifier's source: one assertion item per assertion "
+        "group of a test (or parameter group of a parametrized one), its text the requirement with the literal it "
+        "checks, its verifier ref set, probes where it checks a literal in an output; generated items for output "
+        "files no test names; judge items for the instruction's constraints; each with a verbatim quote of "
+        "instruction.md. The draft passes G1, G2, G5 and G6 by construction; its source is draft:<rules version>, "
+        "which is never frozen: review it and store it with `checklist add --review <your name>` (which records "
+        "your review). Gate failures left to fix go to stderr.")
     draft.add_argument("--task-dir", type=Path, help="Harbor task folder (instruction.md, tests/)")
     add_db(draft, "project DB holding the task (with --task)", required=False)
     draft.add_argument("--task", help="task id in --db")

@@ -15,7 +15,7 @@ import yaml
 
 from gcpc_core.checklist import Rules, parse_checklist, run_gates
 from gcpc_core.checklist.draft import Sentence, draft_checklist, draft_yaml, instruction_sentences
-from gcpc_core.checklist.gates import item_cap, normalize_whitespace
+from gcpc_core.checklist.gates import item_cap, normalize_whitespace, split_ref
 from gcpc_core.checklist.registry import register_checklist
 from gcpc_core.cli import main
 from gcpc_core.ingest.tasks import find_task_dirs, load_task
@@ -58,10 +58,10 @@ def test_toy_draft_items_refs_quotes_and_source(toy_task: Task, rules: Rules) ->
     assert [i.verifier_refs for i in assertions] == [[TOY_REFS["exists"]], [TOY_REFS["words"]], [TOY_REFS["ints"]]]
     assert [i.text for i in assertions[:2]] == ["The report file exists", "Words equals the true word count"]
     generated = [i for i in items if i.route == "generated"]
-    assert [i.text for i in generated] == ["The file `/out/report.json` exists"]
+    assert [i.text for i in generated] == ["`/out/report.json` exists"]
     assert "/out/report.json" in generated[0].task_quote
     assert [(i.text, i.task_quote) for i in items if i.route == "judge"] == [
-        ("Do **not** modify `/data/input.txt`", "Do **not** modify `/data/input.txt`.")]
+        ("The agent does not modify `/data/input.txt`", "Do **not** modify `/data/input.txt`.")]
     instruction = normalize_whitespace(toy_task.instruction)
     assert all(normalize_whitespace(i.task_quote) in instruction for i in items)
     assert draft.checklist.source == f"draft:{rules.version}"
@@ -217,7 +217,7 @@ def test_drafts_of_every_real_task(skillsbench: Path, rules: Rules,
         draft = draft_checklist(task, rules)
         gates = {f.gate for f in draft.failures}
         assert not gates & CONSTRUCTED, (task.id, [f.line() for f in draft.failures])
-        assert sorted({r for i in draft.checklist.items for r in i.verifier_refs}) == sorted(task.test_ids)
+        assert sorted({split_ref(r)[0] for i in draft.checklist.items for r in i.verifier_refs}) == sorted(task.test_ids)
         passing += not draft.failures
         for g in gates:
             gates_failed[g] = gates_failed.get(g, 0) + 1
