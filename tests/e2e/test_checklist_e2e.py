@@ -61,14 +61,15 @@ def until(app: App, check: Callable[[], bool], *, what: str, timeout_s: float = 
 
 
 def editor_text(app: App) -> str:
-    return app.main.get_by_role("textbox", name=EDITOR).input_value()
+    return app.main.get_by_role("textbox", name=EDITOR, include_hidden=True).input_value()
 
 
 def quote_button(app: App, sentence: str) -> Locator:
-    """The Quote button on the row of one instruction sentence."""
-    row = app.main.locator('[data-testid="stHorizontalBlock"]').filter(
+    """The Quote button on the row of one instruction sentence (in the instruction's panel: an item that
+    quotes the same sentence shows it too)."""
+    row = app.main.locator('[class*="st-key-checklists-instruction-"] [data-testid="stHorizontalBlock"]').filter(
         has=app.page.get_by_text(sentence, exact=True)).last
-    return row.get_by_role("button", name="Quote")
+    return row.get_by_role("button", name="Quote", exact=True)
 
 
 @pytest.mark.timeout(480)  # four background jobs (import, judge, score) on a shared, loaded machine
@@ -155,11 +156,12 @@ def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: A
     assert [i["task_quote"] for i in skeleton["items"]] == [""] * len(skeleton["items"])
     # the skeleton's empty quote: G1's message, whole, next to C1
     c1 = real.main.locator(".st-key-checklists-item-0")
-    expect(c1.get_by_text(re.compile(r"^C1 · assertion:\s*$"))).to_be_visible()
+    expect(c1.get_by_text("C1 · assertion", exact=True)).to_be_visible()
+    expect(c1.get_by_role("textbox", name="Text of C1")).to_have_value("")
     expect(c1.get_by_text("G1 verbatim quote: task quote is empty")).to_be_visible()
 
     # click-to-quote: a sentence of the instruction becomes C1's task quote
-    real.select("Quote into", "C1")
+    real.select("Quote into", "C1 · (no text yet)")  # items are listed by their text
     sentence = ("The constraints are: (1) All nodes must be reachable from the first node; (2) All edge targets must "
                 "exist except the last node; (3) multiple paths can lead to the node \"End\".")
     real.click(quote_button(real, sentence))
@@ -172,7 +174,7 @@ def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: A
     span.fill("All nodes must be reachable from the first node")
     real.rerun(lambda: span.press("Enter"))
     expect(real.text("✓ verbatim in instruction.md")).to_be_visible()
-    real.select("Quote into", "C2")
+    real.select("Quote into", "C2 · (no text yet)")
     real.click(real.button("Use as task quote"))
     assert yaml.safe_load(editor_text(real))["items"][1]["task_quote"] == "All nodes must be reachable from the first node"
     span.fill("All nodes must be reachable from the last node")
@@ -190,7 +192,7 @@ def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: A
     item = yaml.safe_load(editor_text(real))["items"][-1]
     assert item["route"] == "assertion" and item["verifier_refs"] == [node] and item["task_quote"], item
     # ... or one more ref of an existing item
-    real.select("Add the test to", "C1")
+    real.select("Add the test to", "C1 · (no text yet)")
     other = "test_outputs.py::test_system_basics"
     card = tests.locator('[class*="st-key-checklists-test-"]').filter(
         has=real.page.get_by_text(f"{other} (parametrized)", exact=True))

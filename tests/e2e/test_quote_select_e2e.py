@@ -81,7 +81,7 @@ def _open_selector(app: App):  # noqa: ANN202 - (frame element, text locator, th
 
 
 def _items(app: App) -> list[dict]:
-    return yaml.safe_load(app.main.get_by_role("textbox", name=EDITOR).input_value())["items"]
+    return yaml.safe_load(app.main.get_by_role("textbox", name=EDITOR, include_hidden=True).input_value())["items"]
 
 
 def test_a_mouse_selection_becomes_the_task_quote_and_passes_g1(app: App) -> None:
@@ -96,7 +96,7 @@ def test_a_mouse_selection_becomes_the_task_quote_and_passes_g1(app: App) -> Non
 
     app.rerun(drag)
     expect(app.text("quoting the instruction. (characters")).to_be_visible()
-    editor = app.main.get_by_role("textbox", name=EDITOR)
+    editor = app.main.get_by_role("textbox", name=EDITOR, include_hidden=True)
     added = _items(app)[-1]
     assert added["route"] == "judge" and added["task_quote"] == QUOTE, added
     assert added["task_quote"] in INSTRUCTION  # the exact span, the invisible character itself included

@@ -115,6 +115,7 @@ def test_checklist_edit_that_fails_a_gate_shows_why_and_cannot_be_saved(demo: Ap
     expect(demo.title()).to_have_text("Checklists")
     demo.select("Task", task_id)
     demo.tab("Edit by hand")
+    demo.main.get_by_text("Advanced: the checklist as YAML (stays in sync with the form)").click()  # the YAML view
     editor = demo.main.get_by_role("textbox", name="Checklist (YAML or JSON, the checklist-file schema)")
     expect(editor).to_be_visible()
     text = editor.input_value()
