@@ -10,12 +10,15 @@ auditors' consensus verdict (`audits.auditor_consensus`; split audits have none)
 assertion items right by construction.
 
 `calibration_table`: per group (judge × reference, and optionally route, the judge's verdict, task),
-over item verdicts where both the judge and the reference say Yes or No: precision and recall of
-each class (`sklearn.metrics.precision_recall_fscore_support`; the precision of class Yes is the
-share of the judge's Yes the reference confirms) and Cohen's κ (`sklearn.metrics.cohen_kappa_score`),
-with percentile intervals from a clustered bootstrap (`bootstrap`): tasks are resampled, or
-trajectories within a per-task row. Every statistic depends only on the 2×2 table of (reference,
-judge) counts, so each distinct resampled table is passed to sklearn once as sample weights.
+over item verdicts where the reference says Yes or No: precision and recall of each class over the
+verdicts where the judge says Yes or No too (the precision of class Yes is the share of the judge's
+Yes the reference confirms), the recall again with the judge's Abstains counted as misses
+(``recall_yes_all``, ``recall_no_all``) and the share of each class the judge abstained on
+(``abstain_yes``, ``abstain_no``), and Cohen's κ — the values of
+`sklearn.metrics.precision_recall_fscore_support` and `sklearn.metrics.cohen_kappa_score` —, with
+percentile intervals from a clustered bootstrap (`bootstrap`): tasks are resampled, or trajectories
+within a per-task row. Every statistic depends only on the table of (reference, judge) counts, so
+`table_stats` computes them for all resampled tables at once.
 
 `audited_figures`: AUC per judge, mean partial credit per condition and the matched-pair shares,
 from the raw verdicts and again with every item verdict that has an auditor consensus replaced by
@@ -46,18 +49,19 @@ from .frames import judge_order_of, require_columns
 from .item_accuracy import assertion_truth
 from .skills import matched_pairs, transition_table
 
-__all__ = ["CALIBRATION_BOOT", "ERROR_DRAWS", "FIGURE_COLUMNS", "REFERENCES", "STATS", "audited_figures", "audited_items",
-           "binary_stats", "calibration_table", "draw_unaudited_verdicts", "figure_error_intervals", "figure_values",
+__all__ = ["CALIBRATION_BOOT", "CELLS", "ERROR_DRAWS", "FIGURE_COLUMNS", "REFERENCES", "STATS", "audited_figures",
+           "audited_items", "calibration_table", "table_stats", "draw_unaudited_verdicts", "figure_error_intervals", "figure_values",
            "reference_labels", "rescore"]
 
 REFERENCES = ("auditor", "verifier")
 CALIBRATION_BOOT = 1000
-"""Most bootstrap draws for calibration intervals: sklearn scores each distinct resampled table separately."""
-STATS = ("precision_yes", "recall_yes", "precision_no", "recall_no", "kappa")
+"""Most bootstrap draws for calibration intervals (the page's and the report's)."""
+STATS = ("precision_yes", "recall_yes", "recall_yes_all", "abstain_yes", "precision_no", "recall_no", "recall_no_all",
+         "abstain_no", "kappa")
 BINARY = ("Yes", "No")
-_TRUTH = np.array(["Yes", "Yes", "No", "No"])
-_PRED = np.array(["Yes", "No", "Yes", "No"])
-"""The four cells of the (reference, judge) table, in the order `binary_stats` weights them."""
+JUDGE_VERDICTS = ("Yes", "No", "Abstain")
+CELLS = ("yes_yes", "yes_no", "yes_abstain", "no_yes", "no_no", "no_abstain")
+"""The six cells of the (reference, judge) table: the reference says Yes or No, the judge Yes, No or Abstain."""
 
 
 def reference_labels(items: pd.DataFrame, ctrf: pd.DataFrame | None, audits: pd.DataFrame | None) -> pd.DataFrame:
@@ -81,34 +85,40 @@ def reference_labels(items: pd.DataFrame, ctrf: pd.DataFrame | None, audits: pd.
     return pd.concat(parts, ignore_index=True)[columns]
 
 
-def binary_stats(weights: np.ndarray) -> np.ndarray:
-    """`STATS` of one 2×2 table given as counts of (Yes,Yes), (Yes,No), (No,Yes), (No,No) = (reference, judge).
+def table_stats(tables: np.ndarray) -> np.ndarray:
+    """`STATS` of (reference, judge) count tables, `CELLS` along the last axis, for any number of tables at once.
 
-    NaN where a statistic is undefined (no such verdict, or κ with a single class on both sides).
+    Precision and recall of each class and Cohen's κ are those of the judge's Yes/No against the reference's
+    (scikit-learn's `precision_recall_fscore_support` and `cohen_kappa_score` on the same verdicts give the same
+    values, as the tests check): a table of counts decides them, so a bootstrap's thousands of resampled tables
+    are computed at once instead of with one library call each. ``recall_*_all`` counts the judge's Abstain on an
+    item of that class as a miss (the recall over every item the reference puts in the class) and
+    ``abstain_*`` is the share of those items the judge abstained on. NaN where a statistic is undefined (no
+    such verdict, or κ with one class only on both sides).
     """
-    w = np.asarray(weights, dtype=float)
-    if w.sum() <= 0:
-        return np.full(len(STATS), np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # undefined cells are NaN by request, not news
-        precision, recall, _, _ = precision_recall_fscore_support(
-            _TRUTH, _PRED, labels=list(BINARY), sample_weight=w, zero_division=np.nan)
-        kappa = cohen_kappa_score(_TRUTH, _PRED, labels=list(BINARY), sample_weight=w)
-    return np.array([precision[0], recall[0], precision[1], recall[1], kappa], dtype=float)
+    t = np.asarray(tables, dtype=float)
+    yy, yn, ya, ny, nn, na = np.moveaxis(t, -1, 0)
+    ref_yes, ref_no = yy + yn, ny + nn
+    n = ref_yes + ref_no
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_o = (yy + nn) / n
+        p_e = (ref_yes * (yy + ny) + ref_no * (yn + nn)) / n**2
+        kappa = np.where(p_e < 1, (p_o - p_e) / (1 - p_e), np.nan)
+        return np.stack([yy / (yy + ny), yy / ref_yes, yy / (ref_yes + ya), ya / (ref_yes + ya),
+                         nn / (nn + yn), nn / ref_no, nn / (ref_no + na), na / (ref_no + na), kappa], axis=-1)
 
 
 def _cells(truth: pd.Series, pred: pd.Series) -> np.ndarray:
-    return (2 * (truth.to_numpy() == "No") + (pred.to_numpy() == "No")).astype(int)
+    judge = pd.Categorical(pred, categories=JUDGE_VERDICTS).codes
+    return (3 * (truth.to_numpy() == "No") + judge).astype(int)
 
 
 def _bootstrap(cells: np.ndarray, clusters: np.ndarray, n_boot: int, seed: int, ci: float) -> tuple[np.ndarray, ...]:
     codes, uniques = pd.factorize(clusters)
-    per_cluster = np.zeros((len(uniques), 4))
+    per_cluster = np.zeros((len(uniques), len(CELLS)))
     np.add.at(per_cluster, (codes, cells), 1.0)
     tables = cluster_counts(draw_clusters(len(uniques), n_boot, seed), len(uniques)) @ per_cluster
-    distinct, inverse = np.unique(tables, axis=0, return_inverse=True)
-    draws = np.array([binary_stats(t) for t in distinct])[inverse.ravel()]
-    low, high, _ = percentile_ci(draws.T, ci)
+    low, high, _ = percentile_ci(table_stats(tables).T, ci)
     return low, high
 
 
@@ -116,11 +126,13 @@ def calibration_table(
     labels: pd.DataFrame, by: Sequence[str] = ("judge", "reference"), *, n_boot: int = CALIBRATION_BOOT, seed: int = 0,
     ci: float = 0.95,
 ) -> pd.DataFrame:
-    """Precision, recall (per class) and Cohen's κ of the judge's raw Yes/No against the reference, per `by` group.
+    """Precision, recall (per class, without and with the judge's Abstains) and Cohen's κ of the judge's raw
+    verdicts against the reference, per `by` group.
 
     Columns: `by`, ``n_labelled`` (labelled item verdicts), ``n_judge_abstain``, ``n_reference_abstain``,
-    ``n`` (both Yes/No: what the statistics use), the four cell counts ``yes_yes, yes_no, no_yes, no_no``
-    (reference_judge), each of `STATS` with ``_low``/``_high``, ``cluster`` and a ``note``.
+    ``n`` (both Yes/No: what precision, ``recall_yes``/``recall_no`` and κ use), the six cell counts `CELLS`
+    (reference_judge; items the reference calls Abstain are in none), each of `STATS` (`table_stats`) with
+    ``_low``/``_high``, ``cluster`` and a ``note``.
     """
     by = list(by)
     require_columns(labels, (*by, "task", "trajectory_id", "verdict_raw", "truth"), "labels")
@@ -128,24 +140,25 @@ def calibration_table(
     rows = []
     for key, g in labels.groupby(by, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        binary = g[g["verdict_raw"].isin(BINARY) & g["truth"].isin(BINARY)]
-        cells = _cells(binary["truth"], binary["verdict_raw"])
-        counts = np.bincount(cells, minlength=4)
-        point = binary_stats(counts)
-        low, high = (_bootstrap(cells, binary[cluster].to_numpy(), n_boot, seed, ci) if len(binary)
+        decided = g[g["truth"].isin(BINARY) & g["verdict_raw"].isin(JUDGE_VERDICTS)]
+        cells = _cells(decided["truth"], decided["verdict_raw"])
+        counts = np.bincount(cells, minlength=len(CELLS))
+        point = table_stats(counts)
+        n_binary = int(counts[[0, 1, 3, 4]].sum())
+        low, high = (_bootstrap(cells, decided[cluster].to_numpy(), n_boot, seed, ci) if len(decided)
                      else (np.full(len(STATS), np.nan),) * 2)
         row = {**dict(zip(by, key)), "n_labelled": len(g), "n_judge_abstain": int((g["verdict_raw"] == "Abstain").sum()),
-               "n_reference_abstain": int((g["truth"] == "Abstain").sum()), "n": len(binary),
-               **dict(zip(("yes_yes", "yes_no", "no_yes", "no_no"), map(int, counts)))}
+               "n_reference_abstain": int((g["truth"] == "Abstain").sum()), "n": n_binary,
+               **dict(zip(CELLS, map(int, counts)))}
         for k, name in enumerate(STATS):
             row.update({name: point[k], f"{name}_low": low[k], f"{name}_high": high[k]})
         row["cluster"] = cluster
-        row["note"] = ("no item verdict where both say Yes or No" if not len(binary)
+        row["note"] = ("no item verdict where both say Yes or No" if not n_binary
                        else "κ undefined: one class only on both sides" if np.isnan(point[-1]) else "")
         rows.append(row)
     stats = [c for s in STATS for c in (s, f"{s}_low", f"{s}_high")]
-    return pd.DataFrame(rows, columns=[*by, "n_labelled", "n_judge_abstain", "n_reference_abstain", "n", "yes_yes",
-                                       "yes_no", "no_yes", "no_no", *stats, "cluster", "note"])
+    return pd.DataFrame(rows, columns=[*by, "n_labelled", "n_judge_abstain", "n_reference_abstain", "n", *CELLS,
+                                       *stats, "cluster", "note"])
 
 
 def audited_items(items: pd.DataFrame, audits: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -537,7 +537,9 @@ def _calibration(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Bloc
     else:
         blocks += [
             _Text("Each judge's raw Yes/No against the auditors' consensus verdict and against the verifier's per-test "
-                  "status (assertion items): precision and recall of each class, Cohen's κ (scikit-learn), with "
+                  "status (assertion items): precision and recall of each class and Cohen's κ over the verdicts both "
+                  "give as Yes or No; `recall_yes_all` / `recall_no_all` count the judge's Abstain on an item of the "
+                  "class as a miss, beside the share of the class it abstained on (`abstain_yes`, `abstain_no`); "
                   f"{st.ci:.0%} percentile intervals from {n_boot} clustered bootstrap draws (tasks; trajectories in "
                   "per-task rows)."),
             _Table("calibration", calibration_table(labels, ("judge", "reference"), n_boot=n_boot, seed=st.seed,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +17,11 @@ from gcpc_core.analysis.calibration import (
     STATS,
     audited_figures,
     audited_items,
-    binary_stats,
     calibration_table,
     draw_unaudited_verdicts,
     reference_labels,
     rescore,
+    table_stats,
 )
 
 T = "test_outputs.py::TestX::"
@@ -31,16 +32,53 @@ def audit(traj: str, item: str, rater: str, agree: bool, verdict: str | None = N
             "verdict": verdict, "created_at": "2026-01-01T00:00:00Z", "is_simulated": False}
 
 
-def test_binary_stats_by_hand() -> None:
-    # reference × judge: 8 Yes/Yes, 2 Yes/No, 1 No/Yes, 9 No/No
-    got = dict(zip(STATS, binary_stats(np.array([8, 2, 1, 9]))))
+def sklearn_stats(truth: pd.Series | np.ndarray, pred: pd.Series | np.ndarray) -> np.ndarray:
+    """`STATS` by scikit-learn, over items the reference calls Yes or No: the reference the table-count formulas
+    of `table_stats` must equal."""
+    truth, pred = np.asarray(truth, dtype=object), np.asarray(pred, dtype=object)
+    binary = pred != "Abstain"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p, r, _, _ = (precision_recall_fscore_support(truth[binary], pred[binary], labels=["Yes", "No"],
+                                                      zero_division=np.nan) if binary.any() else ([np.nan] * 2,) * 4)
+        _, r_all, _, _ = precision_recall_fscore_support(truth, pred, labels=["Yes", "No"], zero_division=np.nan)
+        kappa = cohen_kappa_score(truth[binary], pred[binary], labels=["Yes", "No"]) if binary.any() else np.nan
+    abstain = [np.mean(pred[truth == c] == "Abstain") if (truth == c).any() else np.nan for c in ("Yes", "No")]
+    return np.array([p[0], r[0], r_all[0], abstain[0], p[1], r[1], r_all[1], abstain[1], kappa], dtype=float)
+
+
+def table_of(truth: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    return np.array([np.sum((truth == t) & (pred == j)) for t in ("Yes", "No") for j in ("Yes", "No", "Abstain")])
+
+
+def test_table_stats_by_hand() -> None:
+    # reference × judge: Yes: 8 Yes, 2 No, 5 Abstain; No: 1 Yes, 9 No, 10 Abstain
+    got = dict(zip(STATS, table_stats(np.array([8, 2, 5, 1, 9, 10]))))
     assert got["precision_yes"] == pytest.approx(8 / 9) and got["recall_yes"] == pytest.approx(8 / 10)
     assert got["precision_no"] == pytest.approx(9 / 11) and got["recall_no"] == pytest.approx(9 / 10)
+    # the judge's Abstains counted as misses, and how often it abstained on each class
+    assert got["recall_yes_all"] == pytest.approx(8 / 15) and got["abstain_yes"] == pytest.approx(5 / 15)
+    assert got["recall_no_all"] == pytest.approx(9 / 20) and got["abstain_no"] == pytest.approx(10 / 20)
     # p_o = 17/20, p_e = (10·9 + 10·11)/400 = 1/2 → κ = (0.85 − 0.5)/0.5
     assert got["kappa"] == pytest.approx(0.7)
-    undefined = dict(zip(STATS, binary_stats(np.array([5, 0, 0, 0]))))
+    undefined = dict(zip(STATS, table_stats(np.array([5, 0, 0, 0, 0, 0]))))
     assert undefined["precision_yes"] == 1.0 and np.isnan(undefined["precision_no"]) and np.isnan(undefined["kappa"])
-    assert np.isnan(binary_stats(np.zeros(4))).all()
+    assert np.isnan(table_stats(np.zeros(6))).all()
+
+
+def test_table_stats_equal_sklearn_on_random_tables() -> None:
+    """The count formulas give scikit-learn's values on every table, degenerate ones included."""
+    rng = np.random.default_rng(0)
+    tables, expected = [], []
+    for k in range(300):
+        n = int(rng.integers(1, 12))
+        q = [0.0, 1.0, rng.random()][k % 3]
+        truth = rng.choice(["Yes", "No"], n, p=[q, 1 - q])
+        pred = rng.choice(["Yes", "No", "Abstain"], n, p=rng.dirichlet(np.ones(3) * (0.3 if k % 2 else 3)))
+        tables.append(table_of(truth, pred))
+        expected.append(sklearn_stats(truth, pred))
+    got = table_stats(np.array(tables))
+    np.testing.assert_allclose(got, np.array(expected), rtol=1e-12, atol=1e-12, equal_nan=True)
 
 
 ITEMS = pd.DataFrame([
@@ -85,11 +123,28 @@ def test_reference_labels_and_calibration_counts() -> None:
     assert v["precision_no"] == 1.0 and v["recall_yes"] == 1.0
     a = table.loc["auditor"]
     assert (a["n_labelled"], a["n_judge_abstain"], a["n"], a["no_no"], a["no_yes"]) == (3, 1, 2, 1, 1)
+    # t1 C4: the auditor says Yes where the judge abstained — no recall without Abstain, a miss with it
+    assert a["yes_abstain"] == 1 and np.isnan(a["recall_yes"]) and a["recall_yes_all"] == 0.0
+    assert a["abstain_yes"] == 1.0 and a["abstain_no"] == 0.0 and a["recall_no_all"] == a["recall_no"] == 0.5
     assert a["note"] == "κ undefined: one class only on both sides" or np.isfinite(a["kappa"])
     by_route = calibration_table(labels, ("judge", "reference", "route"), n_boot=20)
     assert set(map(tuple, by_route[["reference", "route"]].to_numpy())) == {
         ("auditor", "assertion"), ("auditor", "generated"), ("auditor", "judge"), ("verifier", "assertion")}
     assert by_route.set_index(["reference", "route"]).loc[("auditor", "judge"), "note"].startswith("no item verdict")
+
+
+def test_recall_with_and_without_the_judges_abstains() -> None:
+    """Recall of No leaves the judge's Abstains out (15 of 23 decided) or counts them as misses (15 of 42),
+    and the Abstain rate of each class stands beside them."""
+    truth = ["No"] * 42 + ["Yes"] * 30
+    pred = ["No"] * 15 + ["Yes"] * 8 + ["Abstain"] * 19 + ["Yes"] * 27 + ["Abstain"] * 3
+    labels = pd.DataFrame({"judge": "probe", "reference": "verifier", "task": [f"t{k % 6}" for k in range(72)],
+                           "trajectory_id": [f"r{k % 18}" for k in range(72)], "truth": truth, "verdict_raw": pred})
+    row = calibration_table(labels, n_boot=200).iloc[0]
+    assert row["recall_no"] == pytest.approx(15 / 23) and row["recall_no_all"] == pytest.approx(15 / 42)
+    assert row["abstain_no"] == pytest.approx(19 / 42) and row["abstain_yes"] == pytest.approx(3 / 30)
+    assert row["recall_yes_all"] == pytest.approx(27 / 30) and row["recall_yes"] == 1.0
+    assert row["recall_no_all_low"] <= row["recall_no_all"] <= row["recall_no_all_high"] < row["recall_no"]
 
 
 def test_bootstrap_interval_replays_sklearn_on_resampled_tasks() -> None:
@@ -100,19 +155,18 @@ def test_bootstrap_interval_replays_sklearn_on_resampled_tasks() -> None:
                            "truth": rng.choice(["Yes", "No"], n, p=[0.6, 0.4])})
     flip = rng.random(n) < 0.2
     labels["verdict_raw"] = np.where(flip, np.where(labels["truth"] == "Yes", "No", "Yes"), labels["truth"])
+    labels.loc[rng.random(n) < 0.1, "verdict_raw"] = "Abstain"
     n_boot, seed = 60, 4
     row = calibration_table(labels, n_boot=n_boot, seed=seed).iloc[0]
     codes, tasks = pd.factorize(labels["task"])
     draws = []
     for draw in draw_clusters(len(tasks), n_boot, seed):
         sample = pd.concat([labels[codes == c] for c in draw])
-        p, r, _, _ = precision_recall_fscore_support(sample["truth"], sample["verdict_raw"], labels=["Yes", "No"],
-                                                     zero_division=np.nan)
-        draws.append([p[0], r[0], p[1], r[1], cohen_kappa_score(sample["truth"], sample["verdict_raw"])])
+        draws.append(sklearn_stats(sample["truth"], sample["verdict_raw"]))
     low, high, _ = percentile_ci(np.array(draws).T)
     for k, name in enumerate(STATS):
         assert row[f"{name}_low"] == pytest.approx(low[k]) and row[f"{name}_high"] == pytest.approx(high[k])
-    assert row["kappa"] == pytest.approx(cohen_kappa_score(labels["truth"], labels["verdict_raw"]))
+    np.testing.assert_allclose(row[list(STATS)].to_numpy(float), sklearn_stats(labels["truth"], labels["verdict_raw"]))
 
 
 def figure_project() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -213,3 +267,25 @@ def test_judge_error_interval_shrinks_as_audits_arrive_and_vanishes_when_all_are
     pd.testing.assert_frame_equal(again, first)  # seeded
     bare, _ = audited_figures(items, scores, None, n_boot=20, error_draws=0)
     assert bare["error_width"].isna().all()
+
+
+def test_per_task_bootstrap_is_computed_from_counts_once_per_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A per-task table at paper scale (85 tasks × 1,000 draws) took 158 s with one scikit-learn call per
+    resampled table: every row's draws are now one `table_stats` call on their count tables."""
+    from gcpc_core.analysis import calibration
+
+    calls = []
+
+    def counting(tables: np.ndarray) -> np.ndarray:
+        calls.append(np.shape(tables))
+        return table_stats(tables)
+
+    monkeypatch.setattr(calibration, "table_stats", counting)
+    rng = np.random.default_rng(5)
+    n = 2000
+    labels = pd.DataFrame({"judge": "gcpc", "reference": "verifier", "task": rng.integers(0, 40, n).astype(str),
+                           "trajectory_id": rng.integers(0, 600, n).astype(str),
+                           "truth": rng.choice(["Yes", "No"], n), "verdict_raw": rng.choice(["Yes", "No", "Abstain"], n)})
+    table = calibration.calibration_table(labels, ("judge", "reference", "task"), n_boot=1000)
+    assert len(table) == 40 and len(calls) == 2 * 40  # the point and the draws of each row
+    assert sorted({c[0] for c in calls if len(c) == 2}) == [1000]
