@@ -74,7 +74,7 @@ def audited_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[s
     empty = pd.DataFrame()
     calibration = calibration_table(reference, n_boot=n_boot) if len(reference) else empty
     by_route = calibration_table(reference, ("judge", "reference", "route"), n_boot=n_boot) if len(reference) else empty
-    figures, overrides = (audited_figures(items, frames["scores"], frames["audits"], n_boot=n_boot)
+    figures, overrides = (audited_figures(items, frames["scores"], frames["audits"], n_boot=n_boot, ctrf=frames["ctrf"])
                           if len(items) and len(frames["scores"]) else (empty, empty))
     return AuditedData(calibration, by_route, figures, len(overrides))
 
