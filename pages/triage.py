@@ -81,7 +81,9 @@ if history is None:
             f"({est.n_audited} so far): record audits on the item audit page.")
 else:
     st.plotly_chart(history, key="triage:history")
-st.caption("Next audits, in order (strata where the variance is; tasks in proportion)")
+st.caption("Next audits, in order (strata where the variance is; tasks in proportion). In simulation they reach an "
+           "interval width of 0.04 with 0.67× the audits uniform random auditing needs (100 seeds, per seed "
+           "0.49–1.09×: `python -m gcpc_core triage --simulate --target-width 0.04`).")
 st.dataframe(loop.proposals, hide_index=True, width="stretch", column_config={"link": LINK})
 open_link("Open a proposed audit", loop.proposals.to_dict("records"), "triage:open_next")
 
@@ -114,7 +116,9 @@ with st.expander("Raw and audited figures", key="triage:open:figures", on_change
         st.text(f"{audited.n_overrides} item verdicts overridden by the auditors' consensus.")
         if not audited.figures.empty:
             st.dataframe(audited.figures, hide_index=True, width="stretch")
-            st.caption("raw_low … audited_high: sampling intervals (tasks resampled; AUC only). error_low – "
-                       "error_high: the judge-error interval of each audited figure — where it could lie if the "
-                       "unaudited verdicts are wrong as often as the audits say the judge errs; it narrows as the "
-                       "proposed audits arrive.")
+            st.caption("audited: the figure a full audit would most likely give — known truths (auditors' consensus, "
+                       "else the verifier's per-test status) as they are, split audits as one of their tied verdicts, "
+                       "unaudited verdicts wrong as often as the audits say the judge errs in their stratum — with "
+                       "error_low – error_high, where it could lie; it narrows as the proposed audits arrive. known: "
+                       "the known corrections alone. raw_low … known_high: sampling intervals (tasks resampled; AUC "
+                       "only).")
