@@ -313,6 +313,13 @@ def _draw_auc(scores: pd.DataFrame, names: Sequence[str]) -> list[tuple]:
     return [(name, float(a), np.nan, np.nan, int(p + q)) for name, a, p, q in zip(names, auc, n_pos, n_neg)]
 
 
+def _frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """A frame of the draws' columns as they are (text stays Python objects: converting millions of drawn labels
+    to pandas' string arrays took most of the time)."""
+    return pd.DataFrame({k: pd.Series(v, dtype=v.dtype if v.dtype.kind in "biuf" else object, copy=False)
+                         for k, v in columns.items()})
+
+
 def _by_judge(frame: pd.DataFrame | None, judges: Sequence[str]) -> dict[str, pd.DataFrame | None]:
     """Each judge's rows of `frame` (None where `frame` is None), split once."""
     if frame is None:
@@ -359,11 +366,11 @@ def figure_error_intervals(
         names = [f"{judge}#{d}" for d in range(n_draws)]
         of.update(dict.fromkeys(names, judge))
         counts[judge] = (n_open, n_split)
-        drawn.append(pd.DataFrame({**{c: np.tile(base[c].to_numpy(), n_draws) for c in _SCORED if c != "judge"},
-                                   "judge": np.repeat(names, len(base)), "verdict_raw": verdicts.ravel()}))
+        drawn.append(_frame({**{c: np.tile(base[c].to_numpy(), n_draws) for c in _SCORED if c != "judge"},
+                             "judge": np.repeat(names, len(base)), "verdict_raw": verdicts.ravel()}))
         meta = scores[scores["judge"] == judge]
-        metas.append(pd.DataFrame({**{c: np.tile(meta[c].to_numpy(), n_draws) for c in _META if c != "judge"},
-                                   "judge": np.repeat(names, len(meta))}))
+        metas.append(_frame({**{c: np.tile(meta[c].to_numpy(), n_draws) for c in _META if c != "judge"},
+                             "judge": np.repeat(names, len(meta))}))
     if not drawn:
         return pd.DataFrame(columns=columns)
     s = rescore(pd.concat(drawn, ignore_index=True), pd.concat(metas, ignore_index=True))

@@ -309,8 +309,9 @@ def sim_design(n_tasks: int = 3, per_cell: int = 2, seed: int = 0) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def sim_runs(traj: pd.DataFrame, n_runs: int, seed: int, *, audited: float = 0.3,
-             verifier: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def sim_runs(traj: pd.DataFrame, n_runs: int, seed: int, *, audited: float = 0.3, verifier: bool = False,
+             rates: tuple[float, float] = (0.02, 0.4), routes: tuple[str, ...] = SIM_ROUTES,
+             ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """`n_runs` simulated judges over the same trajectories, each with its own error rate and replacement share per
     route × raw verdict, its raw verdicts, the true verdicts (wrong as often as its stratum's rate says, errors
     exchangeable within a stratum: what the audited figures assume) and audits of a random `audited` share of its
@@ -318,18 +319,18 @@ def sim_runs(traj: pd.DataFrame, n_runs: int, seed: int, *, audited: float = 0.3
     audits go first to the verdicts the verifier contradicts, as triage steers auditors, then at random.
     Returns (items, true items, audits, scores, ctrf)."""
     rng = np.random.default_rng(seed)
-    k = len(SIM_ROUTES)
-    routes = np.tile(SIM_ROUTES, len(traj))
+    k = len(routes)
+    item_routes, routes = routes, np.tile(routes, len(traj))
     p_yes = np.repeat(np.where(traj["outcome"] == "PASS", 0.75, 0.45), k)
     tests = np.array([f"{T}t{i}" for i in range(k)], dtype=object)
-    refs = [[str(tests[i])] if r == "assertion" else [] for i, r in enumerate(SIM_ROUTES)] * len(traj)
+    refs = [[str(tests[i])] if r == "assertion" else [] for i, r in enumerate(item_routes)] * len(traj)
     ctrf_truth = np.where(rng.random(len(routes)) < p_yes, "Yes", "No").astype(object)
     ctrf = pd.DataFrame({"trajectory_id": np.repeat(traj["trajectory_id"].to_numpy(), k), "test": np.tile(tests, len(traj)),
                          "status": np.where(ctrf_truth == "Yes", "passed", "failed")})[routes == "assertion"]
     items, true_items, audits = [], [], []
     for r in range(n_runs):
-        cells = [(route, v) for route in set(SIM_ROUTES) for v in SIM_VERDICTS]
-        rate = dict(zip(cells, rng.uniform(0.02, 0.4, len(cells))))
+        cells = [(route, v) for route in sorted(set(item_routes)) for v in SIM_VERDICTS]
+        rate = dict(zip(cells, rng.uniform(*rates, len(cells))))
         share = dict(zip(cells, rng.uniform(0, 1, len(cells))))
         u = rng.random(len(routes))
         raw = np.where(u < p_yes, "Yes", np.where(u < p_yes + (1 - p_yes) * 0.75, "No", "Abstain")).astype(object)
@@ -361,9 +362,9 @@ def sim_runs(traj: pd.DataFrame, n_runs: int, seed: int, *, audited: float = 0.3
             pd.concat(audits, ignore_index=True), scores.assign(partial_credit=np.nan), ctrf)
 
 
-def coverage(n_runs: int, seed: int, **kw: object) -> pd.DataFrame:
+def coverage(n_runs: int, seed: int, design: dict | None = None, **kw: object) -> pd.DataFrame:
     """Every figure of every simulated run: its judge-error interval, its audited value and the truth."""
-    items, true_items, audits, scores, ctrf = sim_runs(sim_design(), n_runs, seed, **kw)
+    items, true_items, audits, scores, ctrf = sim_runs(sim_design(**(design or {})), n_runs, seed, **kw)
     judges = [f"run{r}" for r in range(n_runs)]
     verifier = verifier_truth(items, ctrf) if kw.get("verifier") else None
     got = figure_error_intervals(items, scores, audits, judges, n_draws=200, seed=seed, verifier=verifier)
@@ -375,11 +376,12 @@ def coverage(n_runs: int, seed: int, **kw: object) -> pd.DataFrame:
 
 
 def test_audited_figures_lie_in_their_interval_which_covers_the_full_audit_95_percent_of_the_time() -> None:
-    """200 seeded runs, 30 % of each run's verdicts audited at random: the audited figure is inside its own
-    interval every time (it was outside it in 80 % of runs for the AUC), and the interval holds the figure a
-    full audit gives in ≥ 93 % of runs for every kind of figure (0.86–0.89 when the replacement verdict was
-    drawn per item)."""
-    m = coverage(200, seed=11)
+    """200 seeded runs of 32 trajectories, 15 % of each run's verdicts audited at random, error rates 0.1–0.5: the
+    audited figure is inside its own interval every time (the judged value was outside it in 9 % of runs for the
+    mean partial credit, 3.5 % for the AUC), and the interval holds the figure a full audit gives in ≥ 93 % of runs
+    for every kind of figure (AUC 0.915 and mean partial credit 0.905 before: shares drawn per item, interpolated
+    quantiles)."""
+    m = coverage(200, seed=11, design={"n_tasks": 4, "per_cell": 4}, audited=0.15, rates=(0.1, 0.5))
     assert ((m["error_low"] <= m["audited"]) & (m["audited"] <= m["error_high"])).all()
     by_figure = m.groupby("figure")["covered"].mean()
     assert (by_figure >= 0.93).all(), by_figure
@@ -389,10 +391,22 @@ def test_audited_figures_lie_in_their_interval_which_covers_the_full_audit_95_pe
 def test_audits_aimed_at_the_verifiers_contradictions_do_not_bias_the_audited_interval() -> None:
     """The same with the verifier's per-test truth and the audits sent first to the verdicts it contradicts (as
     the triage list sends auditors): the verifier's verdicts are known and kept in strata of their own, so the
-    aimed audits say nothing wrong about the rest (coverage was 0.84–0.88)."""
+    aimed audits say nothing wrong about the rest, and the audited figure stays inside its interval (the judged
+    value fell outside it in 3 % of runs for the mean partial credit)."""
     m = coverage(200, seed=12, verifier=True)
+    assert ((m["error_low"] <= m["audited"]) & (m["audited"] <= m["error_high"])).all()
     by_figure = m.groupby("figure")["covered"].mean()
     assert (by_figure >= 0.93).all(), by_figure
+
+
+def test_intervals_are_values_the_figure_can_take() -> None:
+    """A share over 2 matched pairs is 0, ½ or 1 in every draw, so its audited value and bounds are too
+    (interpolated quantiles reported such values as 0.5125 here, at 200 draws and seed 11)."""
+    items, scores = figure_project()
+    fig, _ = audited_figures(items, scores, None, n_boot=20, error_draws=200, seed=11)
+    shares = fig[fig["figure"].str.startswith("share_") & (fig["n"] == 2)]
+    assert len(shares) and shares[["audited", "error_low", "error_high"]].isin([0.0, 0.5, 1.0]).all().all()
+    assert (shares["error_width"] > 0).any()
 
 
 def test_the_replacement_share_is_drawn_once_per_stratum_and_draw() -> None:
