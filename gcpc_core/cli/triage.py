@@ -64,10 +64,11 @@ def _print(title: str, frame: pd.DataFrame) -> None:
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}") if len(frame) else "(none)")
 
 
-def _estimate(items: pd.DataFrame, audits: pd.DataFrame, judge: str, target: float) -> dict:
+def _estimate(items: pd.DataFrame, audits: pd.DataFrame, judge: str, target: float,
+              verifier: pd.DataFrame | None = None) -> dict:
     from ..analysis.active import estimate_error, population, should_stop
 
-    est = estimate_error(population(items, audits, judge))
+    est = estimate_error(population(items, audits, judge, verifier=verifier))
     return {"judge": judge, "estimate": est.estimate, "low": est.low, "high": est.high, "width": est.width,
             "n_audited": est.n_audited, "n_population": est.n_population, "stop": should_stop(est, target),
             "by_route": _records(est.by_route)}
@@ -79,7 +80,7 @@ def _triage_of(args: argparse.Namespace, frames: dict[str, pd.DataFrame]) -> tup
 
     from annotations.tokens import default_base_url
 
-    from ..analysis.active import population, propose, verifier_audits
+    from ..analysis.active import population, propose, verifier_audits, verifier_truth
     from ..analysis.calibration import audited_figures
     from ..analysis.triage import item_verdicts, triage
     from ..judge.registry import item_judges_among
@@ -89,10 +90,12 @@ def _triage_of(args: argparse.Namespace, frames: dict[str, pd.DataFrame]) -> tup
     judges = item_judges_among(items["judge"].unique())
     out: dict = {"db": str(args.db), "n_disagreements": len(ranked),
                  "disagreements": _records(ranked if args.limit is None else ranked.head(args.limit))}
-    if args.next:
-        out["estimates"] = [_estimate(items, audits, j, args.target_width) for j in judges]
-        out["proposals"] = _records(pd.concat([propose(population(items, audits, j), args.next, seed=args.seed)
-                                               .assign(judge=j) for j in judges], ignore_index=True))
+    if args.next:  # what is known: the auditors' consensus, else the verifier's per-test truth
+        known = verifier_truth(items, frames["ctrf"])
+        out["estimates"] = [_estimate(items, audits, j, args.target_width, known) for j in judges]
+        out["proposals"] = _records(pd.concat([propose(population(items, audits, j, verifier=known), args.next,
+                                                       seed=args.seed).assign(judge=j) for j in judges],
+                                              ignore_index=True))
     if args.simulate_audits:
         verdicts = item_verdicts(items, frames["ctrf"], audits)
         decided = verdicts[verdicts["verifier"].notna()]
@@ -171,7 +174,8 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     shown = ranked[SHOWN] if args.limit is None else ranked[SHOWN].head(args.limit)
     _print(f"{len(ranked)} disagreements, most impactful first (showing {len(shown)})", shown)
     if args.next:
-        _print("error rate of each judge's raw item verdicts (auditor consensus ≠ raw verdict)",
+        _print("error rate of each judge's raw item verdicts (the auditors' consensus, else the verifier's truth, "
+               "≠ raw verdict)",
                pd.DataFrame(out["estimates"]).drop(columns="by_route"))
         _print(f"next audits (up to {args.next} per judge)", pd.DataFrame(out["proposals"]))
     if args.simulate_audits:
@@ -180,8 +184,9 @@ def _cmd_triage(args: argparse.Namespace) -> int:
               f"{sim['n_overrides']} item verdicts overridden. The audited figures count the verifier's truth as "
               "evidence already, so these audits move the auditors' error-rate estimate; a figure moves only where a stored "
               "audit contradicted the verifier.")
-        _print("error rate before", pd.DataFrame(sim["estimates_before"]).drop(columns="by_route"))
-        _print("error rate after", pd.DataFrame(sim["estimates_after"]).drop(columns="by_route"))
+        _print("the auditors' error rate before (the verifier not counted: it answers the simulated audits)",
+               pd.DataFrame(sim["estimates_before"]).drop(columns="by_route"))
+        _print("the auditors' error rate after", pd.DataFrame(sim["estimates_after"]).drop(columns="by_route"))
         keys = ["judge", "figure", "group"]
         shown = {"audited": "", "error_low": "_low", "error_high": "_high", "error_width": "_width"}
         table = (pd.DataFrame(sim["figures_before"])[[*keys, *shown]]
