@@ -6,7 +6,8 @@ Paper scale: 4,455 trajectories × 9 checklist items (judges gcpc and fixed, plu
 1,946 matched with/without-skills pairs, 96 human-rated trajectories × 3 raters (and 96
 preference pairs × 3 raters). Prints (1) the full report's compute time without figures — tables,
 CSVs, report.md and report.html — cold (first call in the process) and warm (median of
---repeat), target ≤ 3 s on a 2-core machine; (2) the task-clustered AUC bootstrap's speed-up
+--repeat), target ≤ 3 s on a 2-core machine, and each section's time computed alone (`report_tables`) with its
+share of their sum; (2) the task-clustered AUC bootstrap's speed-up
 over a per-draw loop that materialises each resample and calls `roc_auc_score`, on the same
 draws (the loop is timed on --loop-draws draws and scaled to --n-boot).
 """
@@ -29,6 +30,7 @@ from sklearn.metrics import roc_auc_score
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gcpc_core.analysis import auc_draws, build_report, cluster_counts, common_subset, draw_clusters  # noqa: E402
+from gcpc_core.analysis.report import SECTION_NAMES, report_tables  # noqa: E402
 from gcpc_core.analysis.synthetic import synthetic_frames  # noqa: E402
 
 
@@ -65,6 +67,19 @@ def bench_bootstrap(scores: pd.DataFrame, n_boot: int, loop_draws: int, seed: in
     print(f"  speed-up ×{t_loop_full / t_fast:.0f}; max |difference| on the looped draws {diff:.1e}")
 
 
+def bench_sections(frames: dict[str, pd.DataFrame], n_boot: int) -> None:
+    """Each report section computed alone, the way `report_tables` computes it, and its share of their sum."""
+    times = {}
+    for name in ("inputs", *SECTION_NAMES):
+        t0 = time.perf_counter()
+        report_tables(frames, [name], n_boot=n_boot, seed=0)
+        times[name] = time.perf_counter() - t0
+    total = sum(times.values())
+    print(f"report sections computed alone (sum {total:.2f} s):")
+    for name, t in sorted(times.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:<15} {t:6.2f} s  {t / total:6.1%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n-boot", type=int, default=10_000, help="bootstrap draws (default %(default)s)")
@@ -91,6 +106,7 @@ def main() -> None:
         print(f"full report without figures ({len(result.csv)} CSV tables, {pairs:,} matched pairs, "
               f"{rated} rated trajectories): cold {times[0]:.2f} s, warm median {statistics.median(times[1:]):.2f} s "
               f"(runs: {', '.join(f'{t:.2f}' for t in times[1:])}); target ≤ 3 s")
+        bench_sections(frames, args.n_boot)
         if args.figures:
             t0 = time.perf_counter()
             result = build_report(frames, work / "report_fig", n_boot=args.n_boot, seed=0, figures=True)

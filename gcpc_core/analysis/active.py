@@ -5,17 +5,30 @@ The population is one judge's real item verdicts (the endpoint is the outcome it
 estimation strata — by default route × raw verdict, where a judge's error rates differ most — and,
 within a stratum, by task for selection (see below). Adding ``task`` to the estimation strata is
 allowed (``by``), but every one of the many small strata then starts wholly unknown and needs audits
-of its own before it stops dominating the variance; the simulation shows what that costs. An
-audited item verdict is an *error* when the auditors' consensus (`audits.auditor_consensus`)
-differs from the judge's raw verdict; split audits are not yet an observation.
+of its own before it stops dominating the variance; the simulation shows what that costs.
 
-Estimate (`estimate_error`): each stratum's error rate has a Jeffreys Beta(x + ½, n − x + ½)
-posterior (`scipy.stats.beta`); the population's error rate is the stratum-weighted sum
-Σ W_h θ_h, W_h = N_h / N, with mean Σ W_h E[θ_h] and variance Σ W_h² (1 − n_h/N_h) Var[θ_h]
-(the finite-population factor: audited items are known). The interval is the normal interval of
-that mean and variance, clipped to [0, 1]. A stratum nobody audited keeps the Beta(½, ½) prior, so
-its whole weight is uncertain; fully audited strata contribute no variance. Per route, the same over
-the route's strata.
+What is known of a verdict (`population`): an audited item verdict is an *error* when the auditors'
+consensus (the verdict most of them hold, as in `audits.auditor_consensus`) differs from the judge's
+raw verdict. Auditors who are split (the most common verdicts they hold tie) leave its truth open
+between the tied verdicts: it counts as audited, with the chance that it is an error (the share of
+the tied verdicts that differ from the judge's) and that chance's own variance. Given `verifier`
+(the per-test truth of assertion items, `verifier_truth`), a verdict the verifier decides is known
+without an audit (an auditors' consensus still wins over it, and it settles a tie); those verdicts
+form strata of their own (" · verifier"), wholly known, so neither their error rate nor the triage
+list that sends auditors to them carries over to the verdicts the verifier does not decide. The
+error rate of those is estimated from the audits among them, which `propose` draws at random within
+a stratum; an audit chosen by hand is taken as if it were drawn so (stated, not checked: the audits
+frame does not record why a verdict was audited).
+
+Estimate (`estimate_error`): each stratum's error rate θ_h has a Jeffreys Beta(x + ½, n − x + ½)
+posterior (`scipy.stats.beta`). The population's error rate is that of the finite population:
+(the known errors + the errors among the N_h − n_h unaudited verdicts) / N — audited verdicts count
+as they are, no posterior mean stands in for a known count — each stratum's unaudited errors
+beta-binomial (`scipy.stats.betabinom`). The interval is the quantiles of the Beta with the mean and
+variance of the part not known (split verdicts' own variance included), rescaled to the number of
+verdicts not known: a single stratum of a large population gives the Jeffreys interval itself; it
+never collapses at 0 errors (Beta(½, n + ½) keeps an upper tail); it is a point once every verdict
+is known. Per route, the same over the route's strata.
 
 Proposal (`propose`): greedy expected variance reduction — repeatedly give the next audit to the
 stratum whose variance term drops most from one more audit at its current estimated rate (which is
@@ -26,9 +39,11 @@ random unaudited item of that task. Stopping rule (`should_stop`): the overall i
 and each route's when a route target is given, is at most the target width, or nothing is left to
 audit.
 
-`simulate` compares this with uniform random auditing (with its natural pooled estimator, the
-same Jeffreys posterior over all audited items and the same finite-population factor) on a
-population with known errors, counting the audits each needs to reach a target width.
+`simulate` compares this with uniform random auditing on a population with known errors: both arms
+use the same estimate and the same stopping rule, checked after every batch, so the ratio of their
+audits is the proposals' gain alone. `compare` repeats it over seeds; `summarize` gives the ratio of
+the audits summed over seeds, the spread of the per-seed ratios and how often each arm's final
+interval covered the true error rate.
 """
 
 from __future__ import annotations
@@ -38,18 +53,22 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta, norm
+from scipy.stats import beta, betabinom
 
 from ..models import ENDPOINT_ITEM_ID
-from .audits import KEY, auditor_consensus, auditor_verdicts
+from .audits import KEY, auditor_verdicts
 from .frames import require_columns
+from .item_accuracy import assertion_truth
 
-__all__ = ["PRIOR", "SCENARIOS", "STRATA", "ErrorEstimate", "compare", "estimate_error", "estimate_history", "population",
-           "propose", "should_stop", "simulate", "stratum_table", "synthetic_population", "verifier_audits"]
+__all__ = ["PRIOR", "SCENARIOS", "STRATA", "VERIFIER_STRATUM", "ErrorEstimate", "compare", "estimate_error",
+           "estimate_history", "population", "propose", "should_stop", "simulate", "stratum_table", "summarize",
+           "synthetic_population", "verifier_audits", "verifier_truth"]
 
 STRATA = ("route", "verdict_raw")
 PRIOR = 0.5
 """Jeffreys prior Beta(½, ½) of every stratum's error rate."""
+VERIFIER_STRATUM = "verifier"
+"""What the strata of the verdicts the verifier decides end with (``assertion · Yes · verifier``)."""
 
 
 @dataclass(frozen=True)
@@ -71,28 +90,79 @@ class ErrorEstimate:
         return self.high - self.low
 
 
-def population(items: pd.DataFrame, audits: pd.DataFrame | None, judge: str, by: Sequence[str] = STRATA) -> pd.DataFrame:
-    """One judge's real item verdicts with ``stratum`` (the `by` values joined by " · "), ``audited`` and
-    ``error`` (1.0 / 0.0 where an auditor consensus exists, NaN otherwise)."""
+def verifier_truth(items: pd.DataFrame, ctrf: pd.DataFrame | None) -> pd.DataFrame:
+    """``trajectory_id, judge, item_id, truth``: each assertion item verdict the verifier's CTRF report decides
+    (`item_accuracy.assertion_truth`) with the verdict it says is right; empty when it decides none."""
+    if ctrf is None or not len(ctrf) or "verifier_refs" not in items.columns:
+        return pd.DataFrame(columns=[*KEY, "truth"])
+    truth = assertion_truth(items[items["item_id"] != ENDPOINT_ITEM_ID], ctrf)
+    return truth.loc[truth["basis"] == "ctrf", [*KEY, "truth"]].drop_duplicates(KEY).reset_index(drop=True)
+
+
+def _auditors(pop: pd.DataFrame, audits: pd.DataFrame) -> pd.DataFrame:
+    """Per audited item verdict: ``consensus`` (the verdict most auditors hold; None when the most common tie)
+    and ``tied`` (those tied verdicts, sorted, when they tie; else None)."""
+    held = auditor_verdicts(pop, audits)
+    if held.empty:
+        return pd.DataFrame(columns=[*KEY, "consensus", "tied"])
+    votes = held.groupby([*KEY, "auditor_verdict"], sort=True).size().unstack(fill_value=0)
+    counts = votes.to_numpy()
+    top = counts == counts.max(axis=1, keepdims=True)
+    names = votes.columns.to_numpy(dtype=object)
+    out = votes.index.to_frame(index=False)
+    out["consensus"] = np.where(top.sum(axis=1) == 1, names[top.argmax(axis=1)], None)
+    out["tied"] = [tuple(names[row]) if row.sum() > 1 else None for row in top]
+    return out[[*KEY, "consensus", "tied"]]
+
+
+def population(items: pd.DataFrame, audits: pd.DataFrame | None, judge: str, by: Sequence[str] = STRATA, *,
+               verifier: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One judge's real item verdicts with ``stratum`` (the `by` values joined by " · ", then " · verifier" where
+    `verifier` (`verifier_truth`) decides the verdict), ``source`` (``auditor``, ``verifier``, ``split`` or None),
+    ``truth`` (the verdict known to be right, else None), ``tied`` (a split verdict's tied verdicts, else None),
+    ``error`` (1.0 / 0.0 where the truth is known, a split verdict's chance of being an error, NaN when nothing
+    is known) and ``audited`` (something is known)."""
     require_columns(items, (*KEY, *by, "route", "verdict_raw", "task"), "items")
     pop = items[(items["judge"] == judge) & (items["item_id"] != ENDPOINT_ITEM_ID)].drop_duplicates(KEY)
     pop = pop[[*KEY, *dict.fromkeys([*by, "route", "verdict_raw", "task"])]].reset_index(drop=True)
-    pop["stratum"] = pop[list(by)].astype(str).agg(" · ".join, axis=1) if len(pop) else pd.Series(dtype=str)
-    pop["error"] = np.nan
+    stratum = pop[by[0]].astype(str)
+    for column in by[1:]:
+        stratum = stratum + " · " + pop[column].astype(str)
+    pop["stratum"] = stratum
+    pop = pop.assign(consensus=None, tied=None, verified=None)
     if audits is not None and len(audits):
-        consensus = auditor_consensus(auditor_verdicts(pop, audits)).dropna(subset=["consensus"])
-        pop = pop.drop(columns="error").merge(consensus[[*KEY, "consensus"]], on=KEY, how="left")
-        pop["error"] = np.where(pop["consensus"].isna(), np.nan, (pop["consensus"] != pop["verdict_raw"]).astype(float))
-        pop = pop.drop(columns="consensus")
+        pop = pop.drop(columns=["consensus", "tied"]).merge(_auditors(pop, audits), on=KEY, how="left")
+    if verifier is not None and len(verifier):
+        pop = pop.drop(columns="verified").merge(verifier[[*KEY, "truth"]].rename(columns={"truth": "verified"}),
+                                                 on=KEY, how="left")
+        decided = pop["verified"].notna().to_numpy()
+        pop.loc[decided, "stratum"] = pop.loc[decided, "stratum"] + f" · {VERIFIER_STRATUM}"
+    consensus = pop["consensus"].notna()
+    verified = pop["verified"].notna() & ~consensus
+    split = pop["tied"].notna() & ~consensus & ~verified
+    known = consensus | verified
+    pop["source"] = pd.Series(np.select([consensus, verified, split], ["auditor", "verifier", "split"], ""),
+                              index=pop.index, dtype=object).where(known | split, None)
+    pop["truth"] = pop["consensus"].where(consensus, pop["verified"]).astype(object).where(known, None)
+    pop["tied"] = pop["tied"].astype(object).where(split, None)
+    chance = [float(np.mean([v != raw for v in tied])) if isinstance(tied, tuple) else np.nan
+              for tied, raw in zip(pop["tied"], pop["verdict_raw"])]
+    pop["error"] = np.where(known, (pop["truth"] != pop["verdict_raw"]).astype(float), chance)
     pop["audited"] = pop["error"].notna()
-    return pop
+    return pop.drop(columns=["consensus", "verified"])
 
 
 def stratum_table(pop: pd.DataFrame) -> pd.DataFrame:
-    """Per stratum: ``route, N, n, errors``, the posterior ``rate`` and ``var``, ``fpc`` and weight ``W``."""
-    g = pop.groupby("stratum", sort=True)
+    """Per stratum: ``route, N, n`` (audited), ``errors`` (a split verdict counts its chance of being one),
+    ``n_split``, ``split_errors`` and ``split_var`` (the split verdicts' chances and their own variance), the
+    posterior ``rate`` and ``var`` of the stratum's error rate, ``fpc`` and weight ``W``."""
+    error = pop["error"].to_numpy(float)
+    split = (pop["source"] == "split").to_numpy() if "source" in pop else np.zeros(len(pop), dtype=bool)
+    g = pop.assign(_e=np.nan_to_num(error), _s=split, _se=np.where(split, error, 0.0),
+                   _sv=np.where(split, error * (1 - error), 0.0)).groupby("stratum", sort=True)
     t = pd.DataFrame({"route": g["route"].first(), "N": g.size(), "n": g["audited"].sum().astype(int),
-                      "errors": g["error"].sum().astype(float)})
+                      "errors": g["_e"].sum().astype(float), "n_split": g["_s"].sum().astype(int),
+                      "split_errors": g["_se"].sum().astype(float), "split_var": g["_sv"].sum().astype(float)})
     a, b = t["errors"] + PRIOR, t["n"] - t["errors"] + PRIOR
     t["rate"], t["var"] = beta.mean(a, b), beta.var(a, b)
     t["fpc"] = 1.0 - t["n"] / t["N"]
@@ -100,85 +170,122 @@ def stratum_table(pop: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
-def _interval(t: pd.DataFrame, ci: float) -> tuple[float, float, float]:
-    w = t["N"] / t["N"].sum()
-    mean = float((w * t["rate"]).sum())
-    sd = float(np.sqrt((w**2 * t["fpc"] * t["var"]).sum()))
-    z = float(norm.ppf(0.5 + ci / 2))
-    return mean, max(0.0, mean - z * sd), min(1.0, mean + z * sd)
+def _interval(N: np.ndarray, n: np.ndarray, errors: np.ndarray, n_split: np.ndarray, split_errors: np.ndarray,
+              split_var: np.ndarray, ci: float) -> tuple[float, float, float]:
+    """The finite-population estimate and interval of the error rate Σ errors / Σ N (see the module docstring),
+    from per-stratum counts."""
+    N, n, errors = np.asarray(N, dtype=float), np.asarray(n, dtype=float), np.asarray(errors, dtype=float)
+    total = N.sum()
+    a, b, m = errors + PRIOR, n - errors + PRIOR, N - n
+    fixed = float(errors.sum() - np.sum(split_errors))  # errors of the verdicts whose truth is known
+    mean = float(np.sum(split_errors) + (m * a / (a + b)).sum())  # of the errors among the verdicts not known
+    var = float(np.sum(split_var) + np.where(m > 0, betabinom.var(m.astype(int), a, b), 0.0).sum())
+    unknown = float(m.sum() + np.sum(n_split))
+    estimate = (fixed + mean) / total
+    if unknown <= 0 or var <= 0:
+        return estimate, estimate, estimate
+    mu, v = mean / unknown, var / unknown**2
+    size = mu * (1 - mu) / v - 1  # a + b of the Beta with mean mu and variance v
+    lo, hi = beta.ppf([(1 - ci) / 2, (1 + ci) / 2], max(mu * size, 1e-9), max((1 - mu) * size, 1e-9))
+    return estimate, (fixed + unknown * lo) / total, (fixed + unknown * hi) / total
+
+
+def _interval_of(t: pd.DataFrame, ci: float) -> tuple[float, float, float]:
+    return _interval(t["N"].to_numpy(), t["n"].to_numpy(), t["errors"].to_numpy(), t["n_split"].to_numpy(),
+                     t["split_errors"].to_numpy(), t["split_var"].to_numpy(), ci)
 
 
 def estimate_error(pop: pd.DataFrame, *, ci: float = 0.95) -> ErrorEstimate:
-    """The stratified posterior estimate of the error rate (see the module docstring)."""
+    """The finite-population estimate of the error rate and its interval (see the module docstring)."""
     t = stratum_table(pop)
     if t.empty:
         raise ValueError("no item verdicts to estimate an error rate over")
-    mean, low, high = _interval(t, ci)
+    mean, low, high = _interval_of(t, ci)
     routes = []
     for route, r in t.groupby("route", sort=True):
-        m, lo, hi = _interval(r, ci)
+        m, lo, hi = _interval_of(r, ci)
         routes.append({"route": route, "estimate": m, "low": lo, "high": hi, "width": hi - lo,
                        "n_audited": int(r["n"].sum()), "n_population": int(r["N"].sum())})
     return ErrorEstimate(mean, low, high, int(t["n"].sum()), int(t["N"].sum()), pd.DataFrame(routes), t)
 
 
-def propose(pop: pd.DataFrame, k: int, *, seed: int = 0) -> pd.DataFrame:
-    """The next `k` unaudited item verdicts to audit, in order, by greedy expected variance reduction."""
-    t = stratum_table(pop)
-    n, N, rate, W = t["n"].to_numpy(float), t["N"].to_numpy(float), t["rate"].to_numpy(), t["W"].to_numpy()
-    left = N - n
+def _allocate(N: np.ndarray, n: np.ndarray, rate: np.ndarray, k: int) -> list[int]:
+    """The strata of the next `k` audits, in order, by greedy expected variance reduction."""
+    N, n = N.astype(float), n.astype(float)
+    W, left = N / N.sum(), N - n
 
     def term(m: np.ndarray) -> np.ndarray:
         # W² (1 − m/N) Var of Beta with the current mean and m observations: rate (1 − rate) / (m + 2·PRIOR + 1)
         return W**2 * (1 - m / N) * rate * (1 - rate) / (m + 2 * PRIOR + 1)
 
-    planned = np.zeros(len(t))
+    planned = np.zeros(len(N))
     order: list[int] = []
     for _ in range(int(min(k, left.sum()))):
         gain = np.where(planned < left, term(n + planned) - term(n + planned + 1), -np.inf)
         h = int(np.argmax(gain))
         planned[h] += 1
         order.append(h)
-    rng = np.random.default_rng(seed)
+    return order
+
+
+def _pick(order: Sequence[int], strata: np.ndarray, tasks: np.ndarray, done: np.ndarray,
+          rng: np.random.Generator) -> list[int]:
+    """Positions of the audits `order` allocates: in each stratum the task furthest below its proportional share
+    of the stratum's audits, then a random unaudited verdict of it (`strata`, `tasks`: codes per verdict)."""
+    n_strata, n_tasks = int(strata.max()) + 1, int(tasks.max()) + 1
+    size = np.zeros((n_strata, n_tasks))
+    np.add.at(size, (strata, tasks), 1)
+    have = np.zeros_like(size)
+    np.add.at(have, (strata[done], tasks[done]), 1)
+    done = done.copy()
     picks: list[int] = []
-    taken = pd.Series(False, index=pop.index)
     for h in order:
-        members = pop[pop["stratum"] == t.index[h]]
-        size = members.groupby("task").size()
-        done = members["audited"] | taken[members.index]
-        have = done.groupby(members["task"]).sum()
-        free = (~done).groupby(members["task"]).sum()
-        deficit = (size / size.sum() * (done.sum() + 1) - have).where(free > 0)
-        task = deficit.idxmax()
-        choice = members.index[(members["task"] == task).to_numpy() & ~done.to_numpy()]
-        pick = int(rng.choice(choice))
-        taken[pick] = True
+        deficit = size[h] / size[h].sum() * (have[h].sum() + 1) - have[h]
+        task = int(np.argmax(np.where(size[h] > have[h], deficit, -np.inf)))
+        pick = int(rng.choice(np.flatnonzero((strata == h) & (tasks == task) & ~done)))
+        done[pick] = True
+        have[h, task] += 1
         picks.append(pick)
-    out = pop.loc[picks, [*KEY, "stratum", "route", "verdict_raw"]].reset_index(drop=True)
+    return picks
+
+
+def propose(pop: pd.DataFrame, k: int, *, seed: int = 0) -> pd.DataFrame:
+    """The next `k` unaudited item verdicts to audit, in order, by greedy expected variance reduction."""
+    t = stratum_table(pop)
+    order = _allocate(t["N"].to_numpy(), t["n"].to_numpy(), t["rate"].to_numpy(), k)
+    tasks, _ = pd.factorize(pop["task"], sort=True)
+    picks = _pick(order, t.index.get_indexer(pop["stratum"]), tasks, pop["audited"].to_numpy(bool),
+                  np.random.default_rng(seed)) if order else []
+    out = pop.iloc[picks][[*KEY, "stratum", "route", "verdict_raw"]].reset_index(drop=True)
     out.insert(0, "order", np.arange(1, len(out) + 1))
     return out
 
 
+def _done(width: float, n_audited: int, n_population: int, target_width: float) -> bool:
+    return n_audited >= n_population or width <= target_width
+
+
 def should_stop(est: ErrorEstimate, target_width: float, *, route_width: float | None = None) -> bool:
     """Stop auditing: every interval asked for is at most its target width, or everything is audited."""
-    if est.n_audited >= est.n_population:
-        return True
-    ok = est.width <= target_width
-    if route_width is not None:
+    ok = _done(est.width, est.n_audited, est.n_population, target_width)
+    if route_width is not None and est.n_audited < est.n_population:
         ok = ok and bool((est.by_route["width"] <= route_width).all())
     return ok
 
 
 def estimate_history(pop: pd.DataFrame, audits: pd.DataFrame, *, ci: float = 0.95, max_points: int = 200) -> pd.DataFrame:
     """The estimate and interval after each audit in the order audits arrived (``created_at``): ``n_audits,
-    estimate, low, high, width`` (at most `max_points` evenly spaced steps, the last always included)."""
+    estimate, low, high, width`` (at most `max_points` evenly spaced steps, the last always included). What
+    the audits do not decide (the verifier's truth) is known from the start."""
     require_columns(audits, (*KEY, "created_at"), "audits")
     first = audits.sort_values("created_at", kind="stable").drop_duplicates(KEY, keep="first")
-    seen = pop[pop["audited"]].merge(first[[*KEY, "created_at"]], on=KEY).sort_values("created_at", kind="stable")
+    by_audit = pop["source"].isin(["auditor", "split"]) if "source" in pop else pop["audited"]
+    seen = pop[by_audit].merge(first[[*KEY, "created_at"]], on=KEY).sort_values("created_at", kind="stable")
     steps = np.unique(np.linspace(0, len(seen), min(max_points, len(seen) + 1)).round().astype(int))
     rows = []
     for step in steps:
         known = pop[KEY].merge(seen.iloc[:step][KEY].assign(_k=True), on=KEY, how="left")["_k"].eq(True).to_numpy()
+        known = known | (pop["audited"].to_numpy() & ~by_audit.to_numpy())
         partial = pop.assign(audited=known, error=np.where(known, pop["error"], np.nan))
         est = estimate_error(partial, ci=ci)
         rows.append({"n_audits": int(step), "estimate": est.estimate, "low": est.low, "high": est.high,
@@ -186,40 +293,48 @@ def estimate_history(pop: pd.DataFrame, audits: pd.DataFrame, *, ci: float = 0.9
     return pd.DataFrame(rows, columns=["n_audits", "estimate", "low", "high", "width"])
 
 
-def _pooled_width(errors: np.ndarray, n_population: int, ci: float) -> float:
-    n, x = len(errors), float(errors.sum())
-    var = beta.var(x + PRIOR, n - x + PRIOR) * (1 - n / n_population)
-    mean = beta.mean(x + PRIOR, n - x + PRIOR)
-    z = float(norm.ppf(0.5 + ci / 2))
-    return min(1.0, mean + z * np.sqrt(var)) - max(0.0, mean - z * np.sqrt(var))
-
-
 def simulate(pop: pd.DataFrame, truth: np.ndarray, target_width: float, *, batch: int = 10, seed: int = 0,
              ci: float = 0.95) -> dict[str, float]:
-    """Audits needed to reach `target_width` by active selection and by uniform random selection, and the
-    interval the active loop stopped at (``low``, ``high``), to check that it covers the truth.
+    """Audits each arm needs to reach `target_width`, and the interval each stopped at (``active_low``…
+    ``uniform_high``), to check that it covers the true error rate.
 
-    `pop` is a population (see `population`; its audit columns are ignored) and `truth` each row's
-    known error (0/1). Active: propose `batch`, reveal their truth, re-estimate, until `should_stop`.
-    Uniform: audit in one seeded random order, checking the pooled interval after every `batch`.
+    `pop` is a population (see `population`; its audit columns are ignored) and `truth` each row's known
+    error (0/1). Both arms reveal `batch` audits at a time and stop by the same rule (`should_stop`) on
+    the same estimate (`estimate_error`, computed here from the stratum counts): the active arm audits
+    what `propose` proposes, the uniform arm in one seeded random order.
     """
     truth = np.asarray(truth, dtype=float)
-    state = pop.assign(audited=False, error=np.nan)
-    active = 0
-    while True:
-        est = estimate_error(state, ci=ci)
-        if should_stop(est, target_width):
-            break
-        picks = propose(state, batch, seed=seed + active)
-        index = state.reset_index().merge(picks[KEY], on=KEY)["index"].to_numpy()
-        state.loc[index, "audited"] = True
-        state.loc[index, "error"] = truth[index]
-        active += len(index)
+    strata, names = pd.factorize(pop["stratum"], sort=True)
+    tasks, _ = pd.factorize(pop["task"], sort=True)
+    N = np.bincount(strata, minlength=len(names)).astype(float)
+    zero = np.zeros(len(names))
+
+    def run(next_batch) -> tuple[int, float, float]:  # noqa: ANN001 - a closure over the arm's state
+        done = np.zeros(len(pop), dtype=bool)
+        while True:
+            n = np.bincount(strata[done], minlength=len(names)).astype(float)
+            errors = np.bincount(strata[done], weights=truth[done], minlength=len(names))
+            _, low, high = _interval(N, n, errors, zero, zero, zero, ci)
+            if _done(high - low, int(done.sum()), len(pop), target_width):
+                return int(done.sum()), low, high
+            done[next_batch(done, n, errors)] = True
+
+    rng = np.random.default_rng(seed)
+
+    def active(done: np.ndarray, n: np.ndarray, errors: np.ndarray) -> list[int]:
+        rate = beta.mean(errors + PRIOR, n - errors + PRIOR)
+        return _pick(_allocate(N, n, rate, batch), strata, tasks, done, rng)
+
     order = np.random.default_rng(seed).permutation(len(pop))
-    uniform = 0
-    while uniform < len(pop) and _pooled_width(truth[order[:uniform]], len(pop), ci) > target_width:
-        uniform = min(len(pop), uniform + batch)
-    return {"active": active, "uniform": uniform, "low": est.low, "high": est.high}
+
+    def uniform(done: np.ndarray, n: np.ndarray, errors: np.ndarray) -> np.ndarray:
+        k = int(done.sum())
+        return order[k:k + batch]
+
+    a, a_low, a_high = run(active)
+    u, u_low, u_high = run(uniform)
+    return {"active": a, "uniform": u, "active_low": a_low, "active_high": a_high, "uniform_low": u_low,
+            "uniform_high": u_high}
 
 
 SCENARIOS: dict[str, dict[tuple[str, str], tuple[float, float]]] = {
@@ -257,23 +372,43 @@ def synthetic_population(scenario: str = "concentrated", *, n_tasks: int = 6, pe
     return items, (rng.random(len(cell)) < rate[cell]).astype(float)
 
 
-def compare(scenario: str = "concentrated", *, target_width: float = 0.04, seeds: Sequence[int] = range(5),
-            batch: int = 10, by: Sequence[str] = STRATA, **population_kw: int) -> pd.DataFrame:
+def compare(scenario: str = "concentrated", *, target_width: float = 0.04, seeds: Sequence[int] = range(100),
+            batch: int = 10, by: Sequence[str] = STRATA, ci: float = 0.95, **population_kw: int) -> pd.DataFrame:
     """`simulate` over several seeds (a fresh population each): ``seed, active, uniform, ratio``, the true
-    error rate, the active loop's final interval and whether it ``covered`` the truth; plus a ``total`` row
-    whose ratio is Σ active / Σ uniform and whose ``covered`` counts the seeds covered."""
+    error rate, each arm's final interval and whether it ``*_covered`` the truth; plus a ``total`` row whose
+    ratio is Σ active / Σ uniform and whose ``*_covered`` count the seeds covered (`summarize` reads it all)."""
     rows = []
     for seed in seeds:
         items, truth = synthetic_population(scenario, seed=seed, **population_kw)
-        got = simulate(population(items, None, "sim", by), truth, target_width, batch=batch, seed=seed)
+        got = simulate(population(items, None, "sim", by), truth, target_width, batch=batch, seed=seed, ci=ci)
+        rate = truth.mean()
         rows.append({"seed": str(seed), "active": got["active"], "uniform": got["uniform"],
-                     "ratio": got["active"] / got["uniform"], "true_rate": truth.mean(), "low": got["low"],
-                     "high": got["high"], "covered": got["low"] <= truth.mean() <= got["high"]})
-    out = pd.DataFrame(rows, columns=["seed", "active", "uniform", "ratio", "true_rate", "low", "high", "covered"])
+                     "ratio": got["active"] / got["uniform"], "true_rate": rate,
+                     "active_low": got["active_low"], "active_high": got["active_high"],
+                     "active_covered": got["active_low"] <= rate <= got["active_high"],
+                     "uniform_low": got["uniform_low"], "uniform_high": got["uniform_high"],
+                     "uniform_covered": got["uniform_low"] <= rate <= got["uniform_high"]})
+    out = pd.DataFrame(rows, columns=["seed", "active", "uniform", "ratio", "true_rate", "active_low", "active_high",
+                                      "active_covered", "uniform_low", "uniform_high", "uniform_covered"])
     total = {"seed": "total", "active": int(out["active"].sum()), "uniform": int(out["uniform"].sum()),
-             "covered": int(out["covered"].sum())}
+             "active_covered": int(out["active_covered"].sum()), "uniform_covered": int(out["uniform_covered"].sum())}
     total["ratio"] = total["active"] / total["uniform"]
     return pd.concat([out, pd.DataFrame([total])], ignore_index=True)
+
+
+def summarize(table: pd.DataFrame) -> dict[str, float]:
+    """The claim a `compare` table supports: ``n_seeds``; ``ratio`` (Σ active / Σ uniform audits); the per-seed
+    ratios' ``ratio_min``, ``ratio_p05``, ``ratio_median``, ``ratio_p95``, ``ratio_max``; the mean audits of each
+    arm; and each arm's ``*_coverage``, the share of seeds whose final interval covered the true error rate."""
+    runs = table[table["seed"] != "total"]
+    ratios = runs["ratio"].to_numpy(float)
+    p05, median, p95 = np.quantile(ratios, [0.05, 0.5, 0.95])
+    return {"n_seeds": len(runs), "ratio": float(runs["active"].sum() / runs["uniform"].sum()),
+            "ratio_min": float(ratios.min()), "ratio_p05": float(p05), "ratio_median": float(median),
+            "ratio_p95": float(p95), "ratio_max": float(ratios.max()), "active_mean": float(runs["active"].mean()),
+            "uniform_mean": float(runs["uniform"].mean()),
+            "active_coverage": float(runs["active_covered"].astype(bool).mean()),
+            "uniform_coverage": float(runs["uniform_covered"].astype(bool).mean())}
 
 
 def verifier_audits(verdicts: pd.DataFrame, picks: pd.DataFrame, *, rater: str = "simulated verifier") -> pd.DataFrame:

@@ -540,7 +540,9 @@ def _calibration(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Bloc
     else:
         blocks += [
             _Text("Each judge's raw Yes/No against the auditors' consensus verdict and against the verifier's per-test "
-                  "status (assertion items): precision and recall of each class, Cohen's κ (scikit-learn), with "
+                  "status (assertion items): precision and recall of each class and Cohen's κ over the verdicts both "
+                  "give as Yes or No; `recall_yes_all` / `recall_no_all` count the judge's Abstain on an item of the "
+                  "class as a miss, beside the share of the class it abstained on (`abstain_yes`, `abstain_no`); "
                   f"{st.ci:.0%} percentile intervals from {n_boot} clustered bootstrap draws (tasks; trajectories in "
                   "per-task rows)."),
             _Table("calibration", calibration_table(labels, ("judge", "reference"), n_boot=n_boot, seed=st.seed,
@@ -554,17 +556,25 @@ def _calibration(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Bloc
     if "scores" not in frames:
         return blocks + [_Missing("no judge scores: audited figures not computed.")]
     if "audits" not in frames:
-        return blocks + [_Text("No item audits yet, so no verdict is overridden: the audited figures are the raw ones.")]
+        return blocks + [_Text("No item audits yet: the audited figures (the auditors' corrections and the verifier's "
+                               "per-test truth, with the unaudited verdicts' estimated error) are computed once "
+                               "verdicts are audited.")]
     figures, overrides = audited_figures(items, frames["scores"], frames["audits"], n_boot=st.n_boot, seed=st.seed,
-                                         ci=st.ci, threshold=st.threshold, judges=st.judges)
+                                         ci=st.ci, threshold=st.threshold, judges=st.judges, ctrf=frames.get("ctrf"))
     return blocks + [
-        _Text(f"Figures recomputed from raw verdicts, then again with the {len(overrides)} item verdicts that auditors "
-              "corrected (consensus verdict) replaced, through the same postprocessing and scoring and the same "
-              "bootstrap draws (`raw_low`…`audited_high`: task-clustered sampling intervals, AUC only). "
-              f"`error_low`–`error_high`: the audited figure's {st.ci:.0%} judge-error interval — where it could lie "
-              "if each of the `n_unaudited` unaudited verdicts is wrong as often as the audits so far say the "
-              "judge errs in its route × verdict stratum; it narrows as audits arrive and closes when every "
-              "verdict is audited (`python -m gcpc_core triage --next K` proposes the audits that narrow it most)."),
+        _Text("`audited`: each figure as a full audit would most likely find it, the median over draws of the "
+              "verdicts — those whose truth is known (the auditors' consensus, else the verifier's per-test status) "
+              "as they are, those the auditors split on as one of their tied verdicts, the `n_unaudited` others "
+              "wrong as often as the judge's error rate in their route × verdict stratum may be (a Jeffreys "
+              "posterior from the audits among them; an unaudited stratum's rate is anywhere in [0, 1], ½ on "
+              f"average) — with `error_low`–`error_high`, its {st.ci:.0%} range over the draws, each a value the "
+              "figure took. It narrows as audits arrive and closes when every verdict is known (`python -m gcpc_core "
+              "triage --next K` proposes the audits that narrow it most). The verifier's verdicts are strata of "
+              "their own, so the audits the triage list aims at them bias nothing; other audits are taken as drawn "
+              f"at random within their stratum, as the proposals are. `known`: the figure with the {len(overrides)} "
+              "known corrections alone, the unaudited verdicts as judged, recomputed as `raw` is, through the same "
+              "postprocessing and scoring and the same bootstrap draws (`raw_low`…`known_high`: task-clustered "
+              "sampling intervals, AUC only)."),
         _Table("audited_figures", figures, "Raw and audited figures side by side", max_rows=40),
         _Table("audit_overrides", overrides, "Inputs: the overrides used", show=False),
     ]

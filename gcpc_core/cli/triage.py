@@ -45,7 +45,7 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--simulate", action="store_true", help="active vs uniform random auditing on synthetic data")
     p.add_argument("--scenario", default="concentrated", choices=["concentrated", "spread"],
                    help="simulation scenario (default %(default)s)")
-    p.add_argument("--n-seeds", type=count, default=5, metavar="N",
+    p.add_argument("--n-seeds", type=count, default=100, metavar="N",
                    help="simulations, seeded --seed, --seed + 1, … (default %(default)s)")
     add_seed(p, "seed of the proposals and the first simulation")
     add_run_choice(p, repeat=True)
@@ -64,10 +64,11 @@ def _print(title: str, frame: pd.DataFrame) -> None:
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}") if len(frame) else "(none)")
 
 
-def _estimate(items: pd.DataFrame, audits: pd.DataFrame, judge: str, target: float) -> dict:
+def _estimate(items: pd.DataFrame, audits: pd.DataFrame, judge: str, target: float,
+              verifier: pd.DataFrame | None = None) -> dict:
     from ..analysis.active import estimate_error, population, should_stop
 
-    est = estimate_error(population(items, audits, judge))
+    est = estimate_error(population(items, audits, judge, verifier=verifier))
     return {"judge": judge, "estimate": est.estimate, "low": est.low, "high": est.high, "width": est.width,
             "n_audited": est.n_audited, "n_population": est.n_population, "stop": should_stop(est, target),
             "by_route": _records(est.by_route)}
@@ -79,7 +80,7 @@ def _triage_of(args: argparse.Namespace, frames: dict[str, pd.DataFrame]) -> tup
 
     from annotations.tokens import default_base_url
 
-    from ..analysis.active import population, propose, verifier_audits
+    from ..analysis.active import population, propose, verifier_audits, verifier_truth
     from ..analysis.calibration import audited_figures
     from ..analysis.triage import item_verdicts, triage
     from ..judge.registry import item_judges_among
@@ -89,10 +90,12 @@ def _triage_of(args: argparse.Namespace, frames: dict[str, pd.DataFrame]) -> tup
     judges = item_judges_among(items["judge"].unique())
     out: dict = {"db": str(args.db), "n_disagreements": len(ranked),
                  "disagreements": _records(ranked if args.limit is None else ranked.head(args.limit))}
-    if args.next:
-        out["estimates"] = [_estimate(items, audits, j, args.target_width) for j in judges]
-        out["proposals"] = _records(pd.concat([propose(population(items, audits, j), args.next, seed=args.seed)
-                                               .assign(judge=j) for j in judges], ignore_index=True))
+    if args.next:  # what is known: the auditors' consensus, else the verifier's per-test truth
+        known = verifier_truth(items, frames["ctrf"])
+        out["estimates"] = [_estimate(items, audits, j, args.target_width, known) for j in judges]
+        out["proposals"] = _records(pd.concat([propose(population(items, audits, j, verifier=known), args.next,
+                                                       seed=args.seed).assign(judge=j) for j in judges],
+                                              ignore_index=True))
     if args.simulate_audits:
         verdicts = item_verdicts(items, frames["ctrf"], audits)
         decided = verdicts[verdicts["verifier"].notna()]
@@ -103,8 +106,8 @@ def _triage_of(args: argparse.Namespace, frames: dict[str, pd.DataFrame]) -> tup
                 simulated.append(verifier_audits(verdicts, propose(pop, args.simulate_audits, seed=args.seed)))
         played = pd.concat([audits, *simulated], ignore_index=True) if simulated else audits
         n_played = sum(map(len, simulated))
-        before, _ = audited_figures(items, frames["scores"], audits, n_boot=1000, seed=0)
-        after, overrides = audited_figures(items, frames["scores"], played, n_boot=1000, seed=0)
+        before, _ = audited_figures(items, frames["scores"], audits, n_boot=1000, seed=0, ctrf=frames["ctrf"])
+        after, overrides = audited_figures(items, frames["scores"], played, n_boot=1000, seed=0, ctrf=frames["ctrf"])
         out["simulated_audits"] = {
             "n_audits": n_played, "n_overrides": len(overrides),
             "estimates_before": [_estimate(items, audits, j, args.target_width) for j in judges],
@@ -123,18 +126,28 @@ def _triage_counts(found: tuple[pd.DataFrame, dict]) -> dict[str, int]:
 def _cmd_triage(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from ..analysis.active import STRATA, compare
+    from ..analysis.active import STRATA, compare, summarize
     from ..analysis.frames import FrameContractError
     from ..project_frames import frames_from_store
     from ..runs import RunKind, counts_of_one, run_stage
 
     if args.simulate:
         table = compare(args.scenario, target_width=args.target_width, seeds=range(args.seed, args.seed + args.n_seeds))
+        claim = summarize(table)
         if args.json:
-            print(json.dumps({"scenario": args.scenario, "target_width": args.target_width, "runs": _records(table)}))
-        else:
+            print(json.dumps({"scenario": args.scenario, "target_width": args.target_width, "summary": claim,
+                              "runs": _records(table)}))
+            return 0
+        if args.n_seeds <= 20:
             _print(f"audits to reach interval width {args.target_width:g} ({args.scenario} scenario, strata "
-                   f"{' × '.join(STRATA)}): active vs uniform random", table)
+                   f"{' × '.join(STRATA)}): active vs uniform random, one estimator and stopping rule", table)
+        print(f"\nover {claim['n_seeds']} seeds ({args.scenario}, width {args.target_width:g}): active auditing needed "
+              f"{claim['ratio']:.2f}× the audits of uniform random auditing (Σ active / Σ uniform; a seed: "
+              f"{claim['active_mean']:.0f} vs {claim['uniform_mean']:.0f} audits on average); per seed {claim['ratio_min']:.2f}–"
+              f"{claim['ratio_max']:.2f}× (5–95 %: {claim['ratio_p05']:.2f}–{claim['ratio_p95']:.2f}×, median "
+              f"{claim['ratio_median']:.2f}×); final intervals covering the true error rate: active "
+              f"{claim['active_coverage']:.0%}, uniform {claim['uniform_coverage']:.0%} of seeds"
+              + ("" if args.n_seeds <= 20 else " (--json lists every seed)"))
         return 0
     if args.db is None:
         fail("triage", "--db is required (or --simulate)")
@@ -161,15 +174,19 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     shown = ranked[SHOWN] if args.limit is None else ranked[SHOWN].head(args.limit)
     _print(f"{len(ranked)} disagreements, most impactful first (showing {len(shown)})", shown)
     if args.next:
-        _print("error rate of each judge's raw item verdicts (auditor consensus ≠ raw verdict)",
+        _print("error rate of each judge's raw item verdicts (the auditors' consensus, else the verifier's truth, "
+               "≠ raw verdict)",
                pd.DataFrame(out["estimates"]).drop(columns="by_route"))
         _print(f"next audits (up to {args.next} per judge)", pd.DataFrame(out["proposals"]))
     if args.simulate_audits:
         sim = out["simulated_audits"]
         print(f"\nsimulated: {sim['n_audits']} audits answered with the verifier's CTRF truth (in memory, not stored); "
-              f"{sim['n_overrides']} item verdicts overridden")
-        _print("error rate before", pd.DataFrame(sim["estimates_before"]).drop(columns="by_route"))
-        _print("error rate after", pd.DataFrame(sim["estimates_after"]).drop(columns="by_route"))
+              f"{sim['n_overrides']} item verdicts overridden. The audited figures count the verifier's truth as "
+              "evidence already, so these audits move the auditors' error-rate estimate; a figure moves only where a stored "
+              "audit contradicted the verifier.")
+        _print("the auditors' error rate before (the verifier not counted: it answers the simulated audits)",
+               pd.DataFrame(sim["estimates_before"]).drop(columns="by_route"))
+        _print("the auditors' error rate after", pd.DataFrame(sim["estimates_after"]).drop(columns="by_route"))
         keys = ["judge", "figure", "group"]
         shown = {"audited": "", "error_low": "_low", "error_high": "_high", "error_width": "_width"}
         table = (pd.DataFrame(sim["figures_before"])[[*keys, *shown]]

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.active import ErrorEstimate, estimate_error, estimate_history, population, propose, should_stop
+from ..analysis.active import (
+    ErrorEstimate,
+    estimate_error,
+    estimate_history,
+    population,
+    propose,
+    should_stop,
+    verifier_truth,
+)
 from ..analysis.calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
 from ..analysis.triage import audit_link, triage
 from ..judge.registry import item_judges_among
@@ -74,7 +82,7 @@ def audited_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[s
     empty = pd.DataFrame()
     calibration = calibration_table(reference, n_boot=n_boot) if len(reference) else empty
     by_route = calibration_table(reference, ("judge", "reference", "route"), n_boot=n_boot) if len(reference) else empty
-    figures, overrides = (audited_figures(items, frames["scores"], frames["audits"], n_boot=n_boot)
+    figures, overrides = (audited_figures(items, frames["scores"], frames["audits"], n_boot=n_boot, ctrf=frames["ctrf"])
                           if len(items) and len(frames["scores"]) else (empty, empty))
     return AuditedData(calibration, by_route, figures, len(overrides))
 
@@ -92,10 +100,11 @@ def judge_loop(
     store: Store, base_url: str, judge: str, k: int, target_width: float, seed: int = 0,
     labels: Mapping[str, str] | None = None,
 ) -> JudgeLoop:
-    """`judge`'s error rate (auditor consensus ≠ raw verdict), its history and the next `k` audits with links
+    """`judge`'s error rate (the auditors' consensus, else the verifier's per-test truth, ≠ raw verdict: what the
+    audited figures count as known), its history and the next `k` audits (of verdicts nothing decides yet) with links
     into the app at `base_url`, in its default run unless `labels` chooses another."""
     frames = cached_frames(store, labels=labels)
-    pop = population(frames["items"], frames["audits"], judge)
+    pop = population(frames["items"], frames["audits"], judge, verifier=verifier_truth(frames["items"], frames["ctrf"]))
     est = estimate_error(pop)
     history = estimate_history(pop, frames["audits"])
     nxt = propose(pop, k, seed=seed)

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 from playwright.sync_api import expect
 
 from annotations.audits import item_audits
-from gcpc_core.analysis.active import estimate_error, population
+from gcpc_core.analysis.active import estimate_error, population, verifier_truth
 from gcpc_core.project_frames import frames_from_store
 from gcpc_core.analysis.triage import triage
 from gcpc_core.store import Store
@@ -33,7 +33,7 @@ def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_count
     demo.open("triage")
     expect(demo.title()).to_have_text("Triage")
     expect(demo.main.get_by_role("heading", name="Disagreements")).to_be_visible()
-    before = int(metric(demo, "Audited").split(" / ")[0])
+    before = int(metric(demo, "Known").split(" / ")[0])
     cells = demo.grid_cells(containing=top["trajectory_id"])
     assert any(top["trajectory_id"] in c for c in cells)
 
@@ -59,11 +59,15 @@ def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_count
             if a.item_id == top["item_id"] and a.rater == REVIEWER]
     assert mine and mine[0].value["agree"]
     frames = frames_from_store(store)
-    est = estimate_error(population(frames["items"], frames["audits"], "probe"))
+    est = estimate_error(population(frames["items"], frames["audits"], "probe",
+                                    verifier=verifier_truth(frames["items"], frames["ctrf"])))
     demo.open("triage")
-    expect(demo.main.locator('[data-testid="stMetric"]').filter(has_text="Audited").first).to_contain_text(
+    expect(demo.main.locator('[data-testid="stMetric"]').filter(has_text="Known").first).to_contain_text(
         f"{est.n_audited} / {est.n_population}")
-    assert est.n_audited == before + (0 if had_audit else 1)
+    decided = verifier_truth(frames["items"], frames["ctrf"])
+    by_verifier = ((decided["trajectory_id"] == top["trajectory_id"]) & (decided["judge"] == "probe")
+                   & (decided["item_id"] == top["item_id"])).any()
+    assert est.n_audited == before + (0 if had_audit or by_verifier else 1)  # the verifier's verdicts are known
     # one audit can widen an interval as well as narrow it: the page shows the estimate of the stored audits
     assert metric(demo, "Width") == f"{est.width:.3f}"
 
@@ -101,7 +105,7 @@ def test_auditing_the_proposals_in_order_narrows_the_error_rate_and_the_figures(
         assert (nxt["trajectory_id"], nxt["item_id"]) in audited
     assert widths == sorted(widths, reverse=True) and len(set(widths)) == len(widths), widths
     assert unaudited == list(range(unaudited[0], unaudited[0] - 4, -1)), unaudited
-    assert demo.main.get_by_text(re.compile(r"error_low – error_high: the judge-error interval")).count() == 0
+    assert demo.main.get_by_text(re.compile(r"error_low – error_high, where it could lie")).count() == 0
     demo.click(demo.main.get_by_text("Raw and audited figures", exact=True))  # computed once opened
-    expect(demo.main.get_by_text(re.compile(r"error_low – error_high: the judge-error interval"))).to_be_visible()
-    expect(demo.text(re.compile(r"^\d+ item verdicts overridden by the auditors' consensus\.$"))).to_be_visible()
+    expect(demo.main.get_by_text(re.compile(r"error_low – error_high, where it could lie"))).to_be_visible()
+    expect(demo.text(re.compile(r"^\d+ item verdicts overridden by their known truth \("))).to_be_visible()

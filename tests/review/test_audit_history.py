@@ -29,7 +29,7 @@ def test_no_chart_before_two_audits(demo: Store) -> None:
 def test_one_point_per_audit_on_a_rate_axis(demo: Store) -> None:
     _audit(demo, 6)
     loop = judge_loop(demo, APP, "probe", 3, 0.1)
-    assert loop.estimate.n_audited == 6
+    assert loop.history["n_audits"].max() == 6  # the estimate also counts what the verifier decides
     fig = history_figure(loop.history, 0.1)
     assert fig is not None
     band_high, band_low, estimate = fig.data
