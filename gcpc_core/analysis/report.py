@@ -352,8 +352,9 @@ def _agreement(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]
     if has_r or has_p:
         alpha = alpha_table(ratings, preferences, scores, st.judges, scale=st.rating_scale)
         blocks += [_Text("Krippendorff's α: ordinal over progress ratings on the declared rating scale (a judge's 0–1 "
-                         "score mapped onto it); nominal over preferences, each pair one unit and each vote coded as "
-                         "the chosen trajectory or a tie, so the order a pair was shown in does not matter."),
+                         "score mapped onto it); nominal over preferences, each pair one unit and each vote coded in "
+                         "three classes: the pair's first or second trajectory (ids in sorted order) or a tie, so the "
+                         "order a pair was shown in does not matter and raters voting at random get α ≈ 0."),
                    _Table("agreement_alpha", alpha, "Krippendorff's α among humans, and with each judge as a coder")]
     return blocks
 
