@@ -104,6 +104,8 @@ with st.expander("Judge calibration", key="triage:open:calibration", on_change="
         if audited.calibration.empty:
             st.text("No item verdict is labelled yet by an auditor or by the verifier's CTRF report.")
         else:
+            if audited.interval_note:
+                st.warning(md_escape(audited.interval_note[0].upper() + audited.interval_note[1:], limit=400))
             st.dataframe(audited.calibration, hide_index=True, width="stretch")
             st.caption("Per route")
             st.dataframe(audited.calibration_by_route, hide_index=True, width="stretch")
@@ -112,6 +114,8 @@ with st.expander("Raw and audited figures", key="triage:open:figures", on_change
         with st.spinner("Computing the audited figures…"):
             audited = cached_audited_data(store, labels=runs)
         st.text(f"{audited.n_overrides} item verdicts overridden by the auditors' consensus.")
+        if audited.interval_note:
+            st.warning(md_escape(audited.interval_note[0].upper() + audited.interval_note[1:], limit=400))
         if not audited.figures.empty:
             st.dataframe(audited.figures, hide_index=True, width="stretch")
             st.caption("raw_low … audited_high: sampling intervals (tasks resampled; AUC only). error_low – "

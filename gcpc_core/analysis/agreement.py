@@ -30,7 +30,8 @@ the sides of any vote leaves every statistic unchanged.
   Agreement page, `study status` and the Study admin page call it.
 
 Degenerate cases give NaN with a note: no unit with two or more coders, a single observed value
-(α and ρ undefined), fewer than three units for ρ, fewer than two tasks for a clustered interval,
+(α and ρ undefined), fewer than three units for ρ, fewer than two tasks for a clustered interval
+(fewer than `bootstrap.RELIABLE_CLUSTERS`: the interval is given, its note flags it unreliable),
 a judge lacking a score for a pair's side (vote dropped and counted), constant draws in the
 bootstrap (dropped from the percentiles). Rows that break the contract make the strict functions
 raise `FrameContractError`; `usable_ratings` / `usable_preferences` instead set them aside with
@@ -47,7 +48,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .bootstrap import FEW_CLUSTERS_NOTE, MIN_CLUSTERS, cluster_counts, clustered_ci, draw_clusters, draw_members
+from .bootstrap import (
+    FEW_CLUSTERS_NOTE,
+    MIN_CLUSTERS,
+    cluster_counts,
+    clustered_ci,
+    draw_clusters,
+    draw_members,
+    few_clusters_note,
+)
 from .frames import FrameContractError, common_subset, require_columns
 
 __all__ = [
@@ -339,8 +348,10 @@ def spearman_table(
         rho = float("nan") if note else float(stats.spearmanr(x, ys[k]).statistic)
         if not note and len(tasks) < MIN_CLUSTERS:
             note.append(FEW_CLUSTERS_NOTE)
-        elif not note and n_valid[k] < n_boot:
-            note.append(f"{n_boot - int(n_valid[k])} of {n_boot} draws were constant and dropped")
+        elif not note:
+            note += [n for n in (few_clusters_note(len(tasks)),) if n]
+            if n_valid[k] < n_boot:
+                note.append(f"{n_boot - int(n_valid[k])} of {n_boot} draws were constant and dropped")
         if single:
             note.append(f"{single} trajectories rated by a single rater")
         rows.append({"judge": judge, "n": len(data), "n_tasks": len(tasks), "rho": rho,

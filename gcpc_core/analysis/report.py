@@ -42,6 +42,7 @@ from .agreement import (
     usable_preferences,
     usable_ratings,
 )
+from .bootstrap import RELIABLE_CLUSTERS, distinct_resamples, few_clusters_note
 from .calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table, roc_data
 from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure, sensitivity_figure
@@ -73,6 +74,9 @@ class ReportResult:
     """Titles of the figures embedded in the HTML (empty when figures were off)."""
     captions: dict[str, str] = field(default_factory=dict)
     """Table name → the plain-language caption the report prints above it."""
+    warnings: tuple[str, ...] = ()
+    """Plain statements of what a computed figure cannot be trusted for (intervals over too few tasks, scores
+    that only restate the official outcome)."""
 
 
 # ---------------------------------------------------------------- blocks, rendered to both formats
@@ -95,6 +99,11 @@ class _Missing:
 
 
 @dataclass(frozen=True)
+class _Warning:
+    text: str
+
+
+@dataclass(frozen=True)
 class _Table:
     name: str
     frame: pd.DataFrame
@@ -112,7 +121,7 @@ class _Figure:
     caption: str
 
 
-Block = _Heading | _Text | _Missing | _Table | _Figure
+Block = _Heading | _Text | _Missing | _Warning | _Table | _Figure
 
 
 @dataclass(frozen=True)
@@ -196,6 +205,8 @@ def _render_markdown(title: str, blocks: Sequence[Block]) -> str:
             out.append(_md_prose(b.text))
         elif isinstance(b, _Missing):
             out.append(f"> **Not computed:** {_md_prose(b.text)}")
+        elif isinstance(b, _Warning):
+            out.append(f"> **Warning:** {_md_prose(b.text)}")
         elif isinstance(b, _Table):
             out.append(f"**{_md_prose(b.caption)}** — {_truncation(b)}")
             if b.show and len(b.frame):
@@ -210,6 +221,7 @@ table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left}
 .missing{background:#fff6e0;border-left:4px solid #e0a000;padding:.5em 1em}
+.warning{background:#fdecea;border-left:4px solid #c0392b;padding:.5em 1em}
 .caption{font-weight:600;margin-top:1.2em}.note{color:#666;font-size:12px}"""
 
 
@@ -226,6 +238,8 @@ def _render_html(title: str, blocks: Sequence[Block]) -> str:
             out.append(f"<p>{esc(b.text)}</p>")
         elif isinstance(b, _Missing):
             out.append(f"<p class='missing'><b>Not computed:</b> {esc(b.text)}</p>")
+        elif isinstance(b, _Warning):
+            out.append(f"<p class='warning'><b>Warning:</b> {esc(b.text)}</p>")
         elif isinstance(b, _Table):
             out.append(f"<p class='caption'>{esc(b.caption)}</p><p class='note'>{esc(_truncation(b))}</p>")
             if b.show and len(b.frame):
@@ -255,6 +269,14 @@ def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame
              "status": "used" if n in frames else "absent or empty",
              "columns": ", ".join(map(str, given[n].columns)) if given.get(n) is not None else ""} for n in FRAME_NAMES]
     blocks: list[Block] = [_Heading("Inputs"), _Table("inputs", pd.DataFrame(rows), "Input frames")]
+    outcomes = _outcomes(frames)
+    n_tasks = outcomes["task"].nunique() if outcomes is not None else 0
+    if few_clusters_note(n_tasks):
+        blocks.append(_Warning(f"only {n_tasks} tasks: every task-clustered interval in this report (AUC, ΔAUC, "
+                               f"Spearman ρ, evidence sensitivity, calibration, audited figures) is unreliable. "
+                               f"{n_tasks} tasks give {distinct_resamples(n_tasks)} distinct task resamples however "
+                               f"many draws are made, and a cluster bootstrap over fewer than {RELIABLE_CLUSTERS} "
+                               "tasks understates the spread; read the intervals as a rough range at best."))
     unscored = given["scores"].attrs.get("unscored_trials", 0) if given.get("scores") is not None else 0
     if unscored:
         blocks.append(_Text(f"{unscored} unscored trial(s) (no recorded reward) are left out of every outcome statistic."))
@@ -577,11 +599,12 @@ SECTION_NAMES: dict[str, Callable[[Mapping[str, pd.DataFrame], _Settings], list[
 
 @dataclass(frozen=True)
 class ReportTables:
-    """The tables, captions and "not computed" statements of some report sections (nothing written)."""
+    """The tables, captions, "not computed" statements and warnings of some report sections (nothing written)."""
 
     tables: dict[str, pd.DataFrame]
     missing: tuple[str, ...]
     captions: dict[str, str]
+    warnings: tuple[str, ...] = ()
 
 
 def _settings(frames: Mapping[str, pd.DataFrame | None], n_boot: int, seed: int, ci: float, threshold: float,
@@ -621,7 +644,8 @@ def report_tables(
             blocks += section(available, st)
     return ReportTables(tables={b.name: b.frame for b in blocks if isinstance(b, _Table)},
                         missing=tuple(b.text for b in blocks if isinstance(b, _Missing)),
-                        captions={b.name: b.caption for b in blocks if isinstance(b, _Table)})
+                        captions={b.name: b.caption for b in blocks if isinstance(b, _Table)},
+                        warnings=_warnings(blocks))
 
 
 def build_report(
@@ -671,4 +695,10 @@ def build_report(
         missing=tuple(b.text for b in blocks if isinstance(b, _Missing)),
         figures=tuple(b.caption for b in blocks if isinstance(b, _Figure)),
         captions={b.name: b.caption for b in blocks if isinstance(b, _Table)},
+        warnings=_warnings(blocks),
     )
+
+
+def _warnings(blocks: Sequence[Block]) -> tuple[str, ...]:
+    """The warnings of `blocks`, each once (a section may repeat a report-wide one)."""
+    return tuple(dict.fromkeys(b.text for b in blocks if isinstance(b, _Warning)))

@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..analysis.active import ErrorEstimate, estimate_error, estimate_history, population, propose, should_stop
+from ..analysis.bootstrap import few_clusters_note
 from ..analysis.calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
 from ..analysis.triage import audit_link, triage
 from ..judge.registry import item_judges_among
@@ -45,6 +46,8 @@ class AuditedData:
     calibration_by_route: pd.DataFrame
     figures: pd.DataFrame
     n_overrides: int
+    interval_note: str = ""
+    """Why the task-clustered intervals are unreliable (fewer than `analysis.RELIABLE_CLUSTERS` tasks), or ""."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,8 @@ def audited_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[s
     by_route = calibration_table(reference, ("judge", "reference", "route"), n_boot=n_boot) if len(reference) else empty
     figures, overrides = (audited_figures(items, frames["scores"], frames["audits"], n_boot=n_boot)
                           if len(items) and len(frames["scores"]) else (empty, empty))
-    return AuditedData(calibration, by_route, figures, len(overrides))
+    n_tasks = items["task"].nunique() if len(items) else 0
+    return AuditedData(calibration, by_route, figures, len(overrides), few_clusters_note(n_tasks))
 
 
 def _with_run_links(found: pd.DataFrame, labels: Mapping[str, str] | None, base_url: str) -> pd.DataFrame:
