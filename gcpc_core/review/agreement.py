@@ -31,6 +31,7 @@ import plotly.graph_objects as go
 from pydantic import BaseModel, ValidationError
 
 from ..analysis import bootstrap_auc, few_clusters_note, is_available, roc_data
+from ..analysis.ablations import outcome_free_scores
 from ..analysis.agreement import HUMAN
 from ..analysis.figures import (
     agreement_figure,
@@ -51,7 +52,7 @@ __all__ = ["ALL_SECTIONS", "ANALYSIS_TABLES", "AUDIT_CAPTION", "HEADLINE_META_PR
 
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Outcome discrimination: AUC vs official PASS": ("judges", "discrimination_auc", "discrimination_delta_auc",
-                                                     "discrimination_ctrf_reference"),
+                                                     "discrimination_auc_with_outcome", "discrimination_ctrf_reference"),
     "Agreement with human raters": ("agreement_pairwise", "agreement_spearman", "agreement_alpha"),
     "Skill effects on matched pairs": ("skills_transitions", "skills_item_changes"),
     "Evidence sensitivity": ("sensitivity", "sensitivity_by_kind", "sensitivity_by_task"),
@@ -106,7 +107,7 @@ def auc_ci_figure(aucs: pd.DataFrame) -> go.Figure:
         error_y={"type": "data", "symmetric": False, "array": aucs["ci_high"] - aucs["auc"],
                  "arrayminus": aucs["auc"] - aucs["ci_low"]}))
     fig.add_hline(y=0.5, line_dash="dot", line_color="grey")
-    fig.update_layout(title="AUC vs official PASS with bootstrap CI", yaxis={"range": [0, 1], "title": "AUC"},
+    fig.update_layout(title="AUC vs official PASS of the outcome-free scores, with bootstrap CI", yaxis={"range": [0, 1], "title": "AUC"},
                       height=380)
     return fig
 
@@ -128,13 +129,15 @@ def dashboard(frames: Mapping[str, pd.DataFrame | None], *, sections: Sequence[s
 def section_figures(section: str, tables: Mapping[str, pd.DataFrame], frames: Mapping[str, pd.DataFrame | None], *,
                     n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> list[tuple[str, go.Figure]]:
     """The interactive figures of one dashboard section, from the report's tables (and, for the ROC
-    curves, the scores frame bootstrapped again with the same seed)."""
+    curves, the outcome-free scores the report's AUC reads, bootstrapped again with the same seed)."""
     out: list[tuple[str, go.Figure]] = []
     if section == "Outcome discrimination: AUC vs official PASS":
         aucs = tables.get("discrimination_auc")
         if aucs is not None and aucs["auc"].notna().any():
             out.append(("AUC with CI", auc_ci_figure(aucs)))
-            curves, bands = roc_data(bootstrap_auc(frames["scores"], n_boot=n_boot, seed=seed), ci=ci)  # type: ignore[arg-type]
+            free, _ = outcome_free_scores(frames["scores"], frames.get("items"))  # type: ignore[arg-type]
+            judges = list(aucs["judge"])  # the report's: judges with an outcome-free score
+            curves, bands = roc_data(bootstrap_auc(free, judges, n_boot=n_boot, seed=seed), ci=ci)
             if len(curves):
                 out.append(("ROC", roc_figure(curves, bands, aucs)))
     elif section == "Agreement with human raters":
@@ -196,10 +199,24 @@ def _flagged(reading: str, n_tasks: object) -> str:
     return f"{flag[0].upper()}{flag[1:]}. {reading}" if flag else reading
 
 
+RESTATES_OUTCOME = "only restates the official outcome"
+"""Words of the report's warning on a judge whose raw verdicts decide nothing (`analysis.outcome_only_warnings`)."""
+
+
+def _with_outcome(dash: Dashboard) -> dict[str, float]:
+    """Judge → AUC of its stored (postprocessed) partial credit on the trajectories of its headline AUC."""
+    rows = _rows(dash.tables.get("discrimination_auc_with_outcome"))
+    return {r["judge"]: v for r in rows if r["variant"] == "full" and (v := _num(r["auc"])) is not None}
+
+
 def _auc_lines(dash: Dashboard) -> list[Headline]:
     rows = _rows(dash.tables.get("discrimination_auc"))
     if not rows:
+        restated = next((w for w in dash.warnings if RESTATES_OUTCOME in w), None)
+        if restated:
+            return [Headline("AUC vs official PASS", "no evidence", restated[0].upper() + restated[1:])]
         return [Headline("AUC vs official PASS", "not computed", _why_not(dash, "so no AUC", "no judge scores"))]
+    postprocessed = _with_outcome(dash)
     out = []
     for r in rows:
         auc = _num(r["auc"])
@@ -210,10 +227,17 @@ def _auc_lines(dash: Dashboard) -> list[Headline]:
         versus = ("" if lo is None or hi is None else
                   "; the interval lies above chance" if lo > 0.5 else
                   "; the interval lies below chance" if hi < 0.5 else "; the interval includes chance (0.5)")
+        basis = ("From the judge's raw verdicts, which never read the official outcome. "
+                 if str(r.get("score", "")).startswith("partial credit of raw verdicts") else
+                 "From the judge's own score. " if r.get("score") else "")
+        full = postprocessed.get(r["judge"])
+        beside = ("" if full is None else
+                  f" Its postprocessed partial credit reads {full:.3f} on the same trajectories, but it contains the "
+                  "official outcome: no evidence.")
         out.append(Headline(
             f"AUC · {r['judge']}", f"{auc:.3f}{_interval(r['ci_low'], r['ci_high'], 3)}",
-            _flagged(f"A PASS run outscores a FAIL run {auc:.0%} of the time (0.5 = chance, 1 = always){versus}; "
-                     f"{r['n']} trajectories of {r['n_tasks']} tasks.", r.get("n_tasks"))))
+            _flagged(f"{basis}A PASS run outscores a FAIL run {auc:.0%} of the time (0.5 = chance, 1 = always){versus}; "
+                     f"{r['n']} trajectories of {r['n_tasks']} tasks.{beside}", r.get("n_tasks"))))
     return out
 
 

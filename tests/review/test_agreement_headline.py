@@ -104,12 +104,15 @@ def test_a_missing_statistic_says_why() -> None:
 def test_the_demo_headline(demo: Store) -> None:
     dash = dashboard(frames_from_store(demo), n_boot=200, seed=0)
     lines = _by_label(headline(dash))
-    assert lines["AUC · probe"].value.startswith("0.9")
+    assert lines["AUC · probe"].value == "0.802 [0.786, 0.833]"  # raw verdicts; postprocessed it read 0.995
+    assert "From the judge's raw verdicts, which never read the official outcome." in lines["AUC · probe"].reading
+    assert ("Its postprocessed partial credit reads 0.995 on the same trajectories, but it contains the official "
+            "outcome: no evidence.") in lines["AUC · probe"].reading
     assert lines["Paired ΔAUC"].value == "not computed"
     assert {"Pairwise agreement · probe", "Spearman ρ · probe", "α · progress ratings · humans + probe"} <= set(lines)
     assert lines["AUC · probe"].reading.startswith("Interval unreliable: only 3 tasks")  # the demo has 3 tasks
     assert any(w.startswith("only 3 tasks: every task-clustered interval") for w in dash.warnings)
-    assert dash.caption("discrimination_auc") == "AUC per judge"
+    assert dash.caption("discrimination_auc") == "AUC per judge, from outcome-free scores (raw verdicts)"
     assert dash.caption("no_such_table") == "No such table"
     for name in dash.tables:
         assert "_" not in dash.caption(name), name
@@ -289,28 +292,33 @@ print(next(line.value for line in view.lines if line.statistic == "AUC · probe"
 """
 
 
+MIRROR = ("UPDATE judgments SET verdict_raw = CASE verdict_raw WHEN 'Yes' THEN 'No' WHEN 'No' THEN 'Yes' "
+          "ELSE verdict_raw END WHERE route != 'endpoint'")
+"""Every raw item verdict turned round (the headline AUC reads raw verdicts), in place."""
+
+
 def _auc(view: HeadlineView) -> str:
     return next(line.value for line in view.lines if line.statistic == "AUC · probe")
 
 
 def test_a_stored_headline_follows_an_edit_in_place_made_with_plain_sqlite(demo: Store) -> None:
-    """Scores changed by an UPDATE (the sqlite3 shell, another tool): same row count, same rowids, same
+    """Raw verdicts changed by an UPDATE (the sqlite3 shell, another tool): same row count, same rowids, same
     timestamps. The headline shown is the one the data give now, in this Store, a new one and a new process."""
     import sqlite3
     import subprocess
     import sys
 
     before = stored_headline(demo, 200, 0)
-    assert _auc(before).startswith("0.9")
-    with sqlite3.connect(demo.path) as conn:  # every score mirrored: PASS runs now score low, FAIL runs high
-        assert conn.execute("UPDATE scores SET partial_credit = 1 - partial_credit").rowcount > 0
+    assert _auc(before).startswith("0.8")
+    with sqlite3.connect(demo.path) as conn:  # every raw verdict mirrored: PASS runs now score low, FAIL runs high
+        assert conn.execute(MIRROR).rowcount > 0
     fresh = _fresh(demo)
-    assert _auc(fresh).startswith("0.0")  # what the data now say
+    assert _auc(fresh).startswith("0.1")  # what the data now say: 1 − 0.802
     shown = subprocess.run([sys.executable, "-c", _AUC_IN_A_NEW_PROCESS, str(demo.path)], capture_output=True,
                            text=True, check=True, timeout=300).stdout.strip()
     assert shown == _auc(fresh)  # a new server process (the stored entry predates the edit)
     assert stored_headline(Store(demo.path), 200, 0) == fresh
     assert stored_headline(demo, 200, 0) == fresh  # the connection that stored the old headline
     with sqlite3.connect(demo.path) as conn:  # and back: the entry stored for the edited data is stale in turn
-        conn.execute("UPDATE scores SET partial_credit = 1 - partial_credit")
+        conn.execute(MIRROR)
     assert stored_headline(demo, 200, 0) == before
