@@ -35,6 +35,10 @@ class LoopData:
 
     judges: list[str]
     disagreements: pd.DataFrame
+    n_settled: int = 0
+    """Contested item verdicts the auditors' consensus settled, left off the list."""
+    interval_note: str = ""
+    """Why the interval widths the impacts are scaled by are unreliable (too few tasks), or ""."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,10 @@ def loop_data(store: Store, base_url: str, labels: Mapping[str, str] | None = No
     the app at `base_url`, then name the chosen run)."""
     frames = cached_frames(store, labels=labels)
     judges = item_judges_among(frames["items"]["judge"].unique())
-    return LoopData(judges, _with_run_links(triage(frames, base_url=base_url), labels, base_url))
+    ranked = triage(frames, base_url=base_url)
+    n_tasks = frames["items"]["task"].nunique() if len(frames["items"]) else 0
+    return LoopData(judges, _with_run_links(ranked, labels, base_url), int(ranked.attrs.get("n_settled", 0)),
+                    few_clusters_note(n_tasks))
 
 
 def audited_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[str, str] | None = None) -> AuditedData:
