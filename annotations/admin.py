@@ -124,7 +124,8 @@ def format_alpha(alpha: float) -> str:
 def agreement(store: Store, study_id: str) -> list[AlphaResult]:
     """Live α among raters, computed by the analysis report's own `alpha_table` on the same frames the
     report reads: ordinal over progress ratings on the study's scale, nominal over preferences with each
-    vote coded as the chosen trajectory or a tie. So `study status`, this page and `report` agree."""
+    vote coded as the pair's first or second trajectory (ids in sorted order, whatever side was shown) or a
+    tie. So `study status`, this page and `report` agree."""
     load_study(store, study_id)
     ratings, bad_ratings = usable_ratings(ratings_frame(store, study_id))
     preferences, bad_preferences = usable_preferences(preferences_frame(store, study_id))

@@ -48,6 +48,8 @@ if view.simulated_answers:
 
 # ---- the headline: each statistic, its value and what it means ------------------------------------------
 st.subheader("Headline")
+for warning in view.warnings:
+    st.warning(md_escape(warning[0].upper() + warning[1:], limit=800))
 st.caption(f"Intervals: {view.ci:.0%} percentile intervals from {n_boot:,} task-clustered bootstrap draws (seed 0). "
            "Every table behind these numbers is in the sections below.")
 grid = st.container(key="agreement-headline")
@@ -77,6 +79,8 @@ for k, name in enumerate(SECTIONS):
             part = cached_section(store, name, n_boot, 0, include_simulated, labels=labels)
         for statement in part.missing:
             st.text("Not computed: " + statement)
+        for warning in part.warnings:
+            st.text("Warning: " + warning)
         for j, (_, figure) in enumerate(part.figures[name]):
             st.plotly_chart(figure, key=f"agreement:fig:{k}:{j}")
         for table, frame in part.section_tables(name):

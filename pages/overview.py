@@ -12,7 +12,15 @@ import streamlit as st
 
 from gcpc_core.llm import llm_status
 from gcpc_core.review.audit import AuditFilters
-from gcpc_core.review.overview import TaskStatus, judges_frame, overview_trajectories, status_frame, studies_frame, task_status
+from gcpc_core.review.overview import (
+    TaskStatus,
+    judge_warnings,
+    judges_frame,
+    overview_trajectories,
+    status_frame,
+    studies_frame,
+    task_status,
+)
 from gcpc_core.review.runs import JOBS
 from gcpc_core.text import md_escape
 from gcpc_core.review.ui import cached_judge_stats, cached_trajectory_frame, require_store, visible_frame
@@ -123,6 +131,8 @@ judges = judges_frame(trajectories, stats)
 if judges.empty:
     st.text("No judge has run yet: take the next step above, or use the Runs page.")
 else:
+    for warning in judge_warnings(stats):
+        st.warning(md_escape(warning[0].upper() + warning[1:], limit=800))
     st.dataframe(visible_frame(judges), hide_index=True, width="stretch")
 studies = studies_frame(store)
 if not studies.empty:

@@ -133,7 +133,7 @@ with progress:
 
 with agree:
     st.caption("Krippendorff's α over current answers, as in the report: ordinal for progress ratings, nominal for "
-               "the chosen trajectory or a tie. Only units with two or more answers count.")
+               "preferences (each vote: the pair's first or second trajectory in id order, or a tie). Only units with two or more answers count.")
     cols = st.columns(2)
     for col, a in zip(cols, agreement(store, study_id)):
         col.metric(f"α {a.kind.replace('_', ' ')} ({a.level})", "n/a" if math.isnan(a.alpha) else f"{a.alpha:.3f}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
+from gcpc_core.analysis.triage import IMPACT_SCALE
 from gcpc_core.review.auditloop import (
     MIN_HISTORY_AUDITS,
     cached_audited_data,
@@ -92,11 +93,15 @@ open_link("Open a proposed audit", loop.proposals.to_dict("records"), "triage:op
 # ---- disagreements ------------------------------------------------------------------------------------
 st.subheader("Disagreements")
 found = data.disagreements
+settled = (f" {data.n_settled} more that the auditors' consensus already settled are left out." if data.n_settled
+           else "")
 if found.empty:
-    st.text("No disagreement: no verifier truth, audit or pair of auditors contradicts a judge's raw verdict.")
+    st.text("No open disagreement: no verifier truth, audit or pair of auditors contradicts a judge's raw verdict "
+            "without the auditors having settled it." + settled)
 else:
-    st.text(f"{len(found)} disagreements, ranked by impact: the largest change correcting the verdict would make "
-            "to the judge's AUC, the mean partial credit of its condition or a matched-pair share.")
+    st.text(f"{len(found)} open disagreements, ranked by impact.{settled} {IMPACT_SCALE[0].upper()}{IMPACT_SCALE[1:]}.")
+    if data.interval_note:
+        st.warning(md_escape(f"The interval widths are unreliable: {data.interval_note}.", limit=400))
     st.dataframe(found, hide_index=True, width="stretch", column_config={"link": LINK})
     open_link("Open a disagreement", found.to_dict("records"), "triage:open")
 
@@ -108,6 +113,8 @@ with st.expander("Judge calibration", key="triage:open:calibration", on_change="
         if audited.calibration.empty:
             st.text("No item verdict is labelled yet by an auditor or by the verifier's CTRF report.")
         else:
+            if audited.interval_note:
+                st.warning(md_escape(audited.interval_note[0].upper() + audited.interval_note[1:], limit=400))
             st.dataframe(audited.calibration, hide_index=True, width="stretch")
             st.caption("Per route")
             st.dataframe(audited.calibration_by_route, hide_index=True, width="stretch")
@@ -117,6 +124,8 @@ with st.expander("Raw and audited figures", key="triage:open:figures", on_change
             audited = cached_audited_data(store, labels=runs)
         st.text(f"{audited.n_overrides} item verdicts overridden by their known truth (the auditors' consensus, else the "
                 "verifier's per-test status).")
+        if audited.interval_note:
+            st.warning(md_escape(audited.interval_note[0].upper() + audited.interval_note[1:], limit=400))
         if not audited.figures.empty:
             st.dataframe(audited.figures, hide_index=True, width="stretch")
             st.caption("audited: the figure a full audit would most likely give — known truths (auditors' consensus, "

@@ -27,7 +27,18 @@ from .agreement import (
     usable_preferences,
     usable_ratings,
 )
-from .bootstrap import MIN_CLUSTERS, cluster_counts, clustered_ci, draw_clusters, draw_members, percentile_ci
+from .bootstrap import (
+    MIN_CLUSTERS,
+    RELIABLE_CLUSTERS,
+    cluster_counts,
+    clustered_ci,
+    distinct_resamples,
+    draw_clusters,
+    draw_members,
+    few_clusters_note,
+    percentile_ci,
+    ratio_draws,
+)
 from .discrimination import (
     AucBootstrap,
     auc_draws,
@@ -75,6 +86,7 @@ __all__ = [
     "FRAME_NAMES",
     "MIN_CLUSTERS",
     "PAIR_KEY",
+    "RELIABLE_CLUSTERS",
     "REJECTED_COLUMNS",
     "SCOPES",
     "TIE",
@@ -103,9 +115,11 @@ __all__ = [
     "decided_by_verifier",
     "delta_auc_table",
     "delta_histogram_figure",
+    "distinct_resamples",
     "draw_clusters",
     "draw_members",
     "human_rating_matrix",
+    "few_clusters_note",
     "is_available",
     "item_accuracy_table",
     "item_change_heatmap",
@@ -127,6 +141,7 @@ __all__ = [
     "preference_choices",
     "preference_votes",
     "rating_scale",
+    "ratio_draws",
     "require_columns",
     "roc_figure",
     "roc_data",

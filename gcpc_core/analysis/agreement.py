@@ -21,11 +21,17 @@ the sides of any vote leaves every statistic unchanged.
 * Krippendorff's α (`krippendorff.alpha`), first among humans, then with each judge added as one
   more coder: ordinal over progress ratings on the study's declared scale ``lo…hi`` (a judge's
   0–1 score joins it as ``lo + floor(score·(hi − lo) + ½)``); nominal over preferences, each pair
-  one unit and each vote coded as the chosen trajectory or a tie. `alpha_table` is the only α
-  implementation: the report, the Agreement page, `study status` and the Study admin page call it.
+  one unit and each vote coded in three classes, *first*, *second* or *tie*, where first and
+  second are the pair's two trajectories in the order their ids sort (`preference_codes`) — an
+  order fixed by the pair, not by how it was shown. Coding a vote as the chosen trajectory's id
+  instead would give each pair values of its own that never compete with another pair's, so the
+  disagreement expected by chance would be near 1 and raters voting at random would reach α ≈ 0.5;
+  with three classes they get α ≈ 0. `alpha_table` is the only α implementation: the report, the
+  Agreement page, `study status` and the Study admin page call it.
 
 Degenerate cases give NaN with a note: no unit with two or more coders, a single observed value
-(α and ρ undefined), fewer than three units for ρ, fewer than two tasks for a clustered interval,
+(α and ρ undefined), fewer than three units for ρ, fewer than two tasks for a clustered interval
+(fewer than `bootstrap.RELIABLE_CLUSTERS`: the interval is given, its note flags it unreliable),
 a judge lacking a score for a pair's side (vote dropped and counted), constant draws in the
 bootstrap (dropped from the percentiles). Rows that break the contract make the strict functions
 raise `FrameContractError`; `usable_ratings` / `usable_preferences` instead set them aside with
@@ -42,7 +48,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .bootstrap import FEW_CLUSTERS_NOTE, MIN_CLUSTERS, cluster_counts, clustered_ci, draw_clusters, draw_members
+from .bootstrap import (
+    FEW_CLUSTERS_NOTE,
+    MIN_CLUSTERS,
+    cluster_counts,
+    clustered_ci,
+    draw_clusters,
+    draw_members,
+    few_clusters_note,
+)
 from .frames import FrameContractError, common_subset, require_columns
 
 __all__ = [
@@ -56,6 +70,7 @@ __all__ = [
     "mean_ratings",
     "pairwise_agreement",
     "preference_choices",
+    "preference_codes",
     "preference_votes",
     "rating_scale",
     "spearman_table",
@@ -333,8 +348,10 @@ def spearman_table(
         rho = float("nan") if note else float(stats.spearmanr(x, ys[k]).statistic)
         if not note and len(tasks) < MIN_CLUSTERS:
             note.append(FEW_CLUSTERS_NOTE)
-        elif not note and n_valid[k] < n_boot:
-            note.append(f"{n_boot - int(n_valid[k])} of {n_boot} draws were constant and dropped")
+        elif not note:
+            note += [n for n in (few_clusters_note(len(tasks)),) if n]
+            if n_valid[k] < n_boot:
+                note.append(f"{n_boot - int(n_valid[k])} of {n_boot} draws were constant and dropped")
         if single:
             note.append(f"{single} trajectories rated by a single rater")
         rows.append({"judge": judge, "n": len(data), "n_tasks": len(tasks), "rho": rho,
@@ -412,14 +429,29 @@ def alpha_table(
         votes = preference_choices(preferences)
         chosen = votes.pivot(index="rater", columns="pair_id", values="chosen")
         pairs = votes.drop_duplicates("pair_id").set_index("pair_id").reindex(chosen.columns)
-        coders = {"humans": chosen.to_numpy(dtype=object)}
+        humans = preference_codes(pairs, chosen.to_numpy(dtype=object))
+        domain = list(PREFERENCE_CLASSES.values())
+        rows.append(_alpha_row("preferences", "humans", "nominal", humans, domain, PREFERENCE_SCALE))
         for judge in judges:
-            coders[f"humans + {judge}"] = np.vstack([coders["humans"], _judge_choices(pairs, lookup, judge, tie_tol)])
-        labels = sorted({x for m in coders.values() for x in m.ravel() if isinstance(x, str)})
-        code = {label: float(k) for k, label in enumerate(labels)}
-        domain = list(code.values())
-        for who, m in coders.items():
-            numeric = np.array([[code.get(x, np.nan) if isinstance(x, str) else np.nan for x in row] for row in m],
-                               dtype=float).reshape(m.shape)
-            rows.append(_alpha_row("preferences", who, "nominal", numeric, domain, "chosen trajectory or tie"))
+            judged = preference_codes(pairs, _judge_choices(pairs, lookup, judge, tie_tol)[None, :])
+            rows.append(_alpha_row("preferences", f"humans + {judge}", "nominal", np.vstack([humans, judged]), domain,
+                                   PREFERENCE_SCALE))
     return pd.DataFrame(rows, columns=ALPHA_COLUMNS)
+
+
+PREFERENCE_CLASSES = {"first": 0.0, "second": 1.0, TIE: 2.0}
+"""The three classes a preference vote is coded in for α (`preference_codes`)."""
+PREFERENCE_SCALE = "first / second of the pair (trajectory ids in sorted order) or tie"
+
+
+def preference_codes(pairs: pd.DataFrame, chosen: np.ndarray) -> np.ndarray:
+    """Votes as α's three classes: ``coders × pairs`` chosen trajectory ids (or ``tie``; None = no vote) of the
+    pairs `pairs` lists (``left_id, right_id``, one row per column of `chosen`) → 0 = the pair's first trajectory,
+    1 = its second, 2 = tie, NaN = no vote. First and second are the two ids in sorted order: the same for every
+    vote on the pair, whichever side it was shown on."""
+    left, right = pairs["left_id"].astype(str).to_numpy(), pairs["right_id"].astype(str).to_numpy()
+    first = np.where(left <= right, left, right)
+    voted = pd.notna(chosen)
+    codes = np.where(chosen == TIE, PREFERENCE_CLASSES[TIE],
+                     np.where(chosen == first[None, :], PREFERENCE_CLASSES["first"], PREFERENCE_CLASSES["second"]))
+    return np.where(voted, codes, np.nan).astype(float)

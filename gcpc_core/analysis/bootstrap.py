@@ -12,14 +12,34 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+from scipy.special import comb
 
-__all__ = ["FEW_CLUSTERS_NOTE", "MIN_CLUSTERS", "cluster_counts", "clustered_ci", "draw_clusters", "draw_members",
-           "percentile_ci"]
+__all__ = ["FEW_CLUSTERS_NOTE", "MIN_CLUSTERS", "RELIABLE_CLUSTERS", "cluster_counts", "clustered_ci",
+           "distinct_resamples", "draw_clusters", "draw_members", "few_clusters_note", "percentile_ci",
+           "ratio_draws"]
 
 MIN_CLUSTERS = 2
 """Fewer tasks than this give no interval: resampling a single task only repeats it, so every draw
 equals the point estimate and a zero-width interval would claim a certainty the data cannot give."""
 FEW_CLUSTERS_NOTE = f"fewer than {MIN_CLUSTERS} tasks: no task-clustered interval"
+RELIABLE_CLUSTERS = 10
+"""Fewer tasks than this give an interval that is shown but flagged unreliable: a cluster bootstrap over so few
+clusters understates the spread, and n tasks have only C(2n − 1, n) distinct resamples (10 with 3 tasks, 126
+with 5), so its percentiles are read off a handful of values however many draws are made."""
+
+
+def distinct_resamples(n_clusters: int) -> int:
+    """How many different samples a bootstrap drawing `n_clusters` of `n_clusters` clusters can give: C(2n − 1, n)."""
+    return int(comb(2 * n_clusters - 1, n_clusters, exact=True)) if n_clusters > 0 else 0
+
+
+def few_clusters_note(n_clusters: int) -> str:
+    """The flag of an interval over `n_clusters` tasks: "" from `RELIABLE_CLUSTERS` tasks on (and below
+    `MIN_CLUSTERS`, where there is no interval to flag), else why it is unreliable."""
+    if n_clusters < MIN_CLUSTERS or n_clusters >= RELIABLE_CLUSTERS:
+        return ""
+    return (f"interval unreliable: only {n_clusters} tasks ({distinct_resamples(n_clusters)} distinct task "
+            f"resamples; {RELIABLE_CLUSTERS} or more tasks are needed)")
 
 
 def draw_clusters(n_clusters: int, n_boot: int, seed: int | np.random.Generator) -> np.ndarray:
@@ -55,6 +75,25 @@ def draw_members(codes: np.ndarray, counts: np.ndarray) -> Iterator[tuple[np.nda
     for size in np.unique(lengths):
         rows = np.flatnonzero(lengths == size)
         yield rows, flat[starts[rows][:, None] + np.arange(size)]
+
+
+def ratio_draws(numerators: np.ndarray, denominators: np.ndarray, codes: np.ndarray, counts: np.ndarray
+                ) -> np.ndarray:
+    """A ratio of sums (a mean, a share) in every draw: Σ numerator / Σ denominator over the resampled members.
+
+    `numerators` is ``(members,)`` or ``(statistics, members)``, `denominators` ``(members,)`` (1 per member for a
+    mean or share), `codes` each member's cluster; returns ``(n_boot,)`` or ``(statistics, n_boot)``, NaN where a
+    draw holds no denominator. Each draw is the task-count-weighted sum of per-task totals, so all draws are two
+    matrix products.
+    """
+    n_clusters = counts.shape[1]
+    num = np.atleast_2d(np.asarray(numerators, dtype=float))
+    per_num = np.stack([np.bincount(codes, weights=row, minlength=n_clusters) for row in num])
+    per_den = np.bincount(codes, weights=np.asarray(denominators, dtype=float), minlength=n_clusters)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (per_num @ counts.T) / (counts @ per_den)[None, :]
+    out[:, (counts @ per_den) == 0] = np.nan
+    return out[0] if np.ndim(numerators) == 1 else out
 
 
 def percentile_ci(draws: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

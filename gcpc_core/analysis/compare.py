@@ -30,6 +30,7 @@ import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 
 from ..models import ENDPOINT_ITEM_ID
+from .bootstrap import few_clusters_note
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table
 from .frames import require_columns
 from .sensitivity import sensitivity_table
@@ -85,7 +86,8 @@ class RunComparison:
         if d is not None:
             parts.append(f"On {int(d['n'])} trajectories both scored ({int(d['n_tasks'])} tasks): AUC A {_f(auc.get(ka))}, "
                          f"B {_f(auc.get(kb))}; ΔAUC (A − B) {_f(d['delta_auc'], signed=True)} "
-                         f"[{_f(d['ci_low'], signed=True)}, {_f(d['ci_high'], signed=True)}].")
+                         f"[{_f(d['ci_low'], signed=True)}, {_f(d['ci_high'], signed=True)}]"
+                         + (f" ({flag})." if (flag := few_clusters_note(int(d["n_tasks"]))) else "."))
         parts.append(f"Items both judged: {self.n_items}; same raw verdict {self.n_agree} "
                      f"({_pct(self.agreement)}), Cohen's κ {_f(self.kappa)}; {len(self.differing)} differ.")
         return " ".join(parts)

@@ -6,7 +6,8 @@ column (``partial_credit`` by default; the holistic judge's progress score lives
 * Point AUC: `sklearn.metrics.roc_auc_score`, pooled over all trajectories that *every*
   compared judge scored (a NaN score, i.e. nothing decided, drops the trajectory for all).
 * CI: task-clustered bootstrap (tasks resampled with replacement), percentile intervals; with a
-  single task there is no interval (NaN, noted), as in every clustered statistic of the analysis.
+  single task there is no interval (NaN, noted), and with fewer than `bootstrap.RELIABLE_CLUSTERS`
+  tasks the note flags it unreliable, as in every clustered statistic of the analysis.
   All judges share the same draws, so the paired ΔAUC of two judges is the per-draw
   difference, with its own CI and the share of draws in which it is > 0.
 * Vectorization: a draw's sample is fully described by its task counts ``c`` (``draws × tasks``).
@@ -36,7 +37,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from .bootstrap import FEW_CLUSTERS_NOTE, MIN_CLUSTERS, cluster_counts, clustered_ci, draw_clusters
+from .bootstrap import FEW_CLUSTERS_NOTE, MIN_CLUSTERS, cluster_counts, clustered_ci, draw_clusters, few_clusters_note
 from .frames import common_subset
 
 __all__ = [
@@ -136,10 +137,12 @@ def _subset_note(boot: AucBootstrap) -> str:
 
 
 def _draw_note(boot: AucBootstrap, n_valid: int) -> str:
-    if boot.counts.shape[1] < MIN_CLUSTERS:
+    n_tasks = boot.counts.shape[1]
+    if n_tasks < MIN_CLUSTERS:
         return FEW_CLUSTERS_NOTE
     n_boot = boot.n_boot
-    return f"{n_boot - n_valid} of {n_boot} draws had one outcome class and were dropped" if n_valid < n_boot else ""
+    dropped = f"{n_boot - n_valid} of {n_boot} draws had one outcome class and were dropped" if n_valid < n_boot else ""
+    return _join(few_clusters_note(n_tasks), dropped)
 
 
 def _join(*notes: str) -> str:

@@ -32,7 +32,17 @@ import plotly.graph_objects as go
 
 from ..csv_safe import frame_csv
 from ..text import md_escape
-from .ablations import perfect_agreement, score_variants
+from .ablations import (
+    DECIDED_COLUMNS,
+    POSTPROCESSED_VARIANTS,
+    VARIANTS,
+    item_decided_counts,
+    item_judges_of,
+    outcome_free_scores,
+    outcome_only_warnings,
+    perfect_agreement,
+    score_variants,
+)
 from .agreement import (
     REJECTED_COLUMNS,
     alpha_table,
@@ -42,6 +52,7 @@ from .agreement import (
     usable_preferences,
     usable_ratings,
 )
+from .bootstrap import RELIABLE_CLUSTERS, distinct_resamples, few_clusters_note
 from .calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table, roc_data
 from .figures import agreement_figure, delta_histogram_figure, item_change_heatmap, roc_figure, sensitivity_figure
@@ -74,6 +85,9 @@ class ReportResult:
     """Titles of the figures embedded in the HTML (empty when figures were off)."""
     captions: dict[str, str] = field(default_factory=dict)
     """Table name → the plain-language caption the report prints above it."""
+    warnings: tuple[str, ...] = ()
+    """Plain statements of what a computed figure cannot be trusted for (intervals over too few tasks, scores
+    that only restate the official outcome)."""
 
 
 # ---------------------------------------------------------------- blocks, rendered to both formats
@@ -96,6 +110,11 @@ class _Missing:
 
 
 @dataclass(frozen=True)
+class _Warning:
+    text: str
+
+
+@dataclass(frozen=True)
 class _Table:
     name: str
     frame: pd.DataFrame
@@ -113,7 +132,7 @@ class _Figure:
     caption: str
 
 
-Block = _Heading | _Text | _Missing | _Table | _Figure
+Block = _Heading | _Text | _Missing | _Warning | _Table | _Figure
 
 
 @dataclass(frozen=True)
@@ -127,6 +146,8 @@ class _Settings:
     rating_scale: tuple[int, int] | None
     order: JudgeOrder
     """The judges' display order, item judges and ablation pair, from the frames (`judge_order_of`)."""
+    memo: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+    """What one report run computes once for several sections (the outcome-free scores, the score variants)."""
 
 
 def _fmt(value: object) -> str:
@@ -197,6 +218,8 @@ def _render_markdown(title: str, blocks: Sequence[Block]) -> str:
             out.append(_md_prose(b.text))
         elif isinstance(b, _Missing):
             out.append(f"> **Not computed:** {_md_prose(b.text)}")
+        elif isinstance(b, _Warning):
+            out.append(f"> **Warning:** {_md_prose(b.text)}")
         elif isinstance(b, _Table):
             out.append(f"**{_md_prose(b.caption)}** — {_truncation(b)}")
             if b.show and len(b.frame):
@@ -211,6 +234,7 @@ table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left}
 .missing{background:#fff6e0;border-left:4px solid #e0a000;padding:.5em 1em}
+.warning{background:#fdecea;border-left:4px solid #c0392b;padding:.5em 1em}
 .caption{font-weight:600;margin-top:1.2em}.note{color:#666;font-size:12px}"""
 
 
@@ -227,6 +251,8 @@ def _render_html(title: str, blocks: Sequence[Block]) -> str:
             out.append(f"<p>{esc(b.text)}</p>")
         elif isinstance(b, _Missing):
             out.append(f"<p class='missing'><b>Not computed:</b> {esc(b.text)}</p>")
+        elif isinstance(b, _Warning):
+            out.append(f"<p class='warning'><b>Warning:</b> {esc(b.text)}</p>")
         elif isinstance(b, _Table):
             out.append(f"<p class='caption'>{esc(b.caption)}</p><p class='note'>{esc(_truncation(b))}</p>")
             if b.show and len(b.frame):
@@ -256,6 +282,14 @@ def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame
              "status": "used" if n in frames else "absent or empty",
              "columns": ", ".join(map(str, given[n].columns)) if given.get(n) is not None else ""} for n in FRAME_NAMES]
     blocks: list[Block] = [_Heading("Inputs"), _Table("inputs", pd.DataFrame(rows), "Input frames")]
+    outcomes = _outcomes(frames)
+    n_tasks = outcomes["task"].nunique() if outcomes is not None else 0
+    if few_clusters_note(n_tasks):
+        blocks.append(_Warning(f"only {n_tasks} tasks: every task-clustered interval in this report (AUC, ΔAUC, "
+                               f"Spearman ρ, evidence sensitivity, calibration, audited figures) is unreliable. "
+                               f"{n_tasks} tasks give {distinct_resamples(n_tasks)} distinct task resamples however "
+                               f"many draws are made, and a cluster bootstrap over fewer than {RELIABLE_CLUSTERS} "
+                               "tasks understates the spread; read the intervals as a rough range at best."))
     unscored = given["scores"].attrs.get("unscored_trials", 0) if given.get("scores") is not None else 0
     if unscored:
         blocks.append(_Text(f"{unscored} unscored trial(s) (no recorded reward) are left out of every outcome statistic."))
@@ -282,24 +316,130 @@ def _inputs(frames: Mapping[str, pd.DataFrame], given: Mapping[str, pd.DataFrame
     return blocks
 
 
+MIN_SCORED_PER_CLASS = 5
+"""Fewer PASS or FAIL trajectories with an outcome-free score than this make a judge's AUC meaningless: it
+compares a handful of runs."""
+MIN_DECIDED_SHARE = 0.2
+"""A judge deciding fewer of its items than this from log evidence has an outcome-free score resting on few
+verdicts: the report warns."""
+SCORE_BASIS = {True: "partial credit of raw verdicts (outcome-free)", False: "own score (no item verdicts)"}
+
+
+def _outcome_free(frames: Mapping[str, pd.DataFrame], st: _Settings) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """The outcome-free scores RQ1 is computed from (`ablations.outcome_free_scores`), the compared judges that
+    have one, and the item judges lacking item verdicts; computed once per report run."""
+    if "outcome_free" not in st.memo:
+        st.memo["outcome_free"] = outcome_free_scores(frames["scores"], frames.get("items"), st.order)
+    free, lacking = st.memo["outcome_free"]  # type: ignore[misc]
+    present = st.order.ordered(free["judge"].unique())
+    wanted = [j for j in (st.judges if st.judges is not None else present) if j not in lacking]
+    scored = set(free.loc[free["partial_credit"].notna(), "judge"])
+    return free, [j for j in wanted if j in scored], lacking
+
+
+def _evidence_warnings(free: pd.DataFrame, frames: Mapping[str, pd.DataFrame], judges: Sequence[str],
+                       item_judges: Sequence[str]) -> tuple[list[Block], pd.DataFrame]:
+    """Warnings on judges whose raw verdicts decide too little for an AUC, and their decided counts per judge."""
+    items = frames.get("items")
+    counts = (item_decided_counts(items[items["judge"].isin(item_judges)]) if items is not None and len(item_judges)
+              else pd.DataFrame(columns=DECIDED_COLUMNS))
+    blocks: list[Block] = [_Warning(w) for w in outcome_only_warnings(counts)]
+    for judge in judges:
+        own = free[(free["judge"] == judge) & free["partial_credit"].notna()]
+        n_pass, n_fail = int((own["outcome"] == "PASS").sum()), int((own["outcome"] == "FAIL").sum())
+        if min(n_pass, n_fail) < MIN_SCORED_PER_CLASS:
+            blocks.append(_Warning(f"judge {judge} has an outcome-free score on only {n_pass} PASS and {n_fail} FAIL "
+                                   f"trajectories (fewer than {MIN_SCORED_PER_CLASS} of a class): too few for its AUC "
+                                   "to mean anything."))
+    for r in counts.itertuples(index=False):
+        if r.judge in judges and 0 < r.decided_share < MIN_DECIDED_SHARE:
+            blocks.append(_Warning(f"judge {r.judge} decided only {r.decided_share:.0%} of its items ({r.n_decided} of "
+                                   f"{r.n_items}) from log evidence: its outcome-free AUC rests on few verdicts."))
+    return blocks, counts
+
+
+def _variant_aucs(items: pd.DataFrame, st: _Settings) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Per item judge, the AUC of every score variant on the trajectories its raw variant scores (one bootstrap,
+    the same draws), their paired increments, and the recomputed scores: ``(aucs, deltas, variants)``; computed
+    once per report run."""
+    if "variant_aucs" not in st.memo:
+        st.memo["variant_aucs"] = _compute_variant_aucs(items, st)
+    return st.memo["variant_aucs"]  # type: ignore[return-value]
+
+
+def _compute_variant_aucs(items: pd.DataFrame, st: _Settings) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    variants = score_variants(items)
+    if st.judges is not None:
+        variants = variants[variants["judge"].isin(st.judges)]
+    aucs, deltas = [], []
+    pairs = [("pass_propagation", "raw"), ("endpoint", "raw"), ("full", "raw"), ("endpoint", "pass_propagation")]
+    for judge in st.order.ordered(variants["judge"].unique()):
+        v = variants[variants["judge"] == judge].drop(columns="judge").rename(columns={"variant": "judge"})
+        boot = bootstrap_auc(v, list(VARIANTS), n_boot=st.n_boot, seed=st.seed)
+        aucs.append(auc_table(boot, ci=st.ci).rename(columns={"judge": "variant"}).assign(judge=judge))
+        deltas.append(delta_auc_table(boot, pairs, ci=st.ci).assign(judge=judge))
+    first = ["judge"]
+    if not aucs:
+        return pd.DataFrame(), pd.DataFrame(), variants
+    return (_front(pd.concat(aucs, ignore_index=True), first), _front(pd.concat(deltas, ignore_index=True), first),
+            variants)
+
+
 def _discrimination(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]:
     blocks: list[Block] = [_Heading("RQ1 — Outcome discrimination (AUC vs official PASS)")]
     if "scores" not in frames:
         return blocks + [_Missing("no judge scores yet (run `judge` and `score`), so no AUC.")]
-    boot = bootstrap_auc(frames["scores"], st.judges, n_boot=st.n_boot, seed=st.seed)
+    free, judges, lacking = _outcome_free(frames, st)
+    item_judges = [j for j in item_judges_of(frames["scores"], frames.get("items"), st.order) if j not in lacking
+                   and (st.judges is None or j in st.judges)]
+    warnings, counts = _evidence_warnings(free, frames, judges, item_judges)
+    blocks.append(_Text("The headline AUC is computed from outcome-free scores: an item judge's partial credit "
+                        "recomputed from its raw verdicts (no PASS propagation, no endpoint item), a rating judge's "
+                        "own score. The postprocessed partial credit contains the official outcome it would be "
+                        "scored against (an official PASS sets assertion items to Yes, a FAIL adds an endpoint item "
+                        "judged No), so its AUC, shown beside, measures the outcome against itself, not the judge."))
+    blocks += warnings
+    if lacking:
+        blocks.append(_Missing(f"no item verdicts for judge(s) {', '.join(lacking)}: their outcome-free score (partial "
+                               "credit of raw verdicts) cannot be computed, and their stored partial credit contains "
+                               "the official outcome, so they have no headline AUC."))
+    unscored = [j for j in (st.judges if st.judges is not None else st.order.ordered(free["judge"].unique()))
+                if j not in judges and j not in lacking]
+    if unscored:
+        blocks.append(_Missing(f"judge(s) {', '.join(unscored)} decided no item from log evidence (every raw verdict "
+                               "Abstain): no outcome-free score, so no AUC."))
+    if not judges:
+        return blocks + [_Missing("no judge has an outcome-free score, so no AUC.")]
+    boot = bootstrap_auc(free, judges, n_boot=st.n_boot, seed=st.seed)
     aucs = auc_table(boot, ci=st.ci)
+    aucs.insert(1, "score", [SCORE_BASIS[j in item_judges] for j in aucs["judge"]])
+    decided = counts.set_index("judge")
+    aucs.insert(2, "decided_share", aucs["judge"].map(decided["decided_share"]).astype(float))
+    aucs.insert(3, "n_undecided", aucs["judge"].map(decided["n_undecided"]).astype("Int64"))
     blocks += [
-        _Text(f"Pooled ROC AUC on the {len(boot.data)} trajectories scored by every judge "
-              f"({boot.n_excluded} excluded for lacking a score from some judge); {int(st.ci * 100)}% percentile CIs "
-              f"from {st.n_boot} task-clustered bootstrap draws (seed {st.seed})."),
-        _Table("discrimination_auc", aucs, "AUC per judge"),
-        _Table("discrimination_data", boot.data, "Inputs: common subset with each judge's score", show=False),
+        _Text(f"Pooled ROC AUC on the {len(boot.data)} trajectories with an outcome-free score from every judge "
+              f"({boot.n_excluded} excluded for lacking one from some judge, e.g. no decided raw verdict); "
+              f"{int(st.ci * 100)}% percentile CIs from {st.n_boot} task-clustered bootstrap draws (seed {st.seed}). "
+              "`decided_share`: the judge's raw verdicts that are Yes or No; `n_undecided`: its trajectories with "
+              "none, which have no outcome-free score."),
+        _Table("discrimination_auc", aucs, "AUC per judge, from outcome-free scores (raw verdicts)"),
+        _Table("discrimination_data", boot.data, "Inputs: common subset with each judge's outcome-free score",
+               show=False),
     ]
     if len(boot.judges) >= 2:
         blocks.append(_Table("discrimination_delta_auc", delta_auc_table(boot, ci=st.ci),
-                             "Paired ΔAUC (judge_a − judge_b) on the same draws"))
+                             "Paired ΔAUC (judge_a − judge_b) of the outcome-free scores on the same draws"))
     else:
         blocks.append(_Missing("paired ΔAUC needs at least two judges."))
+    if "items" in frames and item_judges:
+        variant_aucs, _, _ = _variant_aucs(frames["items"], st)
+        if len(variant_aucs):
+            beside = variant_aucs.assign(contains_outcome=variant_aucs["variant"].isin(POSTPROCESSED_VARIANTS))
+            blocks.append(_Table("discrimination_auc_with_outcome", _front(beside, ["judge", "variant", "contains_outcome"]),
+                                 "Beside it: AUC of each item judge's partial credit with the official outcome written in "
+                                 "(PASS propagation, endpoint item, both = the stored score), on the trajectories its raw "
+                                 "verdicts score; a score that contains the outcome it is scored against has an AUC that "
+                                 "is no evidence of discrimination"))
     if "ctrf" in frames and (outcomes := _outcomes(frames)) is not None:
         frac = ctrf_pass_fraction(frames["ctrf"]).merge(outcomes, on="trajectory_id")
         ref = bootstrap_auc(frac.assign(judge=CTRF_REFERENCE), [CTRF_REFERENCE], score_col="ctrf_pass_fraction",
@@ -310,7 +450,8 @@ def _discrimination(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[B
     if st.figures:
         curves, bands = roc_data(boot, ci=st.ci)
         if len(curves):
-            blocks.append(_Figure(roc_figure(curves, bands, aucs), "ROC curves; shaded: bootstrap TPR band"))
+            blocks.append(_Figure(roc_figure(curves, bands, aucs), "ROC curves of the outcome-free scores; shaded: "
+                                  "bootstrap TPR band"))
     return blocks
 
 
@@ -353,8 +494,9 @@ def _agreement(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]
     if has_r or has_p:
         alpha = alpha_table(ratings, preferences, scores, st.judges, scale=st.rating_scale)
         blocks += [_Text("Krippendorff's α: ordinal over progress ratings on the declared rating scale (a judge's 0–1 "
-                         "score mapped onto it); nominal over preferences, each pair one unit and each vote coded as "
-                         "the chosen trajectory or a tie, so the order a pair was shown in does not matter."),
+                         "score mapped onto it); nominal over preferences, each pair one unit and each vote coded in "
+                         "three classes: the pair's first or second trajectory (ids in sorted order) or a tie, so the "
+                         "order a pair was shown in does not matter and raters voting at random get α ≈ 0."),
                    _Table("agreement_alpha", alpha, "Krippendorff's α among humans, and with each judge as a coder")]
     return blocks
 
@@ -457,10 +599,15 @@ def _ablations(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]
             blocks.append(_Missing("no judge of the frames repeats a task-checklist judge over the fixed checklist: "
                                    "task vs fixed checklist not compared."))
         elif {task_judge, fixed_judge} <= judges:
-            boot = bootstrap_auc(frames["scores"], [task_judge, fixed_judge], n_boot=st.n_boot,
-                                 seed=st.seed)
-            blocks.append(_Table("ablation_checklist", delta_auc_table(boot, ci=st.ci),
-                                 "Task checklist vs fixed checklist: paired ΔAUC"))
+            free, scored, _ = _outcome_free(frames, st)
+            if {task_judge, fixed_judge} <= set(scored):
+                boot = bootstrap_auc(free, [task_judge, fixed_judge], n_boot=st.n_boot, seed=st.seed)
+                blocks.append(_Table("ablation_checklist", delta_auc_table(boot, ci=st.ci),
+                                     "Task checklist vs fixed checklist: paired ΔAUC of the outcome-free scores (raw "
+                                     "verdicts)"))
+            else:
+                blocks.append(_Missing(f"task vs fixed checklist needs outcome-free scores (decided raw verdicts) from "
+                                       f"both the `{task_judge}` and `{fixed_judge}` judges."))
         else:
             among = " among the compared judges" if st.judges is not None else ""
             blocks.append(_Missing(f"task vs fixed checklist needs scores from both the `{task_judge}` and "
@@ -474,25 +621,14 @@ def _ablations(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Block]
         blocks.append(_Missing("no judge scores: checklist and Perfect ablations not computed."))
     if "items" not in frames:
         return blocks + [_Missing("no item verdicts: score variants (endpoint vs PASS propagation) not computed.")]
-    variants = score_variants(frames["items"])
-    if st.judges is not None:
-        variants = variants[variants["judge"].isin(st.judges)]
+    aucs, deltas, variants = _variant_aucs(frames["items"], st)
     if variants.empty:
         return blocks + [_Missing("no checklist item verdicts for the compared judges: score variants not computed.")]
-    aucs, deltas = [], []
-    pairs = [("pass_propagation", "raw"), ("endpoint", "raw"), ("full", "raw"), ("endpoint", "pass_propagation")]
-    for judge in st.order.ordered(variants["judge"].unique()):
-        v = variants[variants["judge"] == judge].drop(columns="judge").rename(columns={"variant": "judge"})
-        boot = bootstrap_auc(v, ["raw", "pass_propagation", "endpoint", "full"], n_boot=st.n_boot, seed=st.seed)
-        aucs.append(auc_table(boot, ci=st.ci).rename(columns={"judge": "variant"}).assign(judge=judge))
-        deltas.append(delta_auc_table(boot, pairs, ci=st.ci).assign(judge=judge))
-    first = ["judge"]
     blocks += [
         _Text("Partial credit recomputed from raw verdicts: raw (no postprocessing), PASS propagation only, endpoint "
               "item only, full (both)."),
-        _Table("ablation_variant_auc", _front(pd.concat(aucs, ignore_index=True), first), "AUC per score variant"),
-        _Table("ablation_variant_delta", _front(pd.concat(deltas, ignore_index=True), first),
-               "AUC increments between variants (paired, same draws)"),
+        _Table("ablation_variant_auc", aucs, "AUC per score variant"),
+        _Table("ablation_variant_delta", deltas, "AUC increments between variants (paired, same draws)"),
         _Table("ablation_variant_scores", variants, "Inputs: recomputed scores per variant", show=False),
     ]
     return blocks
@@ -589,11 +725,12 @@ SECTION_NAMES: dict[str, Callable[[Mapping[str, pd.DataFrame], _Settings], list[
 
 @dataclass(frozen=True)
 class ReportTables:
-    """The tables, captions and "not computed" statements of some report sections (nothing written)."""
+    """The tables, captions, "not computed" statements and warnings of some report sections (nothing written)."""
 
     tables: dict[str, pd.DataFrame]
     missing: tuple[str, ...]
     captions: dict[str, str]
+    warnings: tuple[str, ...] = ()
 
 
 def _settings(frames: Mapping[str, pd.DataFrame | None], n_boot: int, seed: int, ci: float, threshold: float,
@@ -633,7 +770,8 @@ def report_tables(
             blocks += section(available, st)
     return ReportTables(tables={b.name: b.frame for b in blocks if isinstance(b, _Table)},
                         missing=tuple(b.text for b in blocks if isinstance(b, _Missing)),
-                        captions={b.name: b.caption for b in blocks if isinstance(b, _Table)})
+                        captions={b.name: b.caption for b in blocks if isinstance(b, _Table)},
+                        warnings=_warnings(blocks))
 
 
 def build_report(
@@ -683,4 +821,10 @@ def build_report(
         missing=tuple(b.text for b in blocks if isinstance(b, _Missing)),
         figures=tuple(b.caption for b in blocks if isinstance(b, _Figure)),
         captions={b.name: b.caption for b in blocks if isinstance(b, _Table)},
+        warnings=_warnings(blocks),
     )
+
+
+def _warnings(blocks: Sequence[Block]) -> tuple[str, ...]:
+    """The warnings of `blocks`, each once (a section may repeat a report-wide one)."""
+    return tuple(dict.fromkeys(b.text for b in blocks if isinstance(b, _Warning)))

@@ -34,7 +34,15 @@ from ..defaults import PERTURB_SCOPES
 from ..evidence import EVIDENCE_KINDS, quote_occurs
 from ..models import Citation, Event
 from ..store import Store
-from .bootstrap import cluster_counts, clustered_ci, draw_clusters
+from .bootstrap import (
+    FEW_CLUSTERS_NOTE,
+    MIN_CLUSTERS,
+    cluster_counts,
+    clustered_ci,
+    draw_clusters,
+    few_clusters_note,
+    ratio_draws,
+)
 from .frames import judge_order_of, require_columns
 from .perturb import perturb_span
 
@@ -123,8 +131,9 @@ def sensitivity_table(
 
     Rows with status ``judged`` count; ``not_perturbed`` rows are counted beside them. CIs are
     percentile intervals of a task-clustered bootstrap (tasks resampled with replacement, all
-    their items kept), vectorized: each draw's share is a ratio of count-weighted task sums; a group
-    with fewer than two tasks has no interval (NaN), since one cluster says nothing about variation.
+    their items kept), vectorized: each draw's share is a ratio of count-weighted task sums (`bootstrap.ratio_draws`);
+    a group with fewer than two tasks has no interval (NaN), since one cluster says nothing about variation, and
+    one with fewer than `bootstrap.RELIABLE_CLUSTERS` has its interval flagged unreliable in ``note``.
     ``span_remaining`` counts judged rows whose cited span could still be found in the perturbed
     evidence (another event under scope ``cited``): a Yes there may be right.
     """
@@ -132,7 +141,7 @@ def sensitivity_table(
     keys = [*SETTING, *by]
     columns = [*keys, "n", "to_no", "share_no", "share_no_low", "share_no_high", "to_no_or_abstain",
                "share_no_or_abstain", "share_no_or_abstain_low", "share_no_or_abstain_high", "still_yes",
-               "span_remaining", "tasks", "not_perturbed"]
+               "span_remaining", "tasks", "not_perturbed", "note"]
     rows = []
     frame = perturbations.assign(model=perturbations["model"].fillna("—"))
     for values, g in frame.groupby(keys, sort=False, dropna=False):
@@ -140,12 +149,8 @@ def sensitivity_table(
         no = (judged["verdict"] == "No").to_numpy(float)
         noa = judged["verdict"].isin(["No", "Abstain"]).to_numpy(float)
         codes, tasks = pd.factorize(judged["task"])
-        n_t = np.bincount(codes, minlength=len(tasks)).astype(float)
-        no_t = np.bincount(codes, weights=no, minlength=len(tasks))
-        noa_t = np.bincount(codes, weights=noa, minlength=len(tasks))
         counts = cluster_counts(draw_clusters(len(tasks), n_boot, seed), len(tasks))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            draws = np.stack([counts @ no_t, counts @ noa_t]) / (counts @ n_t)
+        draws = ratio_draws(np.stack([no, noa]), np.ones(len(no)), codes, counts)
         low, high, _ = clustered_ci(draws, len(tasks), ci)
         n = len(judged)
         remaining = judged["span_remaining"] if "span_remaining" in judged else pd.Series(0, index=judged.index)
@@ -158,6 +163,7 @@ def sensitivity_table(
             "still_yes": int((judged["verdict"] == "Yes").sum()),
             "span_remaining": int((remaining.fillna(0).astype(int) > 0).sum()), "tasks": len(tasks),
             "not_perturbed": int((g["status"] == "not_perturbed").sum()),
+            "note": FEW_CLUSTERS_NOTE if 0 < len(tasks) < MIN_CLUSTERS else few_clusters_note(len(tasks)),
         })
     out = pd.DataFrame(rows, columns=columns)
     if out.empty:

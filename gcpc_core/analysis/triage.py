@@ -1,4 +1,4 @@
-"""Disagreement triage: which item verdicts to check first, ranked by how much correcting them would
+"""Disagreement triage: which open item verdicts to check first, ranked by how much correcting them would
 move the reported figures.
 
 Reads **items**, **ctrf**, **scores** (see `frames`) and **audits** (see `audits`).
@@ -6,23 +6,37 @@ Reads **items**, **ctrf**, **scores** (see `frames`) and **audits** (see `audits
 `item_verdicts` puts every real item verdict (the endpoint is the outcome itself) beside what else
 is known about it: the judge's raw and postprocessed verdicts, the verifier's truth for an
 assertion item whose cited tests are in the CTRF report, every auditor's verdict and their
-consensus. `disagreements` lists, one row per item verdict and kind:
+consensus. An item verdict the auditors' consensus has decided is **settled**: the audited figures
+already apply the consensus, and auditing it again would change nothing, so it leaves the list
+(`settled` lists those the judge or the verifier disagreed on). `disagreements` lists the open ones,
+one row per item verdict and kind:
 
 * ``judge vs verifier`` — the CTRF truth differs from the raw verdict; proposed: the truth;
-* ``judge vs auditor`` — some auditor holds another verdict; proposed: the most common of the
-  verdicts auditors hold instead of the judge's;
-* ``auditor vs auditor`` — auditors hold different verdicts; proposed as for judge vs auditor.
+* ``judge vs auditor`` — some auditor holds another verdict and the auditors are tied; proposed: the
+  most common of the verdicts auditors hold instead of the judge's;
+* ``auditor vs auditor`` — auditors hold different verdicts, tied; proposed as for judge vs auditor.
 
 `rank_disagreements` adds what the proposed correction would change, each from the raw verdicts
-through the real postprocessing and scoring (`outcome`): the judge's AUC vs official PASS
-(`roc_auc_score`), the mean partial credit of the trajectory's condition, and the matched-pair
-shares improving / regressing (`skills.transition_table`), and ranks by ``impact`` = the largest
-of those absolute changes (all are on a 0–1 scale). A correction that postprocessing would undo
-(an assertion item of an official PASS) has impact 0, which is true: no figure depends on it.
+through the real postprocessing and scoring (`outcome`): the judge's headline AUC vs official PASS
+(outcome-free: partial credit of raw verdicts, as the report's RQ1; `roc_auc_score`), the mean
+partial credit of the trajectory's condition and the matched-pair shares improving / regressing
+(`skills.transition_table`; both of the postprocessed partial credit, as reported). The figures live on
+different scales (a mean over many runs, a share over a few pairs), so each change is put in units of
+its figure's own interval width — the 95% task-clustered bootstrap interval (`WIDTH_BOOT` draws, seed
+0): ``impact`` = the largest of |change| / width, 1 meaning "moves the figure by the width of its
+interval". A figure with a zero-width (or no) interval cannot be scaled and is left out of the
+impact; an item none of whose figures can be scaled has impact NaN and ranks last.
+
+The single-item effect can overstate what several wrong verdicts of one trajectory do together (a run
+with one Yes and two Abstain: either Abstain corrected to No moves its partial credit 1 → 0.5, both move
+it to 0.33, not 0), so each row also gives
+the **joint** effect of correcting every open verdict of its trajectory at once (``n_open`` of them;
+the other items take their own proposal, the verifier's truth first), on the same scale.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import urlencode
 
 import numpy as np
@@ -32,17 +46,29 @@ from sklearn.metrics import roc_auc_score
 
 from ..models import ENDPOINT_ITEM_ID, ItemJudgment
 from ..outcome import postprocess, score_items
+from .ablations import OUTCOME_FREE_VARIANT, VARIANTS, score_variants
 from .audits import KEY, auditor_consensus, auditor_verdicts
-from .calibration import rescore
+from .bootstrap import cluster_counts, clustered_ci, draw_clusters, ratio_draws
+from .discrimination import auc_table, bootstrap_auc
 from .frames import require_columns
 from .item_accuracy import assertion_truth, decided_by_verifier
 from .skills import TRANSITIONS, matched_pairs, pair_moves
 
-__all__ = ["KINDS", "TRIAGE_COLUMNS", "audit_link", "disagreements", "item_verdicts", "rank_disagreements", "triage"]
+__all__ = ["IMPACT_SCALE", "KINDS", "TRIAGE_COLUMNS", "WIDTH_BOOT", "audit_link", "disagreements", "item_verdicts",
+           "rank_disagreements", "settled", "triage"]
 
 KINDS = ("judge vs verifier", "judge vs auditor", "auditor vs auditor")
+EFFECTS = ["impact", "delta_auc", "delta_mean_pc", "delta_share", "share"]
 TRIAGE_COLUMNS = ["rank", *KEY, "task", "route", "kind", "verdict_raw", "verdict", "verifier", "auditors", "proposed",
-                  "impact", "delta_auc", "delta_mean_pc", "delta_share", "condition", "link"]
+                  *EFFECTS, "width_auc", "width_mean_pc", "width_share", "n_open", *(f"joint_{c}" for c in EFFECTS),
+                  "condition", "link"]
+WIDTH_BOOT = 1000
+"""Task-clustered bootstrap draws behind each figure's interval width (seed 0)."""
+IMPACT_SCALE = ("impact: the largest change correcting the verdict would make to the judge's AUC (from raw verdicts, "
+                "as the report's headline), the mean partial credit of its condition or a matched-pair share, each in "
+                "units of that figure's own 95% task-clustered interval width (1 = the width of its interval); joint_*: "
+                "the same with every open verdict of the trajectory corrected at once")
+"""The scale of ``impact``, in words, for the page and the command line to state."""
 
 
 def item_verdicts(items: pd.DataFrame, ctrf: pd.DataFrame | None, audits: pd.DataFrame | None) -> pd.DataFrame:
@@ -73,9 +99,20 @@ def item_verdicts(items: pd.DataFrame, ctrf: pd.DataFrame | None, audits: pd.Dat
     return out.astype({"verifier": object, "consensus": object, "dissent": object, "auditors": object})
 
 
+def _contested(v: pd.DataFrame) -> pd.Series:
+    """Item verdicts someone disagrees with: the verifier, or some auditor."""
+    return (v["verifier"].notna() & (v["verifier"] != v["verdict_raw"])) | v["dissent"].notna()
+
+
+def settled(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The contested item verdicts (`item_verdicts` rows) the auditors' consensus has decided: off the triage list."""
+    return verdicts[_contested(verdicts) & verdicts["consensus"].notna()].reset_index(drop=True)
+
+
 def disagreements(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """One row per (item verdict, kind of disagreement), with the ``proposed`` correction (see module docstring)."""
-    v = verdicts
+    """One row per open (not `settled`) item verdict and kind of disagreement, with the ``proposed`` correction (see
+    module docstring)."""
+    v = verdicts[verdicts["consensus"].isna()]
     parts = [
         v[v["verifier"].notna() & (v["verifier"] != v["verdict_raw"])].assign(kind=KINDS[0], proposed=lambda d: d["verifier"]),
         v[v["dissent"].notna()].assign(kind=KINDS[1], proposed=lambda d: d["dissent"]),
@@ -84,11 +121,15 @@ def disagreements(verdicts: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _score(rows: pd.DataFrame, outcome: str) -> float:
+def _scores(rows: pd.DataFrame, outcome: str) -> tuple[float, float]:
+    """(outcome-free, postprocessed) partial credit of one trajectory's real items."""
     judged = [ItemJudgment(item_id=r.item_id, route=r.route, verdict_raw=r.verdict_raw, verdict=r.verdict_raw)
               for r in rows.itertuples(index=False)]
-    pc = score_items(postprocess(judged, outcome)).partial_credit
-    return np.nan if pc is None else pc
+    out = []
+    for propagate, endpoint in (VARIANTS[OUTCOME_FREE_VARIANT], VARIANTS["full"]):
+        pc = score_items(postprocess(judged, outcome, propagate_pass=propagate, add_endpoint=endpoint)).partial_credit
+        out.append(np.nan if pc is None else pc)
+    return out[0], out[1]
 
 
 def _auc(outcome: np.ndarray, score: np.ndarray) -> float:
@@ -104,8 +145,8 @@ def _auc(outcome: np.ndarray, score: np.ndarray) -> float:
 
 def _shares(pairs: pd.DataFrame, threshold: float) -> pd.Series:
     """One judge's matched-pair shares improving / regressing per transition with a scored pair (and "all"): the
-    moves of `skills.pair_moves`, which `skills.transition_table` counts too, counted here in numpy: this runs once per candidate correction, where a
-    table per candidate cost most of the page's time."""
+    moves of `skills.pair_moves`, which `skills.transition_table` counts too, counted here in numpy: this runs once
+    per candidate correction, where a table per candidate cost most of the page's time."""
     delta = pairs["delta"].to_numpy(dtype=float)
     transition = pairs["transition"].to_numpy(dtype=object)
     scored = np.isfinite(delta)
@@ -119,62 +160,144 @@ def _shares(pairs: pd.DataFrame, threshold: float) -> pd.Series:
     return pd.Series({**improving, **regressing}, dtype=float)
 
 
+def _width(draws: np.ndarray, n_tasks: int) -> np.ndarray:
+    """95% task-clustered interval width of each row of `draws`; NaN where there is none (or it is zero-wide)."""
+    low, high, _ = clustered_ci(draws, n_tasks, 0.95)
+    width = np.asarray(high - low, dtype=float)
+    return np.where(width > 0, width, np.nan)
+
+
+def _share_widths(pairs: pd.DataFrame, threshold: float) -> dict[str, float]:
+    """Interval width of every matched-pair share `_shares` reports, pairs resampled by task."""
+    scored = pairs[np.isfinite(pairs["delta"].to_numpy(dtype=float))]
+    up, down = pair_moves(scored["delta"].to_numpy(dtype=float), threshold)
+    out: dict[str, float] = {}
+    for name in (*TRANSITIONS, "all"):
+        chosen = (scored["transition"] == name).to_numpy() if name != "all" else np.ones(len(scored), dtype=bool)
+        if not chosen.any():
+            continue
+        codes, tasks = pd.factorize(scored.loc[chosen, "task"])
+        counts = cluster_counts(draw_clusters(len(tasks), WIDTH_BOOT, 0), len(tasks))
+        draws = ratio_draws(np.stack([up[chosen], down[chosen]]).astype(float), np.ones(int(chosen.sum())), codes,
+                            counts)
+        w_up, w_down = _width(draws, len(tasks))
+        out[f"improving {name}"], out[f"regressing {name}"] = float(w_up), float(w_down)
+    return out
+
+
+class _JudgeFigures:
+    """One judge's figures over its trajectories, their interval widths, and what a correction changes in them."""
+
+    def __init__(self, s: pd.DataFrame, threshold: float) -> None:
+        self.s, self.threshold = s, threshold
+        self.where = {t: k for k, t in enumerate(s["trajectory_id"])}
+        self.outcome = s["outcome"].to_numpy()
+        self.raw, self.full = s["raw"].to_numpy(dtype=float), s["partial_credit"].to_numpy(dtype=float)
+        self.auc0 = _auc(self.outcome, self.raw)
+        self.pairs = matched_pairs(s)
+        self.shares0 = _shares(self.pairs, threshold) if len(self.pairs) else pd.Series(dtype=float)
+        boot = bootstrap_auc(s.assign(partial_credit=self.raw), n_boot=WIDTH_BOOT, seed=0)
+        t = auc_table(boot).iloc[0] if len(boot.data) else None
+        self.w_auc = float(t["ci_high"] - t["ci_low"]) if t is not None and t["ci_high"] > t["ci_low"] else np.nan
+        self.w_pc: dict[str, float] = {}
+        for condition, g in s[np.isfinite(self.full)].groupby("condition", sort=False):
+            codes, tasks = pd.factorize(g["task"])
+            counts = cluster_counts(draw_clusters(len(tasks), WIDTH_BOOT, 0), len(tasks))
+            draws = ratio_draws(g["partial_credit"].to_numpy(dtype=float), np.ones(len(g)), codes, counts)
+            self.w_pc[condition] = float(_width(draws, len(tasks)))
+        self.w_share = _share_widths(self.pairs, threshold) if len(self.pairs) else {}
+
+    def effect(self, changed: Mapping[str, tuple[float, float]]) -> dict[str, object]:
+        """What setting the (outcome-free, postprocessed) partial credit of the trajectories in `changed` does: the
+        signed changes, the share that moves most (in width units), their widths and the impact."""
+        raw, full = self.raw.copy(), self.full.copy()
+        for trajectory, (r, f) in changed.items():
+            raw[self.where[trajectory]], full[self.where[trajectory]] = r, f
+        first = self.where[next(iter(changed))]
+        condition = self.s.at[first, "condition"]
+        same = (self.s["condition"] == condition).to_numpy()
+        d_auc = _auc(self.outcome, raw) - self.auc0
+        d_pc = float(np.nanmean(full[same]) - np.nanmean(self.full[same])) if np.isfinite(full[same]).any() else np.nan
+        d_share, share = 0.0, None
+        touched = (self.pairs["trajectory_id_with"].isin(changed) | self.pairs["trajectory_id_without"].isin(changed)
+                   if len(self.pairs) else pd.Series(dtype=bool))
+        if touched.any():
+            p = self.pairs.copy()
+            for side in ("with", "without"):
+                hit = p["trajectory_id_" + side].isin(changed)
+                p.loc[hit, "score_" + side] = [full[self.where[t]] for t in p.loc[hit, "trajectory_id_" + side]]
+            p["delta"] = p["score_with"] - p["score_without"]
+            moved = _shares(p, self.threshold).sub(self.shares0, fill_value=0.0).round(12) + 0.0
+            scaled = moved.abs() / pd.Series(self.w_share).reindex(moved.index)
+            if moved.abs().gt(0).any():
+                share = (scaled.idxmax() if scaled.notna().any() else moved.abs().idxmax())
+                d_share = float(moved[share])
+        d_auc, d_pc = (round(float(d), 12) + 0.0 for d in (d_auc, d_pc))  # float noise (or -0.0) is no change
+        w_pc = self.w_pc.get(condition, np.nan)
+        w_share = self.w_share.get(share, np.nan) if share else np.nan
+        scaled = [abs(d) / w for d, w in ((d_auc, self.w_auc), (d_pc, w_pc), (d_share, w_share))
+                  if np.isfinite(d) and np.isfinite(w)]
+        return {"impact": max(scaled) if scaled else np.nan, "delta_auc": d_auc, "delta_mean_pc": d_pc,
+                "delta_share": d_share, "share": share, "width_auc": self.w_auc, "width_mean_pc": w_pc,
+                "width_share": w_share, "condition": condition}
+
+
+def _by_judge(items: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """Per (trajectory, judge) of `items`: the trajectory columns of `scores` and both partial credits recomputed from
+    raw verdicts, ``raw`` (outcome-free) and ``partial_credit`` (postprocessed)."""
+    variants = score_variants(items, {OUTCOME_FREE_VARIANT: VARIANTS[OUTCOME_FREE_VARIANT], "full": VARIANTS["full"]})
+    wide = variants.pivot(index=["trajectory_id", "judge"], columns="variant", values="partial_credit").reset_index()
+    wide = wide.rename(columns={OUTCOME_FREE_VARIANT: "raw", "full": "partial_credit"})
+    meta = scores[["trajectory_id", "judge", "task", "outcome", "condition", "agent", "model", "trial_index"]]
+    return meta.merge(wide[["trajectory_id", "judge", "raw", "partial_credit"]], on=["trajectory_id", "judge"])
+
+
 def rank_disagreements(
     found: pd.DataFrame, items: pd.DataFrame, scores: pd.DataFrame, *, base_url: str, threshold: float = 0.10
 ) -> pd.DataFrame:
-    """`found` (from `disagreements`) with ``delta_auc, delta_mean_pc, delta_share, impact, condition, rank, link``,
-    most impactful first (``link``: `audit_link` into the app at `base_url`). ``delta_share`` is the signed change
-    of the matched-pair share that moves most."""
+    """`found` (from `disagreements`) with the single and joint effects of its correction (see the module docstring),
+    ``condition, rank, link``, most impactful first (``link``: `audit_link` into the app at `base_url`)."""
     if found.empty:
         return pd.DataFrame(columns=TRIAGE_COLUMNS)
     require_columns(scores, ("trajectory_id", "judge", "outcome", "condition", "agent", "model", "trial_index"),
                     "scores")
-    base = rescore(items, scores)
+    base = _by_judge(items, scores)
     real = items[items["item_id"] != ENDPOINT_ITEM_ID]
-    effects: dict[tuple[str, str, str, str], tuple[float, float, float, str]] = {}
+    # the correction each open item verdict takes when another item of its trajectory is the one ranked
+    first = found.assign(_kind=found["kind"].map({k: i for i, k in enumerate(KINDS)}))
+    first = first.sort_values("_kind", kind="stable").drop_duplicates(KEY)
+    open_items: dict[tuple[str, str], dict[str, str]] = {}
+    for r in first.itertuples(index=False):
+        open_items.setdefault((r.judge, r.trajectory_id), {})[r.item_id] = r.proposed
+    effects: dict[tuple[str, str, str, str], dict] = {}
     for judge, cand in found.groupby("judge", sort=True):
         s = base[base["judge"] == judge].reset_index(drop=True)
-        where = {t: k for k, t in enumerate(s["trajectory_id"])}
-        outcome, pc = s["outcome"].to_numpy(), s["partial_credit"].to_numpy(dtype=float)
-        auc0 = _auc(outcome, pc)
-        pairs = matched_pairs(s)
-        shares0 = _shares(pairs, threshold) if len(pairs) else pd.Series(dtype=float)
-        mine = real[real["judge"] == judge]
-        by_traj = {t: g for t, g in mine.groupby("trajectory_id", sort=False)}
+        figures = _JudgeFigures(s, threshold)
+        by_traj = {t: g for t, g in real[real["judge"] == judge].groupby("trajectory_id", sort=False)}
         for key in cand[["trajectory_id", "item_id", "proposed"]].drop_duplicates().itertuples(index=False):
-            k = where.get(key.trajectory_id)
+            k = figures.where.get(key.trajectory_id)
             if k is None:
                 continue
             rows = by_traj[key.trajectory_id]
-            fixed = rows.assign(verdict_raw=np.where(rows["item_id"] == key.item_id, key.proposed, rows["verdict_raw"]))
-            new = pc.copy()
-            new[k] = _score(fixed, outcome[k])
-            condition = s.at[k, "condition"]
-            same = (s["condition"] == condition).to_numpy()
-            d_pc = float(np.nanmean(new[same]) - np.nanmean(pc[same])) if np.isfinite(new[same]).any() else np.nan
-            d_share = 0.0
-            touched = (pairs["trajectory_id_with"] == key.trajectory_id) | (pairs["trajectory_id_without"] == key.trajectory_id)
-            if touched.any():
-                p = pairs.copy()
-                side = np.where(p.loc[touched, "trajectory_id_with"] == key.trajectory_id, "score_with", "score_without")
-                for idx, column in zip(p.index[touched], side):
-                    p.at[idx, column] = new[k]
-                p["delta"] = p["score_with"] - p["score_without"]
-                moved = _shares(p, threshold).sub(shares0, fill_value=0.0)
-                d_share = float(moved.loc[moved.abs().idxmax()]) if len(moved) else 0.0
-            effects[(judge, key.trajectory_id, key.item_id, key.proposed)] = (
-                _auc(outcome, new) - auc0, d_pc, d_share, condition)
+            single = rows.assign(verdict_raw=np.where(rows["item_id"] == key.item_id, key.proposed, rows["verdict_raw"]))
+            joint_map = {**open_items[(judge, key.trajectory_id)], key.item_id: key.proposed}
+            joint = rows.assign(verdict_raw=[joint_map.get(i, v) for i, v in zip(rows["item_id"], rows["verdict_raw"])])
+            one = figures.effect({key.trajectory_id: _scores(single, s.at[k, "outcome"])})
+            together = figures.effect({key.trajectory_id: _scores(joint, s.at[k, "outcome"])})
+            effects[(judge, key.trajectory_id, key.item_id, key.proposed)] = {
+                **one, "n_open": len(joint_map), **{f"joint_{c}": together[c] for c in EFFECTS}}
     out = found.copy()
-    cols = [effects.get((r.judge, r.trajectory_id, r.item_id, r.proposed), (np.nan, np.nan, np.nan, None))
-            for r in out.itertuples(index=False)]
-    out[["delta_auc", "delta_mean_pc", "delta_share", "condition"]] = pd.DataFrame(cols, index=out.index)
-    for c in ("delta_auc", "delta_mean_pc", "delta_share"):
-        out[c] = out[c].astype(float).round(12) + 0.0  # 1e-16 of float noise (or -0.0) is no change
-    out["impact"] = out[["delta_auc", "delta_mean_pc", "delta_share"]].abs().max(axis=1).fillna(0.0)
+    empty = dict.fromkeys([*EFFECTS, "width_auc", "width_mean_pc", "width_share", "n_open",
+                           *(f"joint_{c}" for c in EFFECTS), "condition"], np.nan)
+    got = pd.DataFrame([effects.get((r.judge, r.trajectory_id, r.item_id, r.proposed), empty)
+                        for r in out.itertuples(index=False)], index=out.index)
+    out = pd.concat([out, got], axis=1)
     out["_kind"] = out["kind"].map({k: i for i, k in enumerate(KINDS)})
     out = out.sort_values(["impact", "_kind", "judge", "trajectory_id", "item_id"],
-                          ascending=[False, True, True, True, True], kind="stable").reset_index(drop=True)
+                          ascending=[False, True, True, True, True], kind="stable", na_position="last")
+    out = out.reset_index(drop=True)
     out["rank"] = np.arange(1, len(out) + 1)
+    out["n_open"] = out["n_open"].astype("Int64")
     out["link"] = [audit_link(base_url, r.trajectory_id, r.judge, r.item_id) for r in out.itertuples(index=False)]
     return out[TRIAGE_COLUMNS]
 
@@ -188,10 +311,13 @@ def audit_link(base_url: str, trajectory_id: str, judge: str, item_id: str, labe
 
 
 def triage(frames: dict[str, pd.DataFrame | None], *, base_url: str, threshold: float = 0.10) -> pd.DataFrame:
-    """Every disagreement of a project's frames, ranked (`TRIAGE_COLUMNS`), linking into the app at `base_url`;
-    empty when there are no item verdicts."""
+    """Every open disagreement of a project's frames, ranked (`TRIAGE_COLUMNS`), linking into the app at `base_url`;
+    empty when there are no item verdicts. ``attrs["n_settled"]``: the contested item verdicts left out because
+    the auditors' consensus settled them."""
     items, scores = frames.get("items"), frames.get("scores")
     if items is None or items.empty or scores is None or scores.empty:
         return pd.DataFrame(columns=TRIAGE_COLUMNS)
-    found = disagreements(item_verdicts(items, frames.get("ctrf"), frames.get("audits")))
-    return rank_disagreements(found, items, scores, base_url=base_url, threshold=threshold)
+    verdicts = item_verdicts(items, frames.get("ctrf"), frames.get("audits"))
+    ranked = rank_disagreements(disagreements(verdicts), items, scores, base_url=base_url, threshold=threshold)
+    ranked.attrs["n_settled"] = len(settled(verdicts))
+    return ranked

@@ -89,6 +89,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     print(f"tables: {len(result.csv)} CSV files in {result.out_dir}")
     for line in result.missing:
         print(f"not computed: {line}")
+    for line in result.warnings:
+        print(f"warning: {line}")
     return 0
 
 

@@ -18,16 +18,18 @@ if TYPE_CHECKING:
 __all__ = ["add_triage"]
 
 SHOWN = ["rank", "kind", "trajectory_id", "judge", "item_id", "route", "verdict_raw", "proposed", "impact",
-         "delta_auc", "delta_mean_pc", "delta_share", "link"]
+         "delta_auc", "delta_mean_pc", "delta_share", "n_open", "joint_impact", "link"]
 
 
 def add_triage(sub: argparse._SubParsersAction) -> None:
     p = add_verb(sub, "triage", help="disagreements ranked by impact, next audits, simulated audits",
                  example="--db project.db --judge gcpc --limit 20 --next 10 --seed 0",
-                 description="List every item verdict on which the judge, the verifier's CTRF report and "
-                 "the item auditors disagree (judge vs verifier, judge vs auditor, auditor vs auditor), "
-                 "ranked by how much correcting it would move the reported figures (each judge's AUC, mean "
-                 "partial credit per condition, matched-pair shares), each with its item-audit link. "
+                 description="List every open item verdict on which the judge, the verifier's CTRF report and "
+                 "the item auditors disagree (judge vs verifier, judge vs auditor, auditor vs auditor; one the "
+                 "auditors' consensus settled is left out and counted), ranked by how much correcting it would move "
+                 "the reported figures (each judge's AUC, mean partial credit per condition, matched-pair shares), "
+                 "each change in units of its figure's interval width, alone and with the other open verdicts of "
+                 "its trajectory, each with its item-audit link. "
                  "--next K proposes the next K audits per judge with the judge's error-rate estimate and "
                  "interval; --simulate-audits N plays N audits answered by the verifier (in memory, nothing "
                  "is stored) and prints the figures before and after; --simulate runs the active-vs-uniform "
@@ -82,13 +84,14 @@ def _triage_of(args: argparse.Namespace, frames: dict[str, pd.DataFrame]) -> tup
 
     from ..analysis.active import population, propose, verifier_audits, verifier_truth
     from ..analysis.calibration import audited_figures
-    from ..analysis.triage import item_verdicts, triage
+    from ..analysis.triage import IMPACT_SCALE, item_verdicts, triage
     from ..judge.registry import item_judges_among
 
     items, audits = frames["items"], frames["audits"]
     ranked = triage(frames, base_url=args.base_url or default_base_url())
     judges = item_judges_among(items["judge"].unique())
-    out: dict = {"db": str(args.db), "n_disagreements": len(ranked),
+    out: dict = {"db": str(args.db), "n_disagreements": len(ranked), "n_settled": ranked.attrs.get("n_settled", 0),
+                 "impact_scale": IMPACT_SCALE,
                  "disagreements": _records(ranked if args.limit is None else ranked.head(args.limit))}
     if args.next:  # what is known: the auditors' consensus, else the verifier's per-test truth
         known = verifier_truth(items, frames["ctrf"])
@@ -172,7 +175,8 @@ def _cmd_triage(args: argparse.Namespace) -> int:
         print(json.dumps(out, default=str))
         return 0
     shown = ranked[SHOWN] if args.limit is None else ranked[SHOWN].head(args.limit)
-    _print(f"{len(ranked)} disagreements, most impactful first (showing {len(shown)})", shown)
+    _print(f"{len(ranked)} open disagreements, most impactful first (showing {len(shown)}; {out['n_settled']} settled "
+           f"by the auditors' consensus left out). {out['impact_scale']}.", shown)
     if args.next:
         _print("error rate of each judge's raw item verdicts (the auditors' consensus, else the verifier's truth, "
                "≠ raw verdict)",

@@ -30,7 +30,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from pydantic import BaseModel, ValidationError
 
-from ..analysis import bootstrap_auc, is_available, roc_data
+from ..analysis import bootstrap_auc, few_clusters_note, is_available, roc_data
+from ..analysis.ablations import outcome_free_scores
 from ..analysis.agreement import HUMAN
 from ..analysis.figures import (
     agreement_figure,
@@ -51,7 +52,7 @@ __all__ = ["ALL_SECTIONS", "ANALYSIS_TABLES", "AUDIT_CAPTION", "HEADLINE_META_PR
 
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Outcome discrimination: AUC vs official PASS": ("judges", "discrimination_auc", "discrimination_delta_auc",
-                                                     "discrimination_ctrf_reference"),
+                                                     "discrimination_auc_with_outcome", "discrimination_ctrf_reference"),
     "Agreement with human raters": ("agreement_pairwise", "agreement_spearman", "agreement_alpha"),
     "Skill effects on matched pairs": ("skills_transitions", "skills_item_changes"),
     "Evidence sensitivity": ("sensitivity", "sensitivity_by_kind", "sensitivity_by_task"),
@@ -87,6 +88,8 @@ class Dashboard:
     captions: dict[str, str] = field(default_factory=dict)
     """Table name → the report's plain-language caption of it."""
     ci: float = 0.95
+    warnings: tuple[str, ...] = ()
+    """The report's warnings: what a computed figure cannot be trusted for."""
 
     def section_tables(self, section: str) -> list[tuple[str, pd.DataFrame]]:
         return [(name, self.tables[name]) for name in SECTIONS[section] if name in self.tables]
@@ -104,7 +107,7 @@ def auc_ci_figure(aucs: pd.DataFrame) -> go.Figure:
         error_y={"type": "data", "symmetric": False, "array": aucs["ci_high"] - aucs["auc"],
                  "arrayminus": aucs["auc"] - aucs["ci_low"]}))
     fig.add_hline(y=0.5, line_dash="dot", line_color="grey")
-    fig.update_layout(title="AUC vs official PASS with bootstrap CI", yaxis={"range": [0, 1], "title": "AUC"},
+    fig.update_layout(title="AUC vs official PASS of the outcome-free scores, with bootstrap CI", yaxis={"range": [0, 1], "title": "AUC"},
                       height=380)
     return fig
 
@@ -119,19 +122,22 @@ def dashboard(frames: Mapping[str, pd.DataFrame | None], *, sections: Sequence[s
     tables = dict(result.tables)
     drawn = {s: section_figures(s, tables, frames, n_boot=n_boot, seed=seed, ci=ci) if figures else []
              for s in SECTIONS if REPORT_SECTION[s] in sections}
-    return Dashboard(tables=tables, missing=result.missing, figures=drawn, captions=dict(result.captions), ci=ci)
+    return Dashboard(tables=tables, missing=result.missing, figures=drawn, captions=dict(result.captions), ci=ci,
+                     warnings=result.warnings)
 
 
 def section_figures(section: str, tables: Mapping[str, pd.DataFrame], frames: Mapping[str, pd.DataFrame | None], *,
                     n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> list[tuple[str, go.Figure]]:
     """The interactive figures of one dashboard section, from the report's tables (and, for the ROC
-    curves, the scores frame bootstrapped again with the same seed)."""
+    curves, the outcome-free scores the report's AUC reads, bootstrapped again with the same seed)."""
     out: list[tuple[str, go.Figure]] = []
     if section == "Outcome discrimination: AUC vs official PASS":
         aucs = tables.get("discrimination_auc")
         if aucs is not None and aucs["auc"].notna().any():
             out.append(("AUC with CI", auc_ci_figure(aucs)))
-            curves, bands = roc_data(bootstrap_auc(frames["scores"], n_boot=n_boot, seed=seed), ci=ci)  # type: ignore[arg-type]
+            free, _ = outcome_free_scores(frames["scores"], frames.get("items"))  # type: ignore[arg-type]
+            judges = list(aucs["judge"])  # the report's: judges with an outcome-free score
+            curves, bands = roc_data(bootstrap_auc(free, judges, n_boot=n_boot, seed=seed), ci=ci)
             if len(curves):
                 out.append(("ROC", roc_figure(curves, bands, aucs)))
     elif section == "Agreement with human raters":
@@ -187,10 +193,30 @@ def _rows(table: pd.DataFrame | None) -> list[dict]:
     return [] if not is_available(table) else table.to_dict("records")  # type: ignore[union-attr]
 
 
+def _flagged(reading: str, n_tasks: object) -> str:
+    """`reading`, led by the flag of an interval over too few tasks (`analysis.few_clusters_note`)."""
+    flag = few_clusters_note(int(n_tasks)) if _num(n_tasks) is not None else ""
+    return f"{flag[0].upper()}{flag[1:]}. {reading}" if flag else reading
+
+
+RESTATES_OUTCOME = "only restates the official outcome"
+"""Words of the report's warning on a judge whose raw verdicts decide nothing (`analysis.outcome_only_warnings`)."""
+
+
+def _with_outcome(dash: Dashboard) -> dict[str, float]:
+    """Judge → AUC of its stored (postprocessed) partial credit on the trajectories of its headline AUC."""
+    rows = _rows(dash.tables.get("discrimination_auc_with_outcome"))
+    return {r["judge"]: v for r in rows if r["variant"] == "full" and (v := _num(r["auc"])) is not None}
+
+
 def _auc_lines(dash: Dashboard) -> list[Headline]:
     rows = _rows(dash.tables.get("discrimination_auc"))
     if not rows:
+        restated = next((w for w in dash.warnings if RESTATES_OUTCOME in w), None)
+        if restated:
+            return [Headline("AUC vs official PASS", "no evidence", restated[0].upper() + restated[1:])]
         return [Headline("AUC vs official PASS", "not computed", _why_not(dash, "so no AUC", "no judge scores"))]
+    postprocessed = _with_outcome(dash)
     out = []
     for r in rows:
         auc = _num(r["auc"])
@@ -201,10 +227,17 @@ def _auc_lines(dash: Dashboard) -> list[Headline]:
         versus = ("" if lo is None or hi is None else
                   "; the interval lies above chance" if lo > 0.5 else
                   "; the interval lies below chance" if hi < 0.5 else "; the interval includes chance (0.5)")
+        basis = ("From the judge's raw verdicts, which never read the official outcome. "
+                 if str(r.get("score", "")).startswith("partial credit of raw verdicts") else
+                 "From the judge's own score. " if r.get("score") else "")
+        full = postprocessed.get(r["judge"])
+        beside = ("" if full is None else
+                  f" Its postprocessed partial credit reads {full:.3f} on the same trajectories, but it contains the "
+                  "official outcome: no evidence.")
         out.append(Headline(
             f"AUC · {r['judge']}", f"{auc:.3f}{_interval(r['ci_low'], r['ci_high'], 3)}",
-            f"A PASS run outscores a FAIL run {auc:.0%} of the time (0.5 = chance, 1 = always){versus}; "
-            f"{r['n']} trajectories of {r['n_tasks']} tasks."))
+            _flagged(f"{basis}A PASS run outscores a FAIL run {auc:.0%} of the time (0.5 = chance, 1 = always){versus}; "
+                     f"{r['n']} trajectories of {r['n_tasks']} tasks.{beside}", r.get("n_tasks"))))
     return out
 
 
@@ -224,7 +257,7 @@ def _delta_lines(dash: Dashboard) -> list[Headline]:
         reading = (f"{better} separates PASS from FAIL better, by {abs(delta):.3f} AUC on the same trajectories; "
                    + ("the interval excludes 0: a clear difference." if clear else
                       "the interval includes 0: no clear difference."))
-        out.append(Headline(f"ΔAUC · {a} − {b}", f"{delta:+.3f}{_interval(lo, hi, 3)}", reading))
+        out.append(Headline(f"ΔAUC · {a} − {b}", f"{delta:+.3f}{_interval(lo, hi, 3)}", _flagged(reading, r.get("n_tasks"))))
     return out
 
 
@@ -269,8 +302,8 @@ def _spearman_lines(dash: Dashboard) -> list[Headline]:
         direction = "higher" if rho >= 0 else "lower"
         out.append(Headline(
             f"Spearman ρ · {r['judge']}", f"{rho:.2f}{_interval(r['ci_low'], r['ci_high'])}",
-            f"{_strength(rho).capitalize()} rank correlation: runs the judge scores higher get {direction} human "
-            f"progress ratings ({r['n']} trajectories)."))
+            _flagged(f"{_strength(rho).capitalize()} rank correlation: runs the judge scores higher get {direction} "
+                     f"human progress ratings ({r['n']} trajectories).", r.get("n_tasks"))))
     return out
 
 
@@ -322,12 +355,13 @@ def headline(dash: Dashboard) -> list[Headline]:
 @dataclass(frozen=True)
 class HeadlineView:
     """What the Agreement page leads with: the headline lines, the statements of what was not computed,
-    the interval level, and how many human answers came from simulated raters."""
+    the interval level, how many human answers came from simulated raters, and the report's warnings."""
 
     lines: tuple[Headline, ...]
     missing: tuple[str, ...]
     ci: float
     simulated_answers: int
+    warnings: tuple[str, ...] = ()
 
 
 class _StoredHeadline(BaseModel):
@@ -338,6 +372,7 @@ class _StoredHeadline(BaseModel):
     missing: list[str]
     ci: float
     simulated_answers: int
+    warnings: list[str] = []
 
 
 HEADLINE_META_PREFIX = "analysis_headline:"
@@ -362,7 +397,8 @@ def headline_view(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, see
     `HEADLINE_SECTIONS`."""
     dash = dashboard(frames, sections=HEADLINE_SECTIONS, n_boot=n_boot, seed=seed, figures=False)
     simulated = sum(int(frames[n]["simulated"].sum()) for n in ("ratings", "preferences"))
-    return HeadlineView(lines=tuple(headline(dash)), missing=dash.missing, ci=dash.ci, simulated_answers=simulated)
+    return HeadlineView(lines=tuple(headline(dash)), missing=dash.missing, ci=dash.ci, simulated_answers=simulated,
+                        warnings=dash.warnings)
 
 
 def stored_headline(store: Store, n_boot: int = 1000, seed: int = 0, include_simulated: bool = True,
@@ -384,11 +420,12 @@ def stored_headline(store: Store, n_boot: int = 1000, seed: int = 0, include_sim
             kept = None
         if kept is not None and kept.key == key:
             return HeadlineView(lines=tuple(Headline(*line) for line in kept.lines), missing=tuple(kept.missing),
-                                ci=kept.ci, simulated_answers=kept.simulated_answers)
+                                ci=kept.ci, simulated_answers=kept.simulated_answers, warnings=tuple(kept.warnings))
     view = headline_view(frames_from_store(store, include_simulated=include_simulated, labels=labels),
                          n_boot=n_boot, seed=seed)
     entry = _StoredHeadline(key=key, lines=[(h.statistic, h.value, h.reading) for h in view.lines],
-                            missing=list(view.missing), ci=view.ci, simulated_answers=view.simulated_answers)
+                            missing=list(view.missing), ci=view.ci, simulated_answers=view.simulated_answers,
+                            warnings=list(view.warnings))
     try:
         store.project.set_meta(slot, entry.model_dump_json())
     except sqlite3.OperationalError:  # a read-only project: shown, not kept

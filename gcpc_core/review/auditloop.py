@@ -24,6 +24,7 @@ from ..analysis.active import (
     should_stop,
     verifier_truth,
 )
+from ..analysis.bootstrap import few_clusters_note
 from ..analysis.calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
 from ..analysis.triage import audit_link, triage
 from ..judge.registry import item_judges_among
@@ -42,6 +43,10 @@ class LoopData:
 
     judges: list[str]
     disagreements: pd.DataFrame
+    n_settled: int = 0
+    """Contested item verdicts the auditors' consensus settled, left off the list."""
+    interval_note: str = ""
+    """Why the interval widths the impacts are scaled by are unreliable (too few tasks), or ""."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class AuditedData:
     calibration_by_route: pd.DataFrame
     figures: pd.DataFrame
     n_overrides: int
+    interval_note: str = ""
+    """Why the task-clustered intervals are unreliable (fewer than `analysis.RELIABLE_CLUSTERS` tasks), or ""."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,10 @@ def loop_data(store: Store, base_url: str, labels: Mapping[str, str] | None = No
     the app at `base_url`, then name the chosen run)."""
     frames = cached_frames(store, labels=labels)
     judges = item_judges_among(frames["items"]["judge"].unique())
-    return LoopData(judges, _with_run_links(triage(frames, base_url=base_url), labels, base_url))
+    ranked = triage(frames, base_url=base_url)
+    n_tasks = frames["items"]["task"].nunique() if len(frames["items"]) else 0
+    return LoopData(judges, _with_run_links(ranked, labels, base_url), int(ranked.attrs.get("n_settled", 0)),
+                    few_clusters_note(n_tasks))
 
 
 def audited_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[str, str] | None = None) -> AuditedData:
@@ -84,7 +94,8 @@ def audited_data(store: Store, n_boot: int = CALIBRATION_BOOT, labels: Mapping[s
     by_route = calibration_table(reference, ("judge", "reference", "route"), n_boot=n_boot) if len(reference) else empty
     figures, overrides = (audited_figures(items, frames["scores"], frames["audits"], n_boot=n_boot, ctrf=frames["ctrf"])
                           if len(items) and len(frames["scores"]) else (empty, empty))
-    return AuditedData(calibration, by_route, figures, len(overrides))
+    n_tasks = items["task"].nunique() if len(items) else 0
+    return AuditedData(calibration, by_route, figures, len(overrides), few_clusters_note(n_tasks))
 
 
 def _with_run_links(found: pd.DataFrame, labels: Mapping[str, str] | None, base_url: str) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
+from ..analysis.ablations import decided_counts, outcome_only_warnings
 from ..judge.registry import TASK_CHECKLIST_JUDGES, checklist_kind
 from ..store import ChecklistRow, Store
 from .audit import AuditFilters, audit_list
@@ -19,6 +20,7 @@ from .audit import AuditFilters, audit_list
 __all__ = [
     "NEXT_STEPS",
     "TaskStatus",
+    "judge_warnings",
     "judges_frame",
     "next_step_note",
     "overview_trajectories",
@@ -164,6 +166,16 @@ def judges_frame(trajectories: pd.DataFrame, stats: pd.DataFrame) -> pd.DataFram
                      "judge_disagreements": int(g["judge_disagreements"].sum())})
     return pd.DataFrame(rows, columns=["judge", "trajectories", "items", "abstain_share", "mean_partial_credit",
                                        "items_audited", "auditor_disagreements", "judge_disagreements"])
+
+
+def judge_warnings(stats: pd.DataFrame) -> list[str]:
+    """What the Overview warns about each judge's verdicts (from `review.audit.judge_stats`): a judge that abstained
+    on every item has a partial credit that only restates the official outcome, and an AUC of it is no evidence;
+    trajectories with no decided item are counted (the analysis report's own words, `outcome_only_warnings`)."""
+    if stats.empty:
+        return []
+    per = stats.assign(n_decided=stats["n_yes"] + stats["n_no"])[["trajectory_id", "judge", "n_items", "n_decided"]]
+    return outcome_only_warnings(decided_counts(per))
 
 
 def overview_trajectories(trajectories: pd.DataFrame, stats: pd.DataFrame, filters: AuditFilters) -> pd.DataFrame:

@@ -130,16 +130,47 @@ def test_spearman_degenerate(rows: list, message: str) -> None:
     assert np.isnan(table.loc[0, "rho"]) and message in table.loc[0, "note"]
 
 
-def test_nominal_alpha_by_hand_codes_votes_as_the_chosen_trajectory() -> None:
-    # 2 coders × 4 pairs (u_k, v_k): (A,A) (A,B) (B,B) (B,B) → chosen u0 u0 | u1 v1 | v2 v2 | v3 v3.
-    # Values n_u0=2, n_u1=1, n_v1=1, n_v2=2, n_v3=2 (n=8); the only disagreement is o(u1,v1)=o(v1,u1)=1.
-    # α = 1 − (n−1)·Σ_{c≠k} o_ck / Σ_{c≠k} n_c·n_k = 1 − 7·2 / (64 − 14) = 0.72
+def test_nominal_alpha_by_hand_codes_votes_first_second_or_tie() -> None:
+    # 2 coders × 4 pairs (u_k, v_k), u_k sorting first: (A,A) (A,B) (B,B) (B,B) → first first | first second |
+    # second second | second second. Values n_first=3, n_second=5 (n=8); the one disagreement is
+    # o(first,second)=o(second,first)=1. α = 1 − (n−1)·Σ_{c≠k} o_ck / Σ_{c≠k} n_c·n_k = 1 − 7·2 / (2·3·5) = 8/15
     units = [("A", "A"), ("A", "B"), ("B", "B"), ("B", "B")]
     p = prefs([(f"P{k}", f"u{k}", f"v{k}", rater, c) for k, pair in enumerate(units) for rater, c in zip(("r1", "r2"), pair)])
     table = alpha_table(None, p, scores({"u0": 0.1}))
-    assert table.loc[0, "alpha"] == pytest.approx(0.72)
+    assert table.loc[0, "alpha"] == pytest.approx(8 / 15)
+    assert table.loc[0, "alpha"] == pytest.approx(krippendorff.alpha([[0, 0, 1, 1], [0, 1, 1, 1]],
+                                                                      level_of_measurement="nominal"))
     assert (table.loc[0, "data"], table.loc[0, "coders"], table.loc[0, "level"]) == ("preferences", "humans", "nominal")
     assert alpha_table(None, p).equals(table[table["coders"] == "humans"])  # no scores: humans only
+
+
+def random_votes(rng: np.random.Generator, n_pairs: int, n_raters: int, choices: tuple[str, ...]) -> pd.DataFrame:
+    """`n_pairs` × `n_raters` votes drawn at random from `choices`, each vote shown with its sides at random."""
+    rows = []
+    for k in range(n_pairs):
+        for r in range(n_raters):
+            left, right = (f"a{k}", f"b{k}") if rng.random() < 0.5 else (f"b{k}", f"a{k}")
+            rows.append((f"P{k}", left, right, f"r{r}", choices[rng.integers(len(choices))]))
+    return prefs(rows)
+
+
+def flipped(p: pd.DataFrame) -> pd.DataFrame:
+    """Every vote of `p` as recorded by a rater who saw its pair the other way round: the same opinions."""
+    return p.assign(left_id=p["right_id"], right_id=p["left_id"], choice=p["choice"].replace({"A": "B", "B": "A"}))
+
+
+@pytest.mark.parametrize("choices", [("A", "B"), ("A", "B", "tie")])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_raters_voting_at_random_agree_at_chance(choices: tuple[str, ...], seed: int) -> None:
+    """2,000 random votes (500 pairs × 4 raters): α ≈ 0, with the judge as a coder too, and the same α whichever
+    side each pair was shown on. (Coding a vote as the chosen trajectory's id gave α ≈ 0.5 here.)"""
+    rng = np.random.default_rng(seed)
+    p = random_votes(rng, 500, 4, choices)
+    judge = scores({t: float(rng.integers(3)) / 2 for k in range(500) for t in (f"a{k}", f"b{k}")})
+    table = alpha_table(None, p, judge)
+    assert table["n_answers"].tolist() == [2000, 2500]
+    assert table["alpha"].abs().max() < 0.05, table
+    pd.testing.assert_frame_equal(alpha_table(None, flipped(p), judge), table)
 
 
 VOTE = st.tuples(st.integers(0, 5), st.sampled_from(["r1", "r2", "r3"]), st.sampled_from(["A", "B", "tie"]),
@@ -152,8 +183,9 @@ VOTE = st.tuples(st.integers(0, 5), st.sampled_from(["r1", "r2", "r3"]), st.samp
        judge=st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=12, max_size=12))
 def test_pair_orientation_never_changes_a_preference_statistic(
         votes: list, swap: list[bool], rename: list[bool], judge: list[float]) -> None:
-    """The same opinions give the same α and agreement whichever side each vote was recorded from
-    (`swap`) and whichever trajectory of a pair sorts first (`rename` swaps the two ids' names)."""
+    """The same opinions give the same α and agreement whichever side each vote was recorded from (`swap`);
+    pairwise agreement also whichever trajectory of a pair sorts first (`rename` swaps the two ids' names).
+    α's classes are a pair's first and second trajectory in id order, so renaming may change α: it relabels."""
     def frames(flip: list[bool], names: list[bool]) -> tuple[pd.DataFrame, pd.DataFrame]:
         def name(side: str, k: int) -> str:
             return f"{'ba'['ab'.index(side)] if names[k] else side}{k}"
@@ -168,7 +200,8 @@ def test_pair_orientation_never_changes_a_preference_statistic(
         return prefs(rows), s
 
     before, after = frames([False] * len(votes), [False] * 6), frames(swap[:len(votes)], rename)
-    pd.testing.assert_frame_equal(alpha_table(None, *before), alpha_table(None, *after))
+    shown_swapped = frames(swap[:len(votes)], [False] * 6)
+    pd.testing.assert_frame_equal(alpha_table(None, *before), alpha_table(None, *shown_swapped))
     pd.testing.assert_frame_equal(pairwise_agreement(preference_votes(*before)),
                                   pairwise_agreement(preference_votes(*after)))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gcpc_core.analysis import cluster_counts, draw_clusters, draw_members, percentile_ci
 
@@ -36,3 +37,34 @@ def test_percentile_ci_ignores_nan_draws_and_reports_valid_count() -> None:
     assert n_valid.tolist() == [4, 0]
     assert low[0] == np.percentile([1, 2, 3, 4], 25) and high[0] == np.percentile([1, 2, 3, 4], 75)
     assert np.isnan(low[1]) and np.isnan(high[1])
+
+
+def test_few_tasks_give_few_distinct_resamples_and_their_intervals_are_flagged() -> None:
+    """3 tasks: 10 distinct task resamples, however many draws; fewer than 10 tasks flag every interval."""
+    from itertools import combinations_with_replacement
+
+    from gcpc_core.analysis import RELIABLE_CLUSTERS, distinct_resamples, few_clusters_note
+
+    for n in range(1, 7):
+        assert distinct_resamples(n) == len(list(combinations_with_replacement(range(n), n)))
+    counts = cluster_counts(draw_clusters(3, 10_000, 0), 3)
+    assert len(np.unique(counts, axis=0)) == distinct_resamples(3) == 10
+    assert RELIABLE_CLUSTERS == 10
+    assert few_clusters_note(3) == ("interval unreliable: only 3 tasks (10 distinct task resamples; 10 or more "
+                                    "tasks are needed)")
+    assert all(few_clusters_note(n) for n in range(2, 10))
+    assert few_clusters_note(1) == "" and few_clusters_note(10) == "" and few_clusters_note(85) == ""
+
+
+def test_ratio_draws_match_a_per_draw_loop() -> None:
+    from gcpc_core.analysis import ratio_draws
+
+    rng = np.random.default_rng(1)
+    codes = rng.integers(0, 4, 30)
+    values = rng.random((2, 30))
+    counts = cluster_counts(draw_clusters(4, 50, 2), 4)
+    got = ratio_draws(values, np.ones(30), codes, counts)
+    for b, c in enumerate(counts):
+        w = c[codes]
+        assert got[:, b] == pytest.approx((values * w).sum(axis=1) / w.sum())
+    assert ratio_draws(values[0], np.ones(30), codes, counts) == pytest.approx(got[0])

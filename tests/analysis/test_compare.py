@@ -91,6 +91,8 @@ def test_agreement_kappa_and_differing_items() -> None:
     payload = result.as_dict()
     assert payload["agreement"]["n_differ"] == 3 and payload["delta"]["delta_auc"] == pytest.approx(3 / 16)
     assert "κ 0.508" in result.headline()
+    n_tasks = int(result.delta.iloc[0]["n_tasks"])  # a handful of tasks: the ΔAUC interval is flagged
+    assert n_tasks < 10 and f"(interval unreliable: only {n_tasks} tasks (" in result.headline()
 
 
 def test_identical_runs_agree_fully_and_kappa_is_one() -> None:

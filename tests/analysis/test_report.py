@@ -206,3 +206,21 @@ def test_the_reports_own_code_spans_are_kept_and_the_rest_escaped() -> None:
     own = "no judge scores yet (run `judge` and `score`), so no AUC."
     assert _md_prose(own) == own  # nothing in it acts as Markdown mid-line: the raw file reads as written
     assert _md_prose("runs a![i](x.png) <b>, *b* and `perturb` | x") == r"runs a!\[i\](x.png) \<b\>, \*b\* and `perturb` \| x"
+
+
+def test_intervals_over_fewer_than_ten_tasks_are_flagged_in_the_report(tmp_path: Path) -> None:
+    """3 tasks give 10 distinct task resamples: the report warns once at the top and every interval's note says
+    it is unreliable; 12 tasks are not flagged."""
+    few = synthetic_frames(n_tasks=3, n_pairs=30, n_unpaired=6, n_rated=9, n_raters=2, n_pref_pairs=6, seed=2)
+    result = build_report(few, tmp_path / "few", n_boot=200, seed=0, figures=False)
+    assert len(result.warnings) >= 1 and result.warnings[0].startswith("only 3 tasks: every task-clustered interval")
+    assert "10 distinct task resamples" in result.warnings[0]
+    assert "> **Warning:** only 3 tasks" in result.markdown.read_text()
+    assert "<b>Warning:</b> only 3 tasks" in result.html.read_text()
+    flag = "interval unreliable: only 3 tasks (10 distinct task resamples"
+    for name in ("discrimination_auc", "discrimination_delta_auc", "agreement_spearman"):
+        assert result.tables[name]["note"].str.contains(flag, regex=False).all(), name
+    many = build_report(synthetic_frames(n_tasks=12, n_pairs=60, n_unpaired=10, n_rated=12, n_raters=3,
+                                         n_pref_pairs=10, seed=2), tmp_path / "many", n_boot=200, figures=False)
+    assert not any("tasks" in w for w in many.warnings)
+    assert not many.tables["discrimination_auc"]["note"].str.contains("unreliable").any()

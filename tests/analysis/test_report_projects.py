@@ -85,7 +85,12 @@ def test_report_and_perturb_on_the_real_sample(real_copy: Path, tmp_path: Path, 
     assert "not computed: no human study data yet" in out  # the real sample has no human data
     assert "not computed: paired ΔAUC needs at least two judges." in out
     auc = pd.read_csv(tmp_path / "r" / "discrimination_auc.csv")
-    assert auc["judge"].tolist() == ["probe"] and auc.loc[0, "n"] == 12
+    # the headline reads the probe judge's raw verdicts: 1 of the 12 runs has none decided, and every decided
+    # verdict of the others is the same (the postprocessed score, which holds the outcome, read 1.000)
+    assert auc["judge"].tolist() == ["probe"] and auc.loc[0, "n"] == 12 - 1 and auc.loc[0, "n_undecided"] == 1
+    assert auc.loc[0, "auc"] == 0.5 and "constant score" in auc.loc[0, "note"]
+    assert "warning: judge probe decided no item of 1 of its 12 trajectories" in out
+    assert "warning: judge probe decided only 19% of its items (26 of 134) from log evidence" in out
     sens = pd.read_csv(tmp_path / "r" / "sensitivity.csv")
     assert sens.loc[0, "scope"] == "log" and sens.loc[0, "span_remaining"] == 0 and sens.loc[0, "n"] > 0
     assert (tmp_path / "r" / "item_accuracy.csv").is_file()  # real CTRF results behind assertion items

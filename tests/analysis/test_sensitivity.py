@@ -85,6 +85,7 @@ def test_shares_hand_computed_and_ci_against_a_per_draw_loop() -> None:
     assert row["share_no_low"] == pytest.approx(np.percentile(shares, 2.5))
     assert row["share_no_high"] == pytest.approx(np.percentile(shares, 97.5))
     assert sensitivity_table(frame, n_boot=300, seed=4).equals(table)  # seeded: same numbers
+    assert row["note"].startswith("interval unreliable: only 3 tasks (10 distinct task resamples")
 
 
 def test_groups_and_degenerate_cases() -> None:
@@ -92,6 +93,7 @@ def test_groups_and_degenerate_cases() -> None:
     by_task = sensitivity_table(frame, by=("task",), n_boot=50).set_index("task")
     assert by_task.loc["t1", "share_no"] == pytest.approx(1 / 3)
     assert np.isnan(by_task.loc["t1", "share_no_low"])  # one cluster: no interval
+    assert by_task.loc["t1", "note"] == "fewer than 2 tasks: no task-clustered interval"
     only_skipped = frame[frame["status"] == "not_perturbed"]
     row = sensitivity_table(only_skipped, n_boot=50).iloc[0]
     assert row["n"] == 0 and np.isnan(row["share_no"]) and row["not_perturbed"] == 1

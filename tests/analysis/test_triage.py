@@ -7,7 +7,10 @@ from urllib.parse import parse_qs, urlparse
 import pandas as pd
 import pytest
 
-from gcpc_core.analysis.triage import KINDS, audit_link, disagreements, item_verdicts, rank_disagreements, triage
+import numpy as np
+
+from gcpc_core.analysis import auc_table, bootstrap_auc, draw_clusters, score_variants
+from gcpc_core.analysis.triage import KINDS, WIDTH_BOOT, audit_link, item_verdicts, settled, triage
 
 T = "test_outputs.py::TestX::"
 
@@ -27,9 +30,14 @@ APP = "https://gcpc.example:8443/base"
 """An app address the links start with."""
 
 
-def frames() -> dict[str, pd.DataFrame]:
+def audit(traj: str, item: str, rater: str, agree: bool, verdict: str | None = None) -> dict:
+    return {"trajectory_id": traj, "judge": "gcpc", "item_id": item, "rater": rater, "agree": agree,
+            "verdict": verdict, "created_at": "2026-01-01", "is_simulated": False}
+
+
+def frames_of(project: dict, ctrf: pd.DataFrame, audits: pd.DataFrame) -> dict[str, pd.DataFrame]:
     items, scores = [], []
-    for traj, (task, condition, outcome, rows) in PROJECT.items():
+    for traj, (task, condition, outcome, rows) in project.items():
         scores.append({"trajectory_id": traj, "task": task, "judge": "gcpc", "outcome": outcome, "condition": condition,
                        "agent": "ag", "model": "m", "trial_index": 0, "partial_credit": None})
         for item, route, raw, refs in rows:
@@ -41,20 +49,20 @@ def frames() -> dict[str, pd.DataFrame]:
             items.append({"trajectory_id": traj, "task": task, "judge": "gcpc", "item_id": "ENDPOINT",
                           "route": "endpoint", "verdict_raw": "No", "verdict": "No", "verifier_refs": [],
                           "outcome": outcome, "condition": condition})
+    return {"items": pd.DataFrame(items), "scores": pd.DataFrame(scores), "ctrf": ctrf,
+            "audits": pd.DataFrame(audits, columns=list(audit("t", "i", "r", True)))}
+
+
+def frames() -> dict[str, pd.DataFrame]:
     ctrf = pd.DataFrame({"trajectory_id": ["a-wo", "b-w", "b-wo"], "test": [T + "f", T + "p", T + "f"],
                          "status": ["failed", "passed", "failed"]})
-
-    def audit(traj: str, item: str, rater: str, agree: bool, verdict: str | None = None) -> dict:
-        return {"trajectory_id": traj, "judge": "gcpc", "item_id": item, "rater": rater, "agree": agree,
-                "verdict": verdict, "created_at": "2026-01-01", "is_simulated": False}
-
     audits = pd.DataFrame([
-        audit("b-wo", "C2", "bob", False, "Yes"), audit("b-wo", "C2", "carol", False, "Yes"),   # C
-        audit("b-wo", "C3", "bob", True), audit("b-wo", "C3", "carol", False, "No"),            # D: split
-        audit("b-w", "C2", "dave", False, "No"),                                                 # F
+        audit("b-wo", "C2", "bob", False, "Yes"), audit("b-wo", "C2", "carol", False, "Yes"),   # C: settled (Yes)
+        audit("b-wo", "C3", "bob", True), audit("b-wo", "C3", "carol", False, "No"),            # D: split, tied
+        audit("b-w", "C2", "dave", False, "No"),                                                 # F: settled (No)
         audit("a-w", "C1", "dave", True),                                                        # agreement only
     ])
-    return {"items": pd.DataFrame(items), "scores": pd.DataFrame(scores), "ctrf": ctrf, "audits": audits}
+    return frames_of(PROJECT, ctrf, audits)
 
 
 def test_item_verdicts_gather_verifier_and_auditors() -> None:
@@ -68,31 +76,76 @@ def test_item_verdicts_gather_verifier_and_auditors() -> None:
     assert pd.isna(v.loc[("a-w", "C1"), "dissent"]) and v.loc[("a-w", "C1"), "n_auditors"] == 1
 
 
-def test_ranking_and_figure_changes_by_hand() -> None:
+def test_settled_items_leave_the_list_and_impacts_are_in_interval_widths() -> None:
+    """C and F are settled by their auditors' consensus (2 of 2, and 1 of 1): they leave the list. D's auditors are
+    tied: it stays, as judge vs auditor and auditor vs auditor. Every change is in units of its figure's interval."""
     f = frames()
-    found = disagreements(item_verdicts(f["items"], f["ctrf"], f["audits"]))
-    ranked = rank_disagreements(found, f["items"], f["scores"], base_url=APP, threshold=0.35)
+    verdicts = item_verdicts(f["items"], f["ctrf"], f["audits"])
+    assert [(r.trajectory_id, r.item_id) for r in settled(verdicts).itertuples()] == [("b-w", "C2"), ("b-wo", "C2")]
+    ranked = triage(f, base_url=APP, threshold=0.35)
+    assert ranked.attrs["n_settled"] == 2
     got = [(r.trajectory_id, r.item_id, r.kind, r.proposed) for r in ranked.itertuples()]
-    assert got == [
+    assert sorted(got) == sorted([
         ("a-wo", "C1", KINDS[0], "No"),    # B: pair a's Δ .286 → .429 crosses the threshold: share improving +.5
-        ("b-w", "C2", KINDS[1], "No"),     # F: b-w 1 → 2/3 falls below a-wo's 5/7: AUC 1 → .75
-        ("b-wo", "C2", KINDS[1], "Yes"),   # C: b-wo 1/4 → 2/4: mean without-skills +.125
         ("b-wo", "C3", KINDS[1], "No"),    # D: b-wo 1/4 → 0: mean −.125 (both kinds)
         ("b-wo", "C3", KINDS[2], "No"),
-        ("b-w", "C1", KINDS[0], "Yes"),    # A: official PASS already counts it Yes: moves nothing
-    ]
+        ("b-w", "C1", KINDS[0], "Yes"),    # A: raw verdicts 2/3 → 1: the outcome-free AUC moves (the stored score not)
+    ])
     r = ranked.set_index(["trajectory_id", "item_id", "kind"])
     b = r.loc[("a-wo", "C1", KINDS[0])]
-    assert b["delta_share"] == pytest.approx(0.5) and b["delta_auc"] == pytest.approx(0.0)
-    assert b["delta_mean_pc"] == pytest.approx((4 / 7 - 5 / 7) / 2) and b["impact"] == pytest.approx(0.5)
-    fr = r.loc[("b-w", "C2", KINDS[1])]
-    assert fr["delta_auc"] == pytest.approx(-0.25) and fr["delta_mean_pc"] == pytest.approx((2 / 3 - 1) / 2)
-    assert fr["delta_share"] == pytest.approx(0.0) and fr["impact"] == pytest.approx(0.25)
-    assert r.loc[("b-wo", "C2", KINDS[1]), "delta_mean_pc"] == pytest.approx(0.125)
-    assert r.loc[("b-wo", "C3", KINDS[2]), "auditors"] == "bob: Yes; carol: No"
+    assert b["delta_share"] == pytest.approx(0.5) and b["share"] == "improving FAIL→PASS"
+    assert b["delta_mean_pc"] == pytest.approx((4 / 7 - 5 / 7) / 2)
     a = r.loc[("b-w", "C1", KINDS[0])]
-    assert a["impact"] == 0.0 and a["delta_mean_pc"] == 0.0
-    assert ranked["rank"].tolist() == list(range(1, 7))
+    assert a["delta_mean_pc"] == 0.0 and a["delta_auc"] > 0  # raw b-w 2/3 → 1 now outscores every FAIL run
+    for row in ranked.itertuples():  # the impact is the largest change in units of its own interval width
+        scaled = [abs(d) / w for d, w in ((row.delta_auc, row.width_auc), (row.delta_mean_pc, row.width_mean_pc),
+                                          (row.delta_share, row.width_share)) if np.isfinite(w)]
+        assert row.impact == pytest.approx(max(scaled)), row
+    assert ranked["impact"].is_monotonic_decreasing and ranked["rank"].tolist() == [1, 2, 3, 4]
+    assert set(ranked["n_open"]) == {1}  # one open verdict per trajectory here: the joint effect is the single one
+    assert ranked["joint_impact"].tolist() == pytest.approx(ranked["impact"].tolist())
+
+
+def test_interval_widths_are_the_figures_task_clustered_intervals() -> None:
+    """width_auc is the report's AUC interval of the raw-verdict scores; width_mean_pc the same draws' interval of the
+    condition's mean partial credit, replayed one draw at a time."""
+    f = frames()
+    ranked = triage(f, base_url=APP, threshold=0.35).set_index(["trajectory_id", "item_id", "kind"])
+    variants = score_variants(f["items"]).pivot(index="trajectory_id", columns="variant", values="partial_credit")
+    scores = f["scores"].assign(partial_credit=f["scores"]["trajectory_id"].map(variants["raw"]))
+    t = auc_table(bootstrap_auc(scores, n_boot=WIDTH_BOOT, seed=0)).iloc[0]
+    assert ranked["width_auc"].iloc[0] == pytest.approx(t["ci_high"] - t["ci_low"])
+    without = scores[scores["condition"] == "without-skills"].assign(
+        pc=lambda d: d["trajectory_id"].map(variants["full"]))
+    tasks = list(pd.unique(without["task"]))
+    means = [pd.concat([without[without["task"] == tasks[k]] for k in draw])["pc"].mean()
+             for draw in draw_clusters(len(tasks), WIDTH_BOOT, 0)]
+    low, high = np.percentile(means, [2.5, 97.5])
+    assert ranked.loc[("a-wo", "C1", KINDS[0]), "width_mean_pc"] == pytest.approx(high - low)
+
+
+def test_the_joint_effect_of_a_trajectorys_open_verdicts() -> None:
+    """A FAIL run with one Yes and two Abstain items the verifier says are No: either correction alone moves its
+    partial credit 1/2 → 1/3, both together to 1/4 — not 1/2 − 2·(1/6) = 1/6: the joint effect is shown beside."""
+    project = {
+        "a-w": ("a", "with-skills", "PASS", [("C1", "generated", "Yes", []), ("C2", "generated", "Yes", [])]),
+        "a-wo": ("a", "without-skills", "FAIL", [("C1", "generated", "Yes", []), ("C2", "assertion", "Abstain", [T + "f"]),
+                                                  ("C3", "assertion", "Abstain", [T + "g"])]),
+        "b-w": ("b", "with-skills", "FAIL", [("C1", "generated", "No", []), ("C2", "generated", "Yes", [])]),
+        "b-wo": ("b", "without-skills", "FAIL", [("C1", "generated", "No", []), ("C2", "generated", "Yes", [])]),
+        "c-w": ("c", "with-skills", "PASS", [("C1", "generated", "Yes", []), ("C2", "generated", "No", [])]),
+        "c-wo": ("c", "without-skills", "PASS", [("C1", "generated", "Yes", []), ("C2", "generated", "Yes", [])]),
+    }
+    ctrf = pd.DataFrame({"trajectory_id": ["a-wo", "a-wo"], "test": [T + "f", T + "g"], "status": ["failed", "failed"]})
+    ranked = triage(frames_of(project, ctrf, pd.DataFrame()), base_url=APP).set_index("item_id")
+    assert list(ranked.index.sort_values()) == ["C2", "C3"] and set(ranked["n_open"]) == {2}
+    n_without = 3  # the condition's mean partial credit moves by the run's change / 3
+    for item in ("C2", "C3"):
+        row = ranked.loc[item]
+        assert row["delta_mean_pc"] == pytest.approx((1 / 3 - 1 / 2) / n_without)
+        assert row["joint_delta_mean_pc"] == pytest.approx((1 / 4 - 1 / 2) / n_without)
+    assert 2 * ranked.loc["C2", "delta_mean_pc"] != pytest.approx(ranked.loc["C2", "joint_delta_mean_pc"])
+    assert (ranked["joint_impact"] > ranked["impact"]).all()
 
 
 def test_links_open_the_item_audit_and_carry_no_secret() -> None:
@@ -101,7 +154,7 @@ def test_links_open_the_item_audit_and_carry_no_secret() -> None:
     ranked = triage(f, base_url=APP, threshold=0.35)
     url = urlparse(ranked["link"].iloc[0])
     assert (url.scheme, url.netloc, url.path) == ("https", "gcpc.example:8443", "/base/audit")
-    assert parse_qs(url.query) == {"trajectory": ["a-wo"], "judge": ["gcpc"], "item": ["C1"]}
+    assert parse_qs(url.query) == {"trajectory": ["b-w"], "judge": ["gcpc"], "item": ["C1"]}
     assert audit_link("http://localhost:8501/", "t&1", "j", "C 1") == (
         "http://localhost:8501/audit?trajectory=t%261&judge=j&item=C+1")
     assert not any("admin" in link or "token" in link for link in ranked["link"])
@@ -131,13 +184,22 @@ def test_cli_on_the_demo(demo_copy, capsys) -> None:  # noqa: ANN001 - pytest fi
     assert sim["estimates_after"][0]["width"] < sim["estimates_before"][0]["width"]
     assert store.annotations.list(kind="item_audit") == []  # simulated audits are never stored
 
-    # an audit disagreeing with the judge becomes a judge vs auditor row, ranked with the others
+    # an audit settles the item verdict it decides: it leaves the list, counted as settled
+    assert out["n_settled"] == 0
     top = out["disagreements"][0]
     record_item_audit(store, trajectory_id=top["trajectory_id"], item_id=top["item_id"], judge="probe",
                       reviewer="alice", agree=False, corrected_verdict=top["proposed"])
     assert main(["triage", "--db", str(demo_copy), "--json"]) == 0
+    after = json.loads(capsys.readouterr().out)
+    kinds = {(r["trajectory_id"], r["item_id"]) for r in after["disagreements"]}
+    assert (top["trajectory_id"], top["item_id"]) not in kinds and after["n_settled"] == 1
+    assert after["n_disagreements"] == out["n_disagreements"] - 1
+    # a second auditor holding the judge's verdict ties the auditors: the item verdict is open again, for both kinds
+    record_item_audit(store, trajectory_id=top["trajectory_id"], item_id=top["item_id"], judge="probe",
+                      reviewer="bob", agree=True)
+    assert main(["triage", "--db", str(demo_copy), "--json"]) == 0
     kinds = {(r["trajectory_id"], r["item_id"], r["kind"]) for r in json.loads(capsys.readouterr().out)["disagreements"]}
-    assert (top["trajectory_id"], top["item_id"], "judge vs auditor") in kinds
+    assert {(top["trajectory_id"], top["item_id"], k) for k in ("judge vs auditor", "auditor vs auditor")} <= kinds
 
     assert main(["triage", "--db", str(demo_copy.parent / "missing.db")]) == 2
     assert "no such project DB" in capsys.readouterr().err

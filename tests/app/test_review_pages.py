@@ -163,20 +163,21 @@ def test_agreement_leads_with_a_headline_and_opens_sections_on_demand(demo_db: P
     at = open_page("agreement")
     assert not at.exception
     values = {m.label: read(m.value).shown for m in at.metric}  # values are escaped Markdown
-    assert re.fullmatch(r"0\.\d{3} \[0\.\d{3}, 1\.000\]", values["AUC · probe"]), values
+    assert values["AUC · probe"] == "0.802 [0.786, 0.833]", values  # raw verdicts (postprocessed: 0.995)
     assert values["Paired ΔAUC"] == "not computed"
     assert {"Pairwise agreement · probe", "Pairwise agreement · humans with each other", "Spearman ρ · probe",
             "α · progress ratings · humans"} <= set(values)
-    readings = [c.value for c in at.caption]
-    assert any(r.startswith("A PASS run outscores a FAIL run") for r in readings)
-    assert "Paired ΔAUC needs at least two judges\\." in readings  # why it is missing, in words
+    readings = [read(c.value).shown for c in at.caption]
+    assert any("A PASS run outscores a FAIL run" in r and r.startswith("Interval unreliable: only 3 tasks")
+               for r in readings)
+    assert "Paired ΔAUC needs at least two judges." in readings  # why it is missing, in words
     assert not at.dataframe and not at.get("plotly_chart")  # the details wait until a section is opened
     for key in ("agreement:open:0", "agreement:open:2"):
         at.session_state[key] = True
     at.run()
     assert not at.exception and at.dataframe and at.get("plotly_chart")
     captions = [c.value for c in at.caption]
-    assert "AUC per judge" in captions
+    assert "AUC per judge, from outcome-free scores (raw verdicts)" in captions
     assert not [c for c in captions if re.search(r"\b[a-z]+_[a-z_]+\b", c)]  # human words, no snake_case
 
 
@@ -192,9 +193,9 @@ def test_agreement_reads_the_run_chosen_for_a_judge(demo_db: Path) -> None:
     box.set_value(simulated).run()
     assert not at.exception
     chosen_auc = read({m.label: m.value for m in at.metric}["AUC · probe"]).shown
-    # the compare page's two AUCs; 0.995 since probes no longer match command text (a FAIL trial ran its
-    # report script inline with `python3 - <<EOF` and never saved it: H6 is no longer Yes)
-    assert default_auc.startswith("0.995") and chosen_auc.startswith("1.000")
+    # the headline reads raw verdicts: the simulated run, a fifth of its decided verdicts flipped at random, falls to
+    # 0.545 (its postprocessed partial credit, which holds the official outcome, reads 1.000)
+    assert default_auc.startswith("0.802") and chosen_auc.startswith("0.545")
 
 
 @pytest.mark.skillsbench
@@ -627,3 +628,19 @@ def test_compare_names_runs_for_a_reader_in_every_table(demo_db: Path) -> None:
     sensitivity = next(f for f in frames if "label" in f.columns and "run" in f.columns)
     assert set(sensitivity["run"]) == {names[probe]}
     assert probe not in at.text[0].value  # the headline
+
+
+def test_the_overview_and_agreement_pages_say_an_abstaining_judge_is_no_evidence(demo_db: Path) -> None:
+    """Every raw verdict Abstain, then scored: both pages say the judge's score only restates the official outcome."""
+    import sqlite3
+
+    with sqlite3.connect(demo_db) as conn:
+        conn.execute("UPDATE judgments SET verdict_raw = 'Abstain' WHERE route != 'endpoint'")
+    score_project(Store(demo_db))
+    for page in ("overview", "agreement"):
+        at = open_page(page)
+        assert not at.exception
+        shown = [read(w.value).shown for w in at.warning]
+        assert any(w.startswith("Judge probe abstained on every item") and "only restates the official outcome" in w
+                   and "no evidence" in w for w in shown), (page, shown)
+    assert {m.label: m.value for m in at.metric}["AUC vs official PASS"] == "no evidence"

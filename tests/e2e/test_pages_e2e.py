@@ -106,8 +106,11 @@ def test_agreement_leads_with_the_headline_and_opens_details_on_demand(app: App)
     expect(headline).to_be_visible()
     assert headline.bounding_box()["y"] < details.bounding_box()["y"]
     auc = app.main.locator('[data-testid="stMetric"]').filter(has_text="AUC · probe")
-    expect(auc.locator('[data-testid="stMetricValue"]')).to_have_text(re.compile(r"^0\.\d{3} \[0\.\d{3}, 1\.000\]$"))
-    expect(app.text(re.compile(r"^A PASS run outscores a FAIL run \d+% of the time")).first).to_be_visible()
+    # the headline reads raw verdicts (0.802; the postprocessed score, which holds the outcome, reads 0.995)
+    expect(auc.locator('[data-testid="stMetricValue"]')).to_have_text(re.compile(r"^0\.802 \[0\.\d{3}, 0\.\d{3}\]$"))
+    expect(app.text(re.compile(r"^Interval unreliable: only 3 tasks .*A PASS run outscores a FAIL run \d+% of the "
+                               r"time")).first).to_be_visible()
+    expect(app.main.get_by_text(re.compile(r"^Only 3 tasks: every task-clustered interval"))).to_be_visible()
     delta = app.main.locator('[data-testid="stMetric"]').filter(has_text="Paired ΔAUC")
     expect(delta.locator('[data-testid="stMetricValue"]')).to_have_text("not computed")
     expect(app.text("Paired ΔAUC needs at least two judges.")).to_be_visible()
@@ -120,7 +123,7 @@ def test_agreement_leads_with_the_headline_and_opens_details_on_demand(app: App)
     app.click(app.main.get_by_text("Outcome discrimination: AUC vs official PASS", exact=True))
     charts = app.main.locator('[data-testid="stPlotlyChart"]')
     expect(charts.first.locator("svg.main-svg").first).to_be_visible()
-    expect(app.text("AUC per judge", exact=True)).to_be_visible()
+    expect(app.text("AUC per judge, from outcome-free scores (raw verdicts)", exact=True)).to_be_visible()
     expect(app.main.locator('[data-testid="stDataFrame"]').first).to_be_visible()
     assert not app.watch.errors, app.watch.errors
 

@@ -27,8 +27,8 @@ def _by_label(lines: list[Headline]) -> dict[str, Headline]:
 def test_auc_and_paired_delta_are_read_with_their_intervals() -> None:
     lines = _by_label(headline(_dash(
         discrimination_auc=[
-            {"judge": "gcpc", "n": 40, "n_tasks": 5, "auc": 0.81, "ci_low": 0.70, "ci_high": 0.90},
-            {"judge": "holistic", "n": 40, "n_tasks": 5, "auc": 0.55, "ci_low": 0.41, "ci_high": 0.69},
+            {"judge": "gcpc", "n": 40, "n_tasks": 12, "auc": 0.81, "ci_low": 0.70, "ci_high": 0.90},
+            {"judge": "holistic", "n": 40, "n_tasks": 12, "auc": 0.55, "ci_low": 0.41, "ci_high": 0.69},
             {"judge": "fixed", "n": 0, "n_tasks": 0, "auc": NAN, "ci_low": NAN, "ci_high": NAN,
              "note": "needs PASS and FAIL trajectories"}],
         discrimination_delta_auc=[
@@ -37,13 +37,29 @@ def test_auc_and_paired_delta_are_read_with_their_intervals() -> None:
     gcpc = lines["AUC · gcpc"]
     assert gcpc.value == "0.810 [0.700, 0.900]"
     assert gcpc.reading.startswith("A PASS run outscores a FAIL run 81% of the time") and "above chance" in gcpc.reading
-    assert "40 trajectories of 5 tasks" in gcpc.reading
+    assert "40 trajectories of 12 tasks" in gcpc.reading and "unreliable" not in gcpc.reading
     assert "includes chance" in lines["AUC · holistic"].reading
     assert (lines["AUC · fixed"].value, lines["AUC · fixed"].reading) == ("n/a", "needs PASS and FAIL trajectories")
     clear, unclear = lines["ΔAUC · gcpc − holistic"], lines["ΔAUC · gcpc − fixed"]
     assert clear.value == "+0.260 [0.100, 0.400]" and clear.reading.startswith("gcpc separates PASS from FAIL better")
     assert "excludes 0: a clear difference" in clear.reading
     assert unclear.reading.startswith("fixed separates") and "includes 0: no clear difference" in unclear.reading
+
+
+def test_intervals_over_fewer_than_ten_tasks_are_flagged_unreliable() -> None:
+    """3 tasks give 10 distinct task resamples: the headline says the interval is unreliable before reading it."""
+    lines = _by_label(headline(_dash(
+        discrimination_auc=[{"judge": "gcpc", "n": 36, "n_tasks": 3, "auc": 0.99, "ci_low": 0.98, "ci_high": 1.0},
+                            {"judge": "fixed", "n": 36, "n_tasks": 1, "auc": 0.7, "ci_low": NAN, "ci_high": NAN}],
+        discrimination_delta_auc=[{"judge_a": "gcpc", "judge_b": "fixed", "n_tasks": 9, "delta_auc": 0.29,
+                                   "ci_low": 0.1, "ci_high": 0.4}],
+        agreement_spearman=[{"judge": "gcpc", "n": 24, "n_tasks": 3, "rho": 0.5, "ci_low": 0.2, "ci_high": 0.9}])))
+    auc = lines["AUC · gcpc"]
+    assert auc.value == "0.990 [0.980, 1.000]"
+    assert auc.reading.startswith("Interval unreliable: only 3 tasks (10 distinct task resamples; 10 or more tasks")
+    assert lines["ΔAUC · gcpc − fixed"].reading.startswith("Interval unreliable: only 9 tasks (24310 distinct")
+    assert lines["Spearman ρ · gcpc"].reading.startswith("Interval unreliable: only 3 tasks")
+    assert "unreliable" not in lines["AUC · fixed"].reading  # one task: no interval at all, nothing to flag
 
 
 def test_human_agreement_is_read_against_the_humans_own_agreement() -> None:
@@ -88,10 +104,15 @@ def test_a_missing_statistic_says_why() -> None:
 def test_the_demo_headline(demo: Store) -> None:
     dash = dashboard(frames_from_store(demo), n_boot=200, seed=0)
     lines = _by_label(headline(dash))
-    assert lines["AUC · probe"].value.startswith("0.9")
+    assert lines["AUC · probe"].value == "0.802 [0.786, 0.833]"  # raw verdicts; postprocessed it read 0.995
+    assert "From the judge's raw verdicts, which never read the official outcome." in lines["AUC · probe"].reading
+    assert ("Its postprocessed partial credit reads 0.995 on the same trajectories, but it contains the official "
+            "outcome: no evidence.") in lines["AUC · probe"].reading
     assert lines["Paired ΔAUC"].value == "not computed"
     assert {"Pairwise agreement · probe", "Spearman ρ · probe", "α · progress ratings · humans + probe"} <= set(lines)
-    assert dash.caption("discrimination_auc") == "AUC per judge"
+    assert lines["AUC · probe"].reading.startswith("Interval unreliable: only 3 tasks")  # the demo has 3 tasks
+    assert any(w.startswith("only 3 tasks: every task-clustered interval") for w in dash.warnings)
+    assert dash.caption("discrimination_auc") == "AUC per judge, from outcome-free scores (raw verdicts)"
     assert dash.caption("no_such_table") == "No such table"
     for name in dash.tables:
         assert "_" not in dash.caption(name), name
@@ -271,28 +292,33 @@ print(next(line.value for line in view.lines if line.statistic == "AUC · probe"
 """
 
 
+MIRROR = ("UPDATE judgments SET verdict_raw = CASE verdict_raw WHEN 'Yes' THEN 'No' WHEN 'No' THEN 'Yes' "
+          "ELSE verdict_raw END WHERE route != 'endpoint'")
+"""Every raw item verdict turned round (the headline AUC reads raw verdicts), in place."""
+
+
 def _auc(view: HeadlineView) -> str:
     return next(line.value for line in view.lines if line.statistic == "AUC · probe")
 
 
 def test_a_stored_headline_follows_an_edit_in_place_made_with_plain_sqlite(demo: Store) -> None:
-    """Scores changed by an UPDATE (the sqlite3 shell, another tool): same row count, same rowids, same
+    """Raw verdicts changed by an UPDATE (the sqlite3 shell, another tool): same row count, same rowids, same
     timestamps. The headline shown is the one the data give now, in this Store, a new one and a new process."""
     import sqlite3
     import subprocess
     import sys
 
     before = stored_headline(demo, 200, 0)
-    assert _auc(before).startswith("0.9")
-    with sqlite3.connect(demo.path) as conn:  # every score mirrored: PASS runs now score low, FAIL runs high
-        assert conn.execute("UPDATE scores SET partial_credit = 1 - partial_credit").rowcount > 0
+    assert _auc(before).startswith("0.8")
+    with sqlite3.connect(demo.path) as conn:  # every raw verdict mirrored: PASS runs now score low, FAIL runs high
+        assert conn.execute(MIRROR).rowcount > 0
     fresh = _fresh(demo)
-    assert _auc(fresh).startswith("0.0")  # what the data now say
+    assert _auc(fresh).startswith("0.1")  # what the data now say: 1 − 0.802
     shown = subprocess.run([sys.executable, "-c", _AUC_IN_A_NEW_PROCESS, str(demo.path)], capture_output=True,
                            text=True, check=True, timeout=300).stdout.strip()
     assert shown == _auc(fresh)  # a new server process (the stored entry predates the edit)
     assert stored_headline(Store(demo.path), 200, 0) == fresh
     assert stored_headline(demo, 200, 0) == fresh  # the connection that stored the old headline
     with sqlite3.connect(demo.path) as conn:  # and back: the entry stored for the edited data is stale in turn
-        conn.execute("UPDATE scores SET partial_credit = 1 - partial_credit")
+        conn.execute(MIRROR)
     assert stored_headline(demo, 200, 0) == before

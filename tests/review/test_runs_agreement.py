@@ -244,3 +244,31 @@ def test_data_version_changes_with_an_edit_in_place_by_another_connection(demo: 
     assert {name: Store(demo.path).project.data_version(name) for name in before} == after
     with pytest.raises(ValueError, match="no write counter for table.*events"):
         demo.project.data_version("events")
+
+
+def test_a_judge_abstaining_everywhere_is_no_evidence_on_the_overview_and_the_headline(demo: Store) -> None:
+    """Every raw verdict Abstain, then scored: the stored partial credit is the official outcome restated (its AUC
+    reads 1.0). The Overview and the Agreement headline say that the score only restates the outcome and that its
+    AUC is no evidence; a judge that decides items gets no such warning."""
+    import sqlite3
+
+    from sklearn.metrics import roc_auc_score
+
+    from gcpc_core.judge import score_project
+    from gcpc_core.review.agreement import HEADLINE_SECTIONS, headline
+    from gcpc_core.review.overview import judge_warnings
+
+    assert judge_warnings(judge_stats(demo)) == []
+    with sqlite3.connect(demo.path) as conn:
+        assert conn.execute("UPDATE judgments SET verdict_raw = 'Abstain' WHERE route != 'endpoint'").rowcount > 0
+    score_project(demo)
+    frames = frames_from_store(demo)
+    s = frames["scores"][frames["scores"]["judge"] == "probe"]
+    assert roc_auc_score(s["outcome"] == "PASS", s["partial_credit"]) == 1.0  # what the headline used to show
+    warnings = judge_warnings(judge_stats(demo))
+    assert len(warnings) == 1 and warnings[0].startswith("judge probe abstained on every item of its 36 trajectories")
+    assert "only restates the official outcome" in warnings[0] and "no evidence" in warnings[0]
+    lines = headline(dashboard(frames, sections=HEADLINE_SECTIONS, n_boot=50, figures=False))
+    auc = next(line for line in lines if line.statistic.startswith("AUC"))
+    assert (auc.statistic, auc.value) == ("AUC vs official PASS", "no evidence")
+    assert auc.reading.startswith("Judge probe abstained on every item") and "no evidence" in auc.reading
