@@ -187,16 +187,24 @@ class Focus:
         return out
 
     @cached_property
-    def _terms_regex(self) -> re.Pattern[str] | None:
+    def _terms_regex(self) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
+        """(over lower-cased text, case-insensitive): the first is several times faster, the second
+        serves texts whose lower-casing changes their length (offsets would shift)."""
         if not self.terms:
             return None
-        ordered = sorted(set(self.terms), key=len, reverse=True)
-        return re.compile("|".join(re.escape(t) for t in ordered), re.IGNORECASE)
+        ordered = sorted({t.lower() for t in self.terms}, key=len, reverse=True)
+        alternation = "|".join(re.escape(t) for t in ordered)
+        return re.compile(alternation), re.compile(alternation, re.IGNORECASE)
 
     def term_hits(self, text: str) -> list[tuple[int, int, str]]:
-        """(start, end, term lower-cased) of every occurrence of a term in `text`."""
-        regex = self._terms_regex
-        return [] if regex is None else [(m.start(), m.end(), m[0].lower()) for m in regex.finditer(text)]
+        """(start, end, term lower-cased) of every occurrence of a term in `text`, case-insensitively."""
+        regexes = self._terms_regex
+        if regexes is None:
+            return []
+        lower = text.lower()
+        if len(lower) == len(text):
+            return [(m.start(), m.end(), m[0]) for m in regexes[0].finditer(lower)]
+        return [(m.start(), m.end(), m[0].lower()) for m in regexes[1].finditer(text)]
 
     def pinned(self, text: str) -> list[tuple[int, int]]:
         """Spans of `text` a probe matches (non-empty matches): never cut from the view."""

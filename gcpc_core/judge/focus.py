@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 
 from ..checklist import Checklist, Rules
 from ..checklist.gates import literals, split_ref
@@ -82,21 +83,35 @@ def _constants(tree: ast.AST) -> Iterator[str]:
             yield term
 
 
+@lru_cache(maxsize=64)
+def _parsed(source: str) -> ast.Module | None:
+    """A verifier file's AST, parsed once for all its tests and every trajectory of its task."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
 def literals_of_test(task: Task, test: VerifierTest) -> list[str]:
     """The values a verifier test checks: constants of its function (decorators included, messages
     and docstring not) and of the module-level assignments to names it reads. Empty when its file does
     not parse."""
     source = task.verifier_files.get(test.file)
-    if source is None:
-        return []
-    try:
-        module = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
+    return list(_source_literals(source, test)) if source is not None else []
+
+
+@lru_cache(maxsize=4096)
+def _source_literals(source: str, test: VerifierTest) -> tuple[str, ...]:
+    """`literals_of_test` for one verifier source, remembered: every trajectory of a task asks again."""
+    module = _parsed(source)
+    if module is None:
+        return ()
+    if test.kind == "script":  # a plain-script verifier: its node is the whole module
+        return tuple(_constants(module))
     named = [node for node in ast.walk(module)
              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == test.name]
     if not named:
-        return []
+        return ()
     function = next((node for node in named if node.lineno == test.lineno), named[0])
     body = function.body[1:] if ast.get_docstring(function) is not None else function.body
     found: list[str] = []
@@ -107,7 +122,7 @@ def literals_of_test(task: Task, test: VerifierTest) -> list[str]:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
         if any(isinstance(t, ast.Name) and t.id in read for t in targets) and getattr(node, "value", None) is not None:
             found.extend(_constants(node.value))
-    return found
+    return tuple(found)
 
 
 def item_terms(text: str, rules: Rules) -> Iterator[str]:
@@ -138,10 +153,13 @@ def focus_for(task: Task, checklist: Checklist | None, rules: Rules) -> Focus:
     tests = {t.node_id: t for t in task.tests}
     if checklist is None:
         return Focus(terms=_unique(term for test in task.tests for term in literals_of_test(task, test)))
-    literals_of = {test.node_id: literals_of_test(task, test) for test in task.tests}
+    literals_of: dict[str, list[str]] = {}
     items = []
     for item in checklist.items:
         cited = dict.fromkeys(base for base, _ in map(split_ref, item.verifier_refs) if base in tests)
+        for base in cited:
+            if base not in literals_of:
+                literals_of[base] = literals_of_test(task, tests[base])
         items.append((_unique(item_terms(item.text, rules)), _unique(t for base in cited for t in literals_of[base])))
     own = [term for terms, _ in items for term in terms]
     from_tests = [term for _, terms in items for term in terms]
