@@ -69,6 +69,7 @@ from .item_accuracy import (
     decided_by_verifier,
     item_accuracy_table,
     node_id,
+    same_node,
 )
 from .perturb import perturb_span
 from .report import FRAME_NAMES, ReportResult, build_report
@@ -130,6 +131,7 @@ __all__ = [
     "matched_pairs",
     "mean_ratings",
     "node_id",
+    "same_node",
     "judge_order_of",
     "with_judge_order",
     "pairwise_agreement",

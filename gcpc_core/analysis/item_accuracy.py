@@ -5,7 +5,8 @@ Reads **items** (``trajectory_id, task, judge, item_id, route, verdict_raw, veri
 
 Only assertion items carry verifier refs. Their *truth* comes from the trajectory's CTRF report:
 a CTRF name maps to a node id by dropping a ``[param]`` suffix and any directory before the file
-name; a node is *passed* when all its results passed, *failed* when any failed, otherwise
+name. Some runners (opencode's) name tests without their file (``::TestFlow::test_metric``): such a
+name matches the ref of that class and test in whichever verifier file (`same_node`). A node is *passed* when all its results passed, *failed* when any failed, otherwise
 (skipped, pending, …) unknown. A ref to a whole verifier script (``tests/test_outputs.py`` of a task
 with no pytest test node, `models.is_script_ref`) that the CTRF report does not list is decided by
 the item's official ``outcome`` instead: the verifier's result is that script's. An item is true-No
@@ -33,7 +34,7 @@ from ..models import is_script_ref
 from .frames import require_columns
 
 __all__ = ["VERDICTS", "VERIFIER_BASES", "assertion_truth", "confusion_table", "ctrf_node_status",
-           "ctrf_pass_fraction", "decided_by_verifier", "item_accuracy_table", "node_id"]
+           "ctrf_pass_fraction", "decided_by_verifier", "item_accuracy_table", "node_id", "same_node"]
 
 VERDICTS = ("Yes", "No", "Abstain")
 BASIS_CTRF = "ctrf"
@@ -48,6 +49,18 @@ def node_id(test: str) -> str:
     """CTRF test name → verifier node id: ``tests/test_outputs.py::T::t[x]`` → ``test_outputs.py::T::t``."""
     head, sep, rest = _PARAM.sub("", str(test)).partition("::")
     return head.rsplit("/", 1)[-1] + sep + rest
+
+
+def without_file(node: str) -> str:
+    """A node id with its file taken off (``test_outputs.py::T::t`` → ``::T::t``), as file-less CTRF names read."""
+    head, sep, rest = node.partition("::")
+    return sep + rest if sep else node
+
+
+def same_node(name: str, node: str) -> bool:
+    """Whether CTRF name `name` is verifier node `node` (both as node ids, or both with their `[param]`):
+    equal, or a file-less name (``::T::t``, as opencode's runner writes them) of the same class and test."""
+    return name == node or (name.startswith("::") and name == without_file(node))
 
 
 def _refs(value: object) -> list[str]:
@@ -98,6 +111,11 @@ def assertion_truth(items: pd.DataFrame, ctrf: pd.DataFrame) -> pd.DataFrame:
     script = refs["ref"].map(is_script_ref).astype(bool).to_numpy()
     refs["ref"] = _node_ids(refs["ref"])
     refs = refs.merge(status, on=["trajectory_id", "ref"], how="left")
+    fileless = status[status["ref"].str.startswith("::")]
+    if len(fileless):  # a runner that names tests without their file: match on class and test
+        missing = refs["status"].isna()
+        keyed = refs.loc[missing, ["trajectory_id", "ref"]].assign(ref=lambda d: d["ref"].map(without_file))
+        refs.loc[missing, "status"] = keyed.merge(fileless, on=["trajectory_id", "ref"], how="left")["status"].to_numpy()
     outcome = a["outcome"].reindex(refs["index"]).to_numpy() if "outcome" in a else np.full(len(refs), None)
     by_outcome = script & refs["status"].isna().to_numpy() & np.isin(outcome, ("PASS", "FAIL"))
     refs["status"] = np.where(by_outcome, np.where(outcome == "PASS", "passed", "failed"), refs["status"])

@@ -17,7 +17,7 @@ import pandas as pd
 
 from annotations.audits import VERDICTS, record_item_audit
 
-from ..analysis.item_accuracy import node_id
+from ..analysis.item_accuracy import node_id, same_node
 from ..checklist import Checklist, ChecklistItem, fixed_checklist, load_rules, split_ref
 from ..evidence import EVIDENCE_KINDS
 from ..judge.grounding import REASON_JUDGE_ABSTAIN, REASON_NOT_JUDGED, REASON_UNGROUNDED, REASON_UNKNOWN_ITEM
@@ -305,9 +305,9 @@ def ref_status(ref: str, ctrf: Sequence[CtrfTest]) -> tuple[str, tuple[CtrfTest,
         return "no CTRF report", ()
     base, param = split_ref(ref)
     if param is None:
-        hits = tuple(c for c in ctrf if node_id(c.name) == node_id(base))
+        hits = tuple(c for c in ctrf if same_node(node_id(c.name), node_id(base)))
     else:
-        hits = tuple(c for c in ctrf if c.name.rsplit("/", 1)[-1] == ref.strip())
+        hits = tuple(c for c in ctrf if same_node(c.name.rsplit("/", 1)[-1], ref.strip()))
     if not hits:
         return "not in CTRF report", ()
     statuses = {c.status.lower() for c in hits}

@@ -15,6 +15,7 @@ from gcpc_core.analysis import (
     decided_by_verifier,
     item_accuracy_table,
     node_id,
+    same_node,
 )
 
 T = "test_outputs.py::TestX::"
@@ -31,6 +32,19 @@ def test_parametrized_results_fold_into_one_node() -> None:
                          "status": ["passed", "passed", "passed", "failed", "skipped"]})
     st = ctrf_node_status(ctrf).set_index("node_id")["status"]
     assert st.to_dict() == {T + "p": "passed", T + "q": "failed", T + "s": "unknown"}
+
+
+def test_file_less_ctrf_names_match_their_class_and_test() -> None:
+    """opencode's runner writes `::TestX::a` for `tests/test_outputs.py::TestX::a`; the item is still decided."""
+    assert same_node(node_id("::TestX::a[1]"), node_id(T + "a")) and not same_node("::TestX::b", T + "a")
+    assert not same_node(node_id("other.py::TestX::a"), node_id(T + "a"))
+    items = pd.DataFrame([("gcpc", "t1", "C1", "assertion", "Yes", [T + "a"]),
+                          ("gcpc", "t1", "C2", "assertion", "Yes", [T + "a", T + "b"])],
+                         columns=["judge", "trajectory_id", "item_id", "route", "verdict_raw", "verifier_refs"])
+    ctrf = pd.DataFrame({"trajectory_id": "t1", "test": ["::TestX::a[1]", "::TestX::a[2]", "::TestX::b"],
+                         "status": ["passed", "passed", "failed"]})
+    t = assertion_truth(items.assign(task="task-a"), ctrf).set_index("item_id")
+    assert t["truth"].to_dict() == {"C1": "Yes", "C2": "No"} and set(t["basis"]) == {"ctrf"}
 
 
 ITEMS = pd.DataFrame([

@@ -7,8 +7,7 @@ judge judges every trial; item accuracy against each trial's per-test CTRF is th
 (`assertion_truth`, `item_accuracy_table`). Target: accuracy ≥ 0.85 with Abstain ≤ 50 %.
 
 The opencode runner's CTRF names its tests without their file (`::TestFlowMetrics::test_flow_metric`); the
-verifier has one file, so the figure is computed with that file put in front (`test_outputs.py::…`) and
-again on the CTRF as imported, where the opencode trial's items are not comparable.
+report's truth matches such names by class and test (`item_accuracy.same_node`), so that trial counts too.
 """
 
 from __future__ import annotations
@@ -67,13 +66,6 @@ def judged(skillsbench: Path, tmp_path_factory: pytest.TempPathFactory) -> Judge
     return Judged(frames, tasks)
 
 
-def _file_named(ctrf: pd.DataFrame) -> pd.DataFrame:
-    """CTRF test names without their file (`::Class::test`) given the verifier's one file."""
-    out = ctrf.copy()
-    out["test"] = out["test"].map(lambda n: f"test_outputs.py{n}" if str(n).startswith("::") else n)
-    return out
-
-
 def _row(judged: Judged, ctrf: pd.DataFrame) -> pd.Series:
     truth = assertion_truth(judged.frames["items"], ctrf)
     return item_accuracy_table(truth).set_index("judge").loc["probe"]
@@ -87,7 +79,7 @@ def test_the_five_tasks_and_thirteen_trials(judged: Judged) -> None:
 
 def test_probe_judge_item_accuracy_on_frozen_drafts(judged: Judged,
                                                     record_property: Callable[[str, object], None]) -> None:
-    row = _row(judged, _file_named(judged.frames["ctrf"]))
+    row = _row(judged, judged.frames["ctrf"])
     figure = (f"probe judge over frozen drafts, 13 trials: {row['n_decided']} of {row['n_comparable']} comparable "
               f"assertion items decided, accuracy {row['accuracy']:.3f}, Abstain {row['abstain_rate']:.1%}, "
               f"recall of No {row['recall_no']:.2f}")
@@ -99,9 +91,8 @@ def test_probe_judge_item_accuracy_on_frozen_drafts(judged: Judged,
     assert row["recall_no"] > 0.5, figure  # the probes catch failures, not only passes
 
 
-def test_same_figures_on_the_ctrf_as_imported(judged: Judged) -> None:
-    """Without the file put in front of the opencode trial's test names its items are not comparable; the
-    twelve SkillsBench trials alone still meet the target."""
-    row = _row(judged, judged.frames["ctrf"])
-    assert row["n_comparable"] >= 100
-    assert row["accuracy"] >= MIN_ACCURACY and row["abstain_rate"] <= MAX_ABSTAIN, row.to_dict()
+def test_the_opencode_trial_is_comparable(judged: Judged) -> None:
+    """Its CTRF names tests without their file; they are still matched to the draft's refs."""
+    truth = assertion_truth(judged.frames["items"], judged.frames["ctrf"])
+    opencode = truth[truth["trajectory_id"].str.contains("e4122fb2")]
+    assert len(opencode) and (opencode["basis"] == "ctrf").mean() > 0.5, opencode["basis"].value_counts()
