@@ -268,7 +268,7 @@ def add_test_item(text: str, task: Task, node_id: str, rules: Rules) -> tuple[st
         raise EditError(f"{node_id!r} is not a verifier test of {task.id}")
     data = _edit_data(text)
     item = assertion_item(task, test, rules, item_id=_next_id(data), taken=_parsed_items(data))
-    data["items"].append(item.model_dump(mode="json", exclude={"probes"}))
+    data["items"].append(item.model_dump(mode="json"))
     return _dump(data), item.id
 
 

@@ -25,6 +25,8 @@ from gcpc_core.review.checklists import (
     skeleton,
     verifier_source,
 )
+from gcpc_core.checklist.draft import assertion_item
+from gcpc_core.ingest.tasks import parse_verifier_source
 from gcpc_core.store import Store
 
 from .toy import TOY_REFS
@@ -60,6 +62,18 @@ def test_a_test_becomes_an_assertion_item_or_a_ref(toy_task: Task, rules: Rules)
         add_test_item(text, toy_task, "test_outputs.py::nope", rules)
     with pytest.raises(EditError, match="no item 'C9'"):
         add_ref(text, "C9", TOY_REFS["ints"])
+
+
+def test_a_test_that_checks_a_literal_keeps_its_probes(toy_task: Task, rules: Rules) -> None:
+    """The item a click on a test adds is the draft's, probes included: without them the probe judge abstains."""
+    verifier = toy_task.verifier_files["test_outputs.py"] + (
+        "\ndef test_total():\n    assert open('/out/report.json').read().strip() == '{\"words\": 42}'\n")
+    task = toy_task.model_copy(update={"verifier_files": {"test_outputs.py": verifier},
+                                       "tests": parse_verifier_source("test_outputs.py", verifier)})
+    text, new_id = add_test_item(skeleton(task, source="human:alice"), task, "test_outputs.py::test_total", rules)
+    item = items(text)[-1]
+    drafted = assertion_item(task, task.tests[-1], rules, item_id=new_id).model_dump(mode="json")
+    assert item["id"] == new_id and item["probes"] and item["probes"] == drafted["probes"], item
 
 
 def test_tools_refuse_text_they_cannot_read(toy_task: Task) -> None:
