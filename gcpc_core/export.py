@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 from .checklist.registry import export_checklists
 from .judge.export import export_judgments, export_scores
+from .models import UNRECORDED_SELECTION
 from .store import Store
 
 __all__ = ["EXPORTERS", "PER_RUN", "export_annotations", "export_audits", "export_rows", "export_trials"]
@@ -67,6 +68,7 @@ def export_audits(
             "rater": row.rater,
             "agree": bool(row.value.get("agree")),
             "corrected_verdict": row.value.get("verdict"),
+            "selection": row.value.get("selection") or UNRECORDED_SELECTION,
             "note": row.note,
             "created_at": row.created_at,
             "source": row.source,

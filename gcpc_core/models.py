@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "AuditSelection",
     "CONDITIONS",
     "ENDPOINT_ITEM_ID",
     "EVENT_KINDS",
@@ -27,6 +28,7 @@ __all__ = [
     "SCRIPT_REF_PREFIX",
     "Task",
     "Trajectory",
+    "UNRECORDED_SELECTION",
     "Verdict",
     "VerifierTest",
     "is_script_ref",
@@ -47,6 +49,12 @@ SCORED_OUTCOMES: tuple[str, ...] = ("PASS", "FAIL")
 LogFormat = Literal["claude-code", "atif", "terminus-2", "codex", "acp", "gcpc-jsonl"]
 
 Verdict = Literal["Yes", "No", "Abstain"]
+
+AuditSelection = Literal["random", "chosen"]
+"""How an item verdict came to be audited: `random`, a seeded random draw within its stratum (the triage page's
+proposals); `chosen`, anything else (the disagreement list, browsing), which says nothing of the verdicts nobody
+audited. Audits recorded without one (before it was recorded, or outside the app) are `UNRECORDED_SELECTION`."""
+UNRECORDED_SELECTION = "unrecorded"
 
 Route = Literal["assertion", "generated", "judge", "endpoint"]
 """Checklist routes, plus `endpoint`: the virtual item postprocessing adds for an official FAIL."""

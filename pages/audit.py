@@ -16,6 +16,7 @@ import streamlit as st
 
 from annotations.audits import item_audit_history, item_audits
 from gcpc_core.analysis.run_names import run_name
+from gcpc_core.analysis.triage import DRAWN_QUERY
 from gcpc_core.judge.registry import ordered_judges
 from gcpc_core.llm import llm_status
 from gcpc_core.review.audit import (
@@ -84,6 +85,9 @@ judges = ordered_judges(stats["judge"].unique())
 query = {k: st.query_params.get(k) for k in ("trajectory", "judge", "item", "label")}
 if any(query.values()) and st.session_state.get("audit:applied") != query:
     st.session_state["audit:applied"] = query
+    # a proposal's link: that one verdict was drawn at random, and its audit records so
+    drawn = all(st.query_params.get(k) == v for k, v in DRAWN_QUERY.items())
+    st.session_state["audit:drawn"] = (query["trajectory"], query["judge"], query["item"]) if drawn else None
     if query["judge"] in judges:
         st.session_state["audit:judge"] = query["judge"]
         st.session_state["audit:label"] = query["label"]
@@ -281,7 +285,8 @@ def audit_controls(ctx: AuditContext, view: ItemView, key: str) -> None:
             _, written = record_audit(ctx.store, view, trajectory_id=ctx.trajectory_id, judge=ctx.judge, reviewer=who,
                                       agree=agree, corrected_verdict=corrected,
                                       note=st.session_state.get(f"{key}:note"),
-                                      client_token=st.session_state[token_key], label=ctx.label)
+                                      client_token=st.session_state[token_key], label=ctx.label,
+                                      selection=ctx.selection(view.item_id))
         except ValueError as exc:
             st.error(md_escape(exc))
             return
@@ -352,7 +357,8 @@ with items_tab:
             inav[2].button("Next item", key="audit:next_item", shortcut="j", on_click=step_item, args=(1,),
                            help="J", width="stretch")
             context = AuditContext(store=store, trajectory_id=traj_id, judge=judge, label=label,
-                                   default_label=default_label, task=task, reviewer=reviewer(), run_names=readable)
+                                   default_label=default_label, task=task, reviewer=reviewer(), run_names=readable,
+                                   drawn=st.session_state.get("audit:drawn"))
             for view in shown:
                 item_panel(context, view, view.item_id == current)
 with log_tab:
@@ -372,4 +378,6 @@ for name, value in shown_query.items():
         st.query_params[name] = value
     else:
         st.query_params.pop(name, None)
+for name in DRAWN_QUERY:  # applied once: a shared or reloaded URL opens a verdict chosen, not drawn
+    st.query_params.pop(name, None)
 st.session_state["audit:applied"] = shown_query

@@ -14,7 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
-from gcpc_core.analysis.triage import IMPACT_SCALE
+from gcpc_core.analysis.triage import DRAWN_QUERY, IMPACT_SCALE
 from gcpc_core.review.auditloop import (
     MIN_HISTORY_AUDITS,
     cached_audited_data,
@@ -43,8 +43,9 @@ if not data.judges:
 LINK = st.column_config.LinkColumn("audit", display_text="open", help="Open this item verdict in the item audit")
 
 
-def open_link(label: str, rows: list[dict], key: str) -> None:
-    """A chooser over `rows` and a link that opens the chosen one in the item audit, in this session."""
+def open_link(label: str, rows: list[dict], key: str, *, drawn: bool = False) -> None:
+    """A chooser over `rows` and a link that opens the chosen one in the item audit, in this session; `drawn`:
+    the rows were drawn at random (proposals), and the audit records so."""
     if not rows:
         return
     labels = [row_label(r) for r in rows]
@@ -53,7 +54,8 @@ def open_link(label: str, rows: list[dict], key: str) -> None:
     row = rows[chosen]
     cols[1].page_link("pages/audit.py", label="Open in item audit", icon=":material/fact_check:",
                       query_params={"trajectory": row["trajectory_id"], "judge": row["judge"], "item": row["item_id"]}
-                      | ({"label": runs[row["judge"]]} if runs and row["judge"] in runs else {}))
+                      | ({"label": runs[row["judge"]]} if runs and row["judge"] in runs else {})
+                      | (DRAWN_QUERY if drawn else {}))
 
 
 # ---- audit next: the estimate, its interval, and the proposals ---------------------------------------
@@ -72,6 +74,8 @@ m[1].metric("95% interval", f"{est.low:.3f} – {est.high:.3f}")
 m[2].metric("Width", f"{est.width:.3f}")
 m[3].metric("Known", f"{est.n_audited} / {est.n_population}",
             help="Verdicts audited or decided by the verifier, of all this judge's item verdicts")
+if loop.selection_note:
+    st.caption(md_escape(loop.selection_note))
 if loop.stop:
     st.success(f"The interval is at most {target:g} wide (or everything is audited): auditing can stop.")
 else:
@@ -88,7 +92,7 @@ st.caption("Next audits, in order (strata where the variance is; tasks in propor
            "interval width of 0.04 with 0.67× the audits uniform random auditing needs (100 seeds, per seed "
            "0.49–1.09×: `python -m gcpc_core triage --simulate --target-width 0.04`).")
 st.dataframe(loop.proposals, hide_index=True, width="stretch", column_config={"link": LINK})
-open_link("Open a proposed audit", loop.proposals.to_dict("records"), "triage:open_next")
+open_link("Open a proposed audit", loop.proposals.to_dict("records"), "triage:open_next", drawn=True)
 
 # ---- disagreements ------------------------------------------------------------------------------------
 st.subheader("Disagreements")

@@ -114,7 +114,7 @@ def test_audits_export_current_item_audits_flat_and_csv_safe(project: Store, run
     assert code == 0 and row["label"] == runs["new"] and row["note"] == note
     assert (row["trajectory_id"], row["item_id"], row["judge"], row["rater"]) == (traj.trajectory_id, traj.item_id,
                                                                                  "probe", "alice")
-    assert row["agree"] is False and row["corrected_verdict"] == "No"
+    assert row["agree"] is False and row["corrected_verdict"] == "No" and row["selection"] == "unrecorded"
     code, out, _ = _export(capsys, project.path, "--what", "audits", "--all-runs")
     assert code == 0 and sorted(r["label"] for r in _jsonl(out)) == sorted([runs["old"], runs["new"]])
     path = tmp_path / "audits.csv"

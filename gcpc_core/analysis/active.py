@@ -16,9 +16,13 @@ the tied verdicts that differ from the judge's) and that chance's own variance. 
 without an audit (an auditors' consensus still wins over it, and it settles a tie); those verdicts
 form strata of their own (" · verifier"), wholly known, so neither their error rate nor the triage
 list that sends auditors to them carries over to the verdicts the verifier does not decide. The
-error rate of those is estimated from the audits among them, which `propose` draws at random within
-a stratum; an audit chosen by hand is taken as if it were drawn so (stated, not checked: the audits
-frame does not record why a verdict was audited).
+error rate of those is estimated from the audits drawn at random among them: each audit records its
+``selection`` (`models.AuditSelection`) — ``random`` when the auditor opened it from `propose`'s
+proposals (a seeded random draw within its stratum), ``chosen`` when it came from the disagreement
+list or browsing. A chosen audit is known (its verdict counts as what the auditors say) but is no
+sample: the app steers auditors to likely errors, so counting it would inflate the stratum's rate.
+Audits that record no selection (older projects, other tools) are taken as drawn at random; the
+triage page and the report say how many there are.
 
 Estimate (`estimate_error`): each stratum's error rate θ_h has a Jeffreys Beta(x + ½, n − x + ½)
 posterior (`scipy.stats.beta`). The population's error rate is that of the finite population:
@@ -55,18 +59,20 @@ import numpy as np
 import pandas as pd
 from scipy.stats import beta, betabinom
 
-from ..models import ENDPOINT_ITEM_ID
+from ..models import ENDPOINT_ITEM_ID, UNRECORDED_SELECTION
 from .audits import KEY, auditor_verdicts
 from .frames import require_columns
 from .item_accuracy import assertion_truth
 
-__all__ = ["PRIOR", "SCENARIOS", "STRATA", "VERIFIER_STRATUM", "ErrorEstimate", "compare", "estimate_error",
-           "estimate_history", "population", "propose", "should_stop", "simulate", "stratum_table", "summarize",
-           "synthetic_population", "verifier_audits", "verifier_truth"]
+__all__ = ["PRIOR", "SCENARIOS", "SELECTION_RANK", "STRATA", "VERIFIER_STRATUM", "ErrorEstimate", "compare",
+           "estimate_error", "estimate_history", "in_sample", "population", "propose", "should_stop", "simulate",
+           "stratum_table", "summarize", "synthetic_population", "verifier_audits", "verifier_truth"]
 
 STRATA = ("route", "verdict_raw")
 PRIOR = 0.5
 """Jeffreys prior Beta(½, ½) of every stratum's error rate."""
+SELECTION_RANK = {"random": 0, UNRECORDED_SELECTION: 1, "chosen": 2}
+"""A verdict audited several times counts as drawn at random if any audit was (its inclusion was random)."""
 VERIFIER_STRATUM = "verifier"
 """What the strata of the verdicts the verifier decides end with (``assertion · Yes · verifier``)."""
 
@@ -79,11 +85,15 @@ class ErrorEstimate:
     low: float
     high: float
     n_audited: int
+    """Verdicts known: audited (at random or by choice) or decided by the verifier."""
     n_population: int
     by_route: pd.DataFrame
     """``route, estimate, low, high, width, n_audited, n_population``."""
     strata: pd.DataFrame
     """`stratum_table` of the population."""
+    n_chosen: int = 0
+    """Of `n_audited`, the audits chosen by hand (the disagreement list, browsing): known, but left out of the
+    sample the error rate of the verdicts not known is estimated from."""
 
     @property
     def width(self) -> float:
@@ -100,11 +110,11 @@ def verifier_truth(items: pd.DataFrame, ctrf: pd.DataFrame | None) -> pd.DataFra
 
 
 def _auditors(pop: pd.DataFrame, audits: pd.DataFrame) -> pd.DataFrame:
-    """Per audited item verdict: ``consensus`` (the verdict most auditors hold; None when the most common tie)
-    and ``tied`` (those tied verdicts, sorted, when they tie; else None)."""
+    """Per audited item verdict: ``consensus`` (the verdict most auditors hold; None when the most common tie),
+    ``tied`` (those tied verdicts, sorted, when they tie; else None) and ``selection`` (`_selection_of`)."""
     held = auditor_verdicts(pop, audits)
     if held.empty:
-        return pd.DataFrame(columns=[*KEY, "consensus", "tied"])
+        return pd.DataFrame(columns=[*KEY, "consensus", "tied", "selection"])
     votes = held.groupby([*KEY, "auditor_verdict"], sort=True).size().unstack(fill_value=0)
     counts = votes.to_numpy()
     top = counts == counts.max(axis=1, keepdims=True)
@@ -112,7 +122,11 @@ def _auditors(pop: pd.DataFrame, audits: pd.DataFrame) -> pd.DataFrame:
     out = votes.index.to_frame(index=False)
     out["consensus"] = np.where(top.sum(axis=1) == 1, names[top.argmax(axis=1)], None)
     out["tied"] = [tuple(names[row]) if row.sum() > 1 else None for row in top]
-    return out[[*KEY, "consensus", "tied"]]
+    selection = held["selection"] if "selection" in held else pd.Series(UNRECORDED_SELECTION, index=held.index)
+    rank = selection.map(SELECTION_RANK).fillna(SELECTION_RANK[UNRECORDED_SELECTION])
+    best = held.assign(_rank=rank).groupby(KEY, sort=True)["_rank"].min()
+    out["selection"] = out.set_index(KEY).index.map(best).map(dict(map(reversed, SELECTION_RANK.items()))).to_numpy()
+    return out[[*KEY, "consensus", "tied", "selection"]]
 
 
 def population(items: pd.DataFrame, audits: pd.DataFrame | None, judge: str, by: Sequence[str] = STRATA, *,
@@ -121,7 +135,9 @@ def population(items: pd.DataFrame, audits: pd.DataFrame | None, judge: str, by:
     `verifier` (`verifier_truth`) decides the verdict), ``source`` (``auditor``, ``verifier``, ``split`` or None),
     ``truth`` (the verdict known to be right, else None), ``tied`` (a split verdict's tied verdicts, else None),
     ``error`` (1.0 / 0.0 where the truth is known, a split verdict's chance of being an error, NaN when nothing
-    is known) and ``audited`` (something is known)."""
+    is known), ``audited`` (something is known), ``selection`` (how an audited verdict came to be known: ``random``,
+    ``chosen`` or ``unrecorded`` — `models.AuditSelection` — the most random of its audits; ``verifier``): see
+    `drawn`."""
     require_columns(items, (*KEY, *by, "route", "verdict_raw", "task"), "items")
     pop = items[(items["judge"] == judge) & (items["item_id"] != ENDPOINT_ITEM_ID)].drop_duplicates(KEY)
     pop = pop[[*KEY, *dict.fromkeys([*by, "route", "verdict_raw", "task"])]].reset_index(drop=True)
@@ -129,9 +145,9 @@ def population(items: pd.DataFrame, audits: pd.DataFrame | None, judge: str, by:
     for column in by[1:]:
         stratum = stratum + " · " + pop[column].astype(str)
     pop["stratum"] = stratum
-    pop = pop.assign(consensus=None, tied=None, verified=None)
+    pop = pop.assign(consensus=None, tied=None, selection=None, verified=None)
     if audits is not None and len(audits):
-        pop = pop.drop(columns=["consensus", "tied"]).merge(_auditors(pop, audits), on=KEY, how="left")
+        pop = pop.drop(columns=["consensus", "tied", "selection"]).merge(_auditors(pop, audits), on=KEY, how="left")
     if verifier is not None and len(verifier):
         pop = pop.drop(columns="verified").merge(verifier[[*KEY, "truth"]].rename(columns={"truth": "verified"}),
                                                  on=KEY, how="left")
@@ -149,35 +165,57 @@ def population(items: pd.DataFrame, audits: pd.DataFrame | None, judge: str, by:
               for tied, raw in zip(pop["tied"], pop["verdict_raw"])]
     pop["error"] = np.where(known, (pop["truth"] != pop["verdict_raw"]).astype(float), chance)
     pop["audited"] = pop["error"].notna()
+    pop["selection"] = pop["selection"].where(pop["source"].isin(["auditor", "split"]),
+                                              np.where(pop["source"] == "verifier", VERIFIER_STRATUM, None))
     return pop.drop(columns=["consensus", "verified"])
 
 
+def in_sample(pop: pd.DataFrame) -> np.ndarray:
+    """Which verdicts of `pop` may estimate their stratum's error rate: the audited ones not ``chosen`` (drawn at
+    random, of unrecorded selection, or decided by the verifier). Without a ``selection`` column, every audited
+    verdict."""
+    audited = pop["audited"].to_numpy(bool)
+    if "selection" not in pop:
+        return audited
+    return audited & (pop["selection"] != "chosen").to_numpy()
+
+
 def stratum_table(pop: pd.DataFrame) -> pd.DataFrame:
-    """Per stratum: ``route, N, n`` (audited), ``errors`` (a split verdict counts its chance of being one),
-    ``n_split``, ``split_errors`` and ``split_var`` (the split verdicts' chances and their own variance), the
-    posterior ``rate`` and ``var`` of the stratum's error rate, ``fpc`` and weight ``W``."""
-    error = pop["error"].to_numpy(float)
+    """Per stratum: ``route, N``; ``n`` and ``errors``, the drawn verdicts (audited at random or unrecorded, or
+    decided by the verifier) and their errors, the sample the error rate is estimated from (a split verdict counts
+    its chance of being one); ``n_chosen`` and ``chosen_errors``, the verdicts audited by choice, known but no
+    sample; ``n_split``, ``split_errors`` and ``split_var`` (every split verdict's chance and its own variance);
+    the posterior ``rate`` and ``var`` of the stratum's error rate, ``fpc`` and weight ``W``."""
+    error = np.nan_to_num(pop["error"].to_numpy(float))
+    audited = pop["audited"].to_numpy(bool)
+    drawn = in_sample(pop)
     split = (pop["source"] == "split").to_numpy() if "source" in pop else np.zeros(len(pop), dtype=bool)
-    g = pop.assign(_e=np.nan_to_num(error), _s=split, _se=np.where(split, error, 0.0),
-                   _sv=np.where(split, error * (1 - error), 0.0)).groupby("stratum", sort=True)
-    t = pd.DataFrame({"route": g["route"].first(), "N": g.size(), "n": g["audited"].sum().astype(int),
-                      "errors": g["_e"].sum().astype(float), "n_split": g["_s"].sum().astype(int),
+    chosen = audited & ~drawn
+    g = pop.assign(_d=drawn, _e=np.where(drawn, error, 0.0), _c=chosen, _ce=np.where(chosen, error, 0.0), _s=split,
+                   _se=np.where(split, error, 0.0), _sv=np.where(split, error * (1 - error), 0.0)
+                   ).groupby("stratum", sort=True)
+    t = pd.DataFrame({"route": g["route"].first(), "N": g.size(), "n": g["_d"].sum().astype(int),
+                      "errors": g["_e"].sum().astype(float), "n_chosen": g["_c"].sum().astype(int),
+                      "chosen_errors": g["_ce"].sum().astype(float), "n_split": g["_s"].sum().astype(int),
                       "split_errors": g["_se"].sum().astype(float), "split_var": g["_sv"].sum().astype(float)})
     a, b = t["errors"] + PRIOR, t["n"] - t["errors"] + PRIOR
     t["rate"], t["var"] = beta.mean(a, b), beta.var(a, b)
-    t["fpc"] = 1.0 - t["n"] / t["N"]
+    t["fpc"] = 1.0 - (t["n"] + t["n_chosen"]) / t["N"]
     t["W"] = t["N"] / t["N"].sum() if len(t) else t["N"]
     return t
 
 
 def _interval(N: np.ndarray, n: np.ndarray, errors: np.ndarray, n_split: np.ndarray, split_errors: np.ndarray,
-              split_var: np.ndarray, ci: float) -> tuple[float, float, float]:
+              split_var: np.ndarray, ci: float, n_chosen: np.ndarray | float = 0.0,
+              chosen_errors: np.ndarray | float = 0.0) -> tuple[float, float, float]:
     """The finite-population estimate and interval of the error rate Σ errors / Σ N (see the module docstring),
-    from per-stratum counts."""
+    from per-stratum counts: the rate of the verdicts not known is estimated from the `n` drawn ones alone; the
+    `n_chosen` audited by choice count only as what they are."""
     N, n, errors = np.asarray(N, dtype=float), np.asarray(n, dtype=float), np.asarray(errors, dtype=float)
     total = N.sum()
-    a, b, m = errors + PRIOR, n - errors + PRIOR, N - n
-    fixed = float(errors.sum() - np.sum(split_errors))  # errors of the verdicts whose truth is known
+    a, b, m = errors + PRIOR, n - errors + PRIOR, N - n - n_chosen
+    # errors of the verdicts whose truth is known, drawn or chosen
+    fixed = float(errors.sum() + np.sum(chosen_errors) - np.sum(split_errors))
     mean = float(np.sum(split_errors) + (m * a / (a + b)).sum())  # of the errors among the verdicts not known
     var = float(np.sum(split_var) + np.where(m > 0, betabinom.var(m.astype(int), a, b), 0.0).sum())
     unknown = float(m.sum() + np.sum(n_split))
@@ -192,7 +230,8 @@ def _interval(N: np.ndarray, n: np.ndarray, errors: np.ndarray, n_split: np.ndar
 
 def _interval_of(t: pd.DataFrame, ci: float) -> tuple[float, float, float]:
     return _interval(t["N"].to_numpy(), t["n"].to_numpy(), t["errors"].to_numpy(), t["n_split"].to_numpy(),
-                     t["split_errors"].to_numpy(), t["split_var"].to_numpy(), ci)
+                     t["split_errors"].to_numpy(), t["split_var"].to_numpy(), ci, t["n_chosen"].to_numpy(),
+                     t["chosen_errors"].to_numpy())
 
 
 def estimate_error(pop: pd.DataFrame, *, ci: float = 0.95) -> ErrorEstimate:
@@ -205,18 +244,22 @@ def estimate_error(pop: pd.DataFrame, *, ci: float = 0.95) -> ErrorEstimate:
     for route, r in t.groupby("route", sort=True):
         m, lo, hi = _interval_of(r, ci)
         routes.append({"route": route, "estimate": m, "low": lo, "high": hi, "width": hi - lo,
-                       "n_audited": int(r["n"].sum()), "n_population": int(r["N"].sum())})
-    return ErrorEstimate(mean, low, high, int(t["n"].sum()), int(t["N"].sum()), pd.DataFrame(routes), t)
+                       "n_audited": int(r["n"].sum() + r["n_chosen"].sum()), "n_population": int(r["N"].sum())})
+    return ErrorEstimate(mean, low, high, int(t["n"].sum() + t["n_chosen"].sum()), int(t["N"].sum()),
+                         pd.DataFrame(routes), t, int(t["n_chosen"].sum()))
 
 
-def _allocate(N: np.ndarray, n: np.ndarray, rate: np.ndarray, k: int) -> list[int]:
-    """The strata of the next `k` audits, in order, by greedy expected variance reduction."""
+def _allocate(N: np.ndarray, n: np.ndarray, rate: np.ndarray, k: int,
+              n_chosen: np.ndarray | None = None) -> list[int]:
+    """The strata of the next `k` audits, in order, by greedy expected variance reduction (`n` drawn verdicts per
+    stratum, `n_chosen` known by choice: no sample, but not left to audit either)."""
     N, n = N.astype(float), n.astype(float)
-    W, left = N / N.sum(), N - n
+    fixed = np.zeros(len(N)) if n_chosen is None else np.asarray(n_chosen, dtype=float)
+    W, left = N / N.sum(), N - n - fixed
 
     def term(m: np.ndarray) -> np.ndarray:
-        # W² (1 − m/N) Var of Beta with the current mean and m observations: rate (1 − rate) / (m + 2·PRIOR + 1)
-        return W**2 * (1 - m / N) * rate * (1 - rate) / (m + 2 * PRIOR + 1)
+        # W² (1 − known/N) Var of Beta with the current mean and m observations: rate (1 − rate) / (m + 2·PRIOR + 1)
+        return W**2 * (1 - (m + fixed) / N) * rate * (1 - rate) / (m + 2 * PRIOR + 1)
 
     planned = np.zeros(len(N))
     order: list[int] = []
@@ -252,7 +295,7 @@ def _pick(order: Sequence[int], strata: np.ndarray, tasks: np.ndarray, done: np.
 def propose(pop: pd.DataFrame, k: int, *, seed: int = 0) -> pd.DataFrame:
     """The next `k` unaudited item verdicts to audit, in order, by greedy expected variance reduction."""
     t = stratum_table(pop)
-    order = _allocate(t["N"].to_numpy(), t["n"].to_numpy(), t["rate"].to_numpy(), k)
+    order = _allocate(t["N"].to_numpy(), t["n"].to_numpy(), t["rate"].to_numpy(), k, t["n_chosen"].to_numpy())
     tasks, _ = pd.factorize(pop["task"], sort=True)
     picks = _pick(order, t.index.get_indexer(pop["stratum"]), tasks, pop["audited"].to_numpy(bool),
                   np.random.default_rng(seed)) if order else []
@@ -413,12 +456,14 @@ def summarize(table: pd.DataFrame) -> dict[str, float]:
 
 def verifier_audits(verdicts: pd.DataFrame, picks: pd.DataFrame, *, rater: str = "simulated verifier") -> pd.DataFrame:
     """Simulated audits (an audits frame, ``is_simulated`` true) of the `picks` the verifier decides, answered
-    with the verifier's truth: what an auditor who trusts the CTRF report would record. `verdicts` is
+    with the verifier's truth: what an auditor who trusts the CTRF report would record; ``selection`` random (the
+    picks are `propose`'s draws). `verdicts` is
     `triage.item_verdicts`; picks without a verifier truth are skipped."""
     known = picks[KEY].merge(verdicts[[*KEY, "verdict_raw", "verifier"]], on=KEY).dropna(subset=["verifier"])
     agree = known["verifier"] == known["verdict_raw"]
     return pd.DataFrame({**{k: known[k] for k in KEY}, "rater": rater, "agree": agree,
                          "verdict": known["verifier"].where(~agree, None),
-                         "created_at": [f"simulated-{k:06d}" for k in range(len(known))], "is_simulated": True},
+                         "created_at": [f"simulated-{k:06d}" for k in range(len(known))], "is_simulated": True,
+                         "selection": "random"},
                         columns=["trajectory_id", "judge", "item_id", "rater", "agree", "verdict", "created_at",
-                                 "is_simulated"])
+                                 "is_simulated", "selection"])

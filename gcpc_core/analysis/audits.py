@@ -4,7 +4,8 @@
 and item verdict; the annotations store keeps the history) of one labelled run per judge:
 ``trajectory_id, judge, label`` (the run audited; None for an audit made before its judge had a run), ``item_id,
 rater, agree`` (bool), ``verdict`` (the corrected verdict of a disagreeing audit, else None),
-``created_at``, ``is_simulated``. An audit is of the judge's **raw** verdict (the audit page
+``created_at``, ``is_simulated``, ``selection`` (`models.AuditSelection`: ``random`` or ``chosen``; ``unrecorded``
+when the audit does not say). An audit is of the judge's **raw** verdict (the audit page
 compares a correction with it), so an agreeing audit says the raw verdict is right.
 
 `auditor_verdicts` turns every audit into the verdict its reviewer holds; `auditor_consensus`
@@ -19,12 +20,15 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ..models import UNRECORDED_SELECTION
 from ..store import Store
 from .frames import require_columns
 
-__all__ = ["AUDIT_COLUMNS", "KEY", "auditor_consensus", "auditor_verdicts", "audits_frame"]
+__all__ = ["AUDIT_COLUMNS", "KEY", "auditor_consensus", "auditor_verdicts", "audits_frame", "selection_note"]
 
-AUDIT_COLUMNS = ("trajectory_id", "judge", "label", "item_id", "rater", "agree", "verdict", "created_at", "is_simulated")
+AUDIT_COLUMNS = ("trajectory_id", "judge", "label", "item_id", "rater", "agree", "verdict", "created_at", "is_simulated",
+                 "selection")
+
 KEY = ["trajectory_id", "judge", "item_id"]
 """One item verdict: an item of a trajectory as one judge decided it."""
 
@@ -36,7 +40,8 @@ def audits_frame(store: Store, *, labels: Mapping[str, str] | None = None, all_l
     audits = store.annotations.list(kind="item_audit", labels=labels, all_labels=all_labels)
     rows = [{"trajectory_id": a.trajectory_id, "judge": a.judge, "label": a.label, "item_id": a.item_id,
              "rater": a.rater, "agree": bool(a.value["agree"]), "verdict": a.value.get("verdict"),
-             "created_at": a.created_at, "is_simulated": a.is_simulated} for a in audits]
+             "created_at": a.created_at, "is_simulated": a.is_simulated,
+             "selection": a.value.get("selection") or UNRECORDED_SELECTION} for a in audits]
     return pd.DataFrame(rows, columns=list(AUDIT_COLUMNS)).astype({"agree": bool, "is_simulated": bool})
 
 
@@ -69,3 +74,22 @@ def auditor_consensus(verdicts: pd.DataFrame) -> pd.DataFrame:
                      "auditors": "; ".join(f"{r}: {v}" for r, v in zip(g["rater"], g["auditor_verdict"])),
                      "consensus": top.index[0] if len(top) == 1 else None, "split": len(counts) > 1})
     return pd.DataFrame(rows, columns=columns)
+
+
+def selection_note(audits: pd.DataFrame | None) -> str:
+    """How the audits were selected, and what that means for the estimates (`active.in_sample`): one sentence for
+    the report and the triage page; "" without audits."""
+    if audits is None or audits.empty:
+        return ""
+    counts = (audits["selection"] if "selection" in audits else pd.Series(UNRECORDED_SELECTION, index=audits.index)
+              ).fillna(UNRECORDED_SELECTION).value_counts()
+    random, chosen, unrecorded = (int(counts.get(k, 0)) for k in ("random", "chosen", UNRECORDED_SELECTION))
+    parts = [f"Of {len(audits)} item audits, {random} were drawn at random (opened from the triage page's "
+             "proposals) and estimate the error rate of the verdicts nobody audited"]
+    if chosen:
+        parts.append(f"{chosen} were chosen (the disagreement list, browsing): they settle their own verdicts and "
+                     "estimate nothing, since the app steers auditors to likely errors")
+    if unrecorded:
+        parts.append(f"{unrecorded} record no selection (made before it was recorded, or outside the app) and are "
+                     "taken as drawn at random")
+    return "; ".join(parts) + "."

@@ -41,7 +41,7 @@ from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
 
 from ..models import ENDPOINT_ITEM_ID
 from .ablations import score_variants
-from .active import PRIOR, population, stratum_table, verifier_truth
+from .active import PRIOR, in_sample, population, stratum_table, verifier_truth
 from .audits import KEY, auditor_consensus, auditor_verdicts
 from .bootstrap import cluster_counts, draw_clusters, percentile_ci
 from .discrimination import auc_table, bootstrap_auc
@@ -254,7 +254,8 @@ def draw_unaudited_verdicts(items: pd.DataFrame, audits: pd.DataFrame | None, ju
 
     A verdict whose truth is known (the auditors' consensus, else `verifier`'s) is that truth in every draw.
     A split verdict is, in each draw, one of the verdicts its auditors tie on, at random. In each draw each
-    stratum's error rate θ is drawn from its Jeffreys posterior given that draw's audited errors, and each
+    stratum's error rate θ is drawn from its Jeffreys posterior given that draw's errors among the verdicts drawn
+    at random (audits chosen by hand are known, but no sample: `active.in_sample`), and each
     unaudited verdict is wrong with probability θ, replaced then by one of the two other verdicts: the first
     with a share drawn once per stratum and draw from Beta(c₁ + ½, c₂ + ½), c the corrections to each that the
     stratum's known errors hold. Returns (verdicts: draws × rows of `base`, `base`: the judge's rows of
@@ -272,13 +273,16 @@ def draw_unaudited_verdicts(items: pd.DataFrame, audits: pd.DataFrame | None, ju
         return verdicts, base, 0, 0
     raw = pop["verdict_raw"].to_numpy(dtype=object)
     h = t.index.get_indexer(pop["stratum"])
-    errors = np.bincount(h[known], weights=pop.loc[known, "error"].to_numpy(float), minlength=len(t))
+    drawn_ = in_sample(pop)  # chosen audits are known but estimate nothing
+    errors = np.bincount(h[known & drawn_], weights=pop.loc[known & drawn_, "error"].to_numpy(float),
+                         minlength=len(t))
     errors = np.tile(errors, (n_draws, 1))
     for k in np.flatnonzero(split):
         tied = np.array(pop.at[k, "tied"], dtype=object)
         drawn = tied[rng.integers(0, len(tied), n_draws)]
         verdicts[:, at[k]] = drawn
-        errors[:, h[k]] += drawn != raw[k]
+        if drawn_[k]:
+            errors[:, h[k]] += drawn != raw[k]
     theta = rng.beta(errors + PRIOR, t["n"].to_numpy() - errors + PRIOR)
     rows = np.flatnonzero(open_)
     if len(rows):

@@ -52,6 +52,7 @@ from .agreement import (
     usable_preferences,
     usable_ratings,
 )
+from .audits import selection_note
 from .bootstrap import RELIABLE_CLUSTERS, distinct_resamples, few_clusters_note
 from .calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
 from .discrimination import auc_table, bootstrap_auc, delta_auc_table, roc_data
@@ -706,8 +707,8 @@ def _calibration(frames: Mapping[str, pd.DataFrame], st: _Settings) -> list[Bloc
               f"average) — with `error_low`–`error_high`, its {st.ci:.0%} range over the draws, each a value the "
               "figure took. It narrows as audits arrive and closes when every verdict is known (`python -m gcpc_core "
               "triage --next K` proposes the audits that narrow it most). The verifier's verdicts are strata of "
-              "their own, so the audits the triage list aims at them bias nothing; other audits are taken as drawn "
-              f"at random within their stratum, as the proposals are. `known`: the figure with the {len(overrides)} "
+              "their own, so the audits the triage list aims at them bias nothing. "
+              f"{selection_note(frames['audits'])} `known`: the figure with the {len(overrides)} "
               "known corrections alone, the unaudited verdicts as judged, recomputed as `raw` is, through the same "
               "postprocessing and scoring and the same bootstrap draws (`raw_low`…`known_high`: task-clustered "
               "sampling intervals, AUC only)."),

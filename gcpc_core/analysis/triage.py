@@ -54,7 +54,7 @@ from .frames import require_columns
 from .item_accuracy import assertion_truth, decided_by_verifier
 from .skills import TRANSITIONS, matched_pairs, pair_moves
 
-__all__ = ["IMPACT_SCALE", "KINDS", "TRIAGE_COLUMNS", "WIDTH_BOOT", "audit_link", "disagreements", "item_verdicts",
+__all__ = ["DRAWN_QUERY", "IMPACT_SCALE", "KINDS", "TRIAGE_COLUMNS", "WIDTH_BOOT", "audit_link", "disagreements", "item_verdicts",
            "rank_disagreements", "settled", "triage"]
 
 KINDS = ("judge vs verifier", "judge vs auditor", "auditor vs auditor")
@@ -302,11 +302,19 @@ def rank_disagreements(
     return out[TRIAGE_COLUMNS]
 
 
-def audit_link(base_url: str, trajectory_id: str, judge: str, item_id: str, label: str | None = None) -> str:
+DRAWN_QUERY = {"selection": "random"}
+"""What a link to a verdict `active.propose` drew at random adds to its query: an audit made from it records
+``selection: random`` (`models.AuditSelection`), any other audit ``chosen``."""
+
+
+def audit_link(base_url: str, trajectory_id: str, judge: str, item_id: str, label: str | None = None, *,
+               drawn: bool = False) -> str:
     """Absolute URL of the item audit page of the app at `base_url` opened on one item verdict (what the audit
-    page reads from its query); `label` names the judge run when it is not the judge's default. Absolute, so
-    the link works where it is pasted (a terminal, a ticket, a spreadsheet), not only inside the app."""
-    query = {"trajectory": trajectory_id, "judge": judge, "item": item_id} | ({"label": label} if label else {})
+    page reads from its query); `label` names the judge run when it is not the judge's default; `drawn` marks a
+    verdict drawn at random (`DRAWN_QUERY`). Absolute, so the link works where it is pasted (a terminal, a
+    ticket, a spreadsheet), not only inside the app."""
+    query = ({"trajectory": trajectory_id, "judge": judge, "item": item_id} | ({"label": label} if label else {})
+             | (DRAWN_QUERY if drawn else {}))
     return f"{base_url.rstrip('/')}/audit?{urlencode(query)}"
 
 

@@ -83,12 +83,14 @@ def _triage_of(args: argparse.Namespace, frames: dict[str, pd.DataFrame]) -> tup
     from annotations.tokens import default_base_url
 
     from ..analysis.active import population, propose, verifier_audits, verifier_truth
+    from ..analysis.audits import selection_note
     from ..analysis.calibration import audited_figures
-    from ..analysis.triage import IMPACT_SCALE, item_verdicts, triage
+    from ..analysis.triage import IMPACT_SCALE, audit_link, item_verdicts, triage
     from ..judge.registry import item_judges_among
 
     items, audits = frames["items"], frames["audits"]
-    ranked = triage(frames, base_url=args.base_url or default_base_url())
+    base_url = args.base_url or default_base_url()
+    ranked = triage(frames, base_url=base_url)
     judges = item_judges_among(items["judge"].unique())
     out: dict = {"db": str(args.db), "n_disagreements": len(ranked), "n_settled": ranked.attrs.get("n_settled", 0),
                  "impact_scale": IMPACT_SCALE,
@@ -96,9 +98,13 @@ def _triage_of(args: argparse.Namespace, frames: dict[str, pd.DataFrame]) -> tup
     if args.next:  # what is known: the auditors' consensus, else the verifier's per-test truth
         known = verifier_truth(items, frames["ctrf"])
         out["estimates"] = [_estimate(items, audits, j, args.target_width, known) for j in judges]
-        out["proposals"] = _records(pd.concat([propose(population(items, audits, j, verifier=known), args.next,
-                                                       seed=args.seed).assign(judge=j) for j in judges],
-                                              ignore_index=True))
+        proposals = pd.concat([propose(population(items, audits, j, verifier=known), args.next,
+                                       seed=args.seed).assign(judge=j) for j in judges], ignore_index=True)
+        # drawn at random: an audit made from one of these links records so, and estimates the error rate
+        proposals["link"] = [audit_link(base_url, r.trajectory_id, r.judge, r.item_id, drawn=True)
+                             for r in proposals.itertuples(index=False)]
+        out["proposals"] = _records(proposals)
+        out["selection"] = selection_note(audits)
     if args.simulate_audits:
         verdicts = item_verdicts(items, frames["ctrf"], audits)
         decided = verdicts[verdicts["verifier"].notna()]

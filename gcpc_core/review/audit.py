@@ -462,10 +462,10 @@ def filter_items(views: Sequence[ItemView], audits: Sequence[AnnotationRow], sho
 def record_audit(
     store: Store, view: ItemView, *, trajectory_id: str, judge: str, reviewer: str, agree: bool,
     corrected_verdict: str | None = None, note: str | None = None, client_token: str | None = None,
-    label: str | None = None,
+    label: str | None = None, selection: str | None = None,
 ) -> tuple[dict, bool]:
-    """Append one audit of `view`'s raw verdict in `judge`'s run `label` (default: its default run);
-    (row, whether a row was written).
+    """Append one audit of `view`'s raw verdict in `judge`'s run `label` (default: its default run), with how the
+    verdict was selected (`AuditContext.selection`); (row, whether a row was written).
 
     Raises ValueError for a missing reviewer, the endpoint item, or a "correction" equal to the
     verdict being disagreed with.
@@ -480,7 +480,7 @@ def record_audit(
         raise ValueError(f"choose the corrected verdict: one of {', '.join(VERDICTS)}")
     return record_item_audit(store, trajectory_id=trajectory_id, item_id=view.item_id, judge=judge,
                              reviewer=reviewer.strip(), agree=agree, corrected_verdict=None if agree else corrected_verdict,
-                             note=note, client_token=client_token, label=label)
+                             note=note, client_token=client_token, label=label, selection=selection)
 
 
 def history_lines(history: Sequence[AnnotationRow]) -> list[str]:

@@ -48,6 +48,13 @@ class AuditContext:
     """Who audits ("" when no name is set: the controls are disabled)."""
     run_names: Mapping[str, str]
     """Label → readable name (judge · model · prompt · date) of each of the judge's runs."""
+    drawn: tuple[str, str, str] | None = None
+    """``(trajectory, judge, item)`` of the verdict a proposal link (drawn at random) opened, if any."""
+
+    def selection(self, item_id: str) -> str:
+        """How item `item_id`'s verdict came to be audited (`models.AuditSelection`): ``random`` only for the
+        verdict a proposal link opened; everything reached otherwise was chosen."""
+        return "random" if self.drawn == (self.trajectory_id, self.judge, item_id) else "chosen"
 
     def key(self, item_id: str) -> str:
         """The widget-key prefix of item `item_id`'s panel: `audit:{trajectory}:{judge}:{item}`, with

@@ -24,6 +24,7 @@ from ..analysis.active import (
     should_stop,
     verifier_truth,
 )
+from ..analysis.audits import selection_note
 from ..analysis.bootstrap import few_clusters_note
 from ..analysis.calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
 from ..analysis.triage import audit_link, triage
@@ -70,6 +71,8 @@ class JudgeLoop:
     stop: bool
     history: pd.DataFrame
     proposals: pd.DataFrame
+    selection_note: str = ""
+    """How this judge's audits were selected, and which of them estimate the error rate (`audits.selection_note`)."""
 
 
 def loop_data(store: Store, base_url: str, labels: Mapping[str, str] | None = None) -> LoopData:
@@ -119,9 +122,11 @@ def judge_loop(
     est = estimate_error(pop)
     history = estimate_history(pop, frames["audits"])
     nxt = propose(pop, k, seed=seed)
-    nxt["link"] = [audit_link(base_url, r.trajectory_id, r.judge, r.item_id, (labels or {}).get(judge))
+    nxt["link"] = [audit_link(base_url, r.trajectory_id, r.judge, r.item_id, (labels or {}).get(judge), drawn=True)
                    for r in nxt.itertuples(index=False)]
-    return JudgeLoop(est, should_stop(est, target_width), history, nxt)
+    audits = frames["audits"]
+    mine = audits[audits["judge"] == judge] if audits is not None and len(audits) else audits
+    return JudgeLoop(est, should_stop(est, target_width), history, nxt, selection_note(mine))
 
 
 cached_loop_data = cached(*TABLES)(loop_data)

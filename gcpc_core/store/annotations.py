@@ -53,7 +53,8 @@ class AnnotationRow(Row):
     rater: str
     """Who answered: a study rater or an auditor."""
     value: Annotated[dict, JSON]
-    """The answer: `{agree, verdict}` for an audit, `{rating}` for a rating, `{choice}` for a preference."""
+    """The answer: `{agree, verdict, selection}` for an audit (`selection` once recorded), `{rating}` for a
+    rating, `{choice}` for a preference."""
     note: str | None = None
     """The rater's free-text comment."""
     confidence: int | None = None

@@ -97,6 +97,33 @@ def test_split_audits_carry_their_own_uncertainty() -> None:
     assert propose(pop, 10).empty  # nothing left to propose: a tie is settled by a third auditor, not a proposal
 
 
+def test_audits_chosen_among_errors_are_known_but_estimate_nothing() -> None:
+    """5,000 Yes verdicts, 10 % wrong; 100 audits drawn at random find 10 errors, 60 more chosen from the
+    disagreement list are all errors. Taken as one sample (as every audit was before audits recorded how they
+    were selected) the unaudited verdicts' rate reads 70/160 = 0.44 and the interval misses the true 0.10; with
+    the selection recorded the 60 settle their own verdicts, the rate comes from the 100 random draws, and the
+    interval holds the truth. The proposals skip the chosen verdicts (they are known)."""
+    n = 5000
+    items = pd.DataFrame({"trajectory_id": "t", "item_id": [f"I{k}" for k in range(n)], "route": "assertion",
+                          "verdict_raw": "Yes", "task": "a", "judge": "j"})
+    random = audits_for([("t", f"I{k}", k >= 10) for k in range(100)]).assign(selection="random")
+    chosen = audits_for([("t", f"I{k}", False) for k in range(100, 160)]).assign(selection="chosen")
+    true_rate = (10 + 60 + 0.1 * (n - 160)) / n  # the other verdicts are wrong at the random draws' rate
+    pooled = estimate_error(population(items, pd.concat([random, chosen.drop(columns="selection")]), "j"))
+    assert not pooled.low <= true_rate <= pooled.high and pooled.estimate > 0.4
+    pop = population(items, pd.concat([random, chosen]), "j")
+    est = estimate_error(pop)
+    assert est.low <= true_rate <= est.high and est.estimate == pytest.approx(
+        (10 + 60 + (n - 160) * (10 + 0.5) / (100 + 1)) / n)
+    assert (est.n_audited, est.n_chosen) == (160, 60)
+    assert set(pop.loc[pop["audited"], "selection"]) == {"random", "chosen"}
+    assert not set(propose(pop, 50)["item_id"]) & {f"I{k}" for k in range(160)}
+    # a verdict audited both ways was included at random: it is in the sample
+    both = population(items, pd.concat([random, chosen, audits_for([("t", "I120", False)]).assign(
+        rater="s", selection="random")]), "j")
+    assert estimate_error(both).n_chosen == 59
+
+
 def test_the_verifier_decides_its_verdicts_in_strata_of_their_own() -> None:
     items = items_frame()
     verifier = pd.DataFrame({"trajectory_id": "t1", "judge": "j", "item_id": [f"Y{k}" for k in range(40)],

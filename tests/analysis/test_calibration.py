@@ -310,13 +310,15 @@ def sim_design(n_tasks: int = 3, per_cell: int = 2, seed: int = 0) -> pd.DataFra
 
 
 def sim_runs(traj: pd.DataFrame, n_runs: int, seed: int, *, audited: float = 0.3, verifier: bool = False,
-             rates: tuple[float, float] = (0.02, 0.4), routes: tuple[str, ...] = SIM_ROUTES,
+             rates: tuple[float, float] = (0.02, 0.4), routes: tuple[str, ...] = SIM_ROUTES, aimed: float = 0.0,
              ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """`n_runs` simulated judges over the same trajectories, each with its own error rate and replacement share per
     route × raw verdict, its raw verdicts, the true verdicts (wrong as often as its stratum's rate says, errors
     exchangeable within a stratum: what the audited figures assume) and audits of a random `audited` share of its
     verdicts. With `verifier`, every assertion item's truth is a CTRF result (the same for every run) and the
-    audits go first to the verdicts the verifier contradicts, as triage steers auditors, then at random.
+    audits go first to the verdicts the verifier contradicts, as triage steers auditors, then at random. With
+    `aimed`, that share of the audits is chosen among the judge's errors (an auditor led to them by the
+    disagreement list), recorded ``selection: chosen``, before the random ones (``random``).
     Returns (items, true items, audits, scores, ctrf)."""
     rng = np.random.default_rng(seed)
     k = len(routes)
@@ -351,20 +353,27 @@ def sim_runs(traj: pd.DataFrame, n_runs: int, seed: int, *, audited: float = 0.3
         order = rng.permutation(len(raw))
         if verifier:  # the verifier's contradictions first
             order = order[np.argsort(~((routes == "assertion") & (raw != ctrf_truth))[order], kind="stable")]
+        n_aimed = min(int(aimed * n_audits), int((truth != raw).sum()))
+        order = order[np.argsort(~np.isin(order, order[(truth != raw)[order]][:n_aimed]), kind="stable")]
         picks = order[:n_audits]
         agree = truth[picks] == raw[picks]
         audits.append(pd.DataFrame({"trajectory_id": frame["trajectory_id"].to_numpy()[picks], "judge": f"run{r}",
                                     "item_id": frame["item_id"].to_numpy()[picks], "rater": "r", "agree": agree,
                                     "verdict": np.where(agree, None, truth[picks]), "created_at": "2026",
-                                    "is_simulated": False}))
+                                    "is_simulated": False,
+                                    "selection": np.where(np.arange(n_audits) < n_aimed, "chosen", "random")}))
     scores = pd.concat([traj.assign(judge=f"run{r}") for r in range(n_runs)], ignore_index=True)
     return (pd.concat(items, ignore_index=True), pd.concat(true_items, ignore_index=True),
             pd.concat(audits, ignore_index=True), scores.assign(partial_credit=np.nan), ctrf)
 
 
-def coverage(n_runs: int, seed: int, design: dict | None = None, **kw: object) -> pd.DataFrame:
-    """Every figure of every simulated run: its judge-error interval, its audited value and the truth."""
+def coverage(n_runs: int, seed: int, design: dict | None = None, *, unrecorded: bool = False,
+             **kw: object) -> pd.DataFrame:
+    """Every figure of every simulated run: its judge-error interval, its audited value and the truth (`unrecorded`:
+    the audits' selections dropped)."""
     items, true_items, audits, scores, ctrf = sim_runs(sim_design(**(design or {})), n_runs, seed, **kw)
+    if unrecorded:
+        audits = audits.drop(columns="selection")
     judges = [f"run{r}" for r in range(n_runs)]
     verifier = verifier_truth(items, ctrf) if kw.get("verifier") else None
     got = figure_error_intervals(items, scores, audits, judges, n_draws=200, seed=seed, verifier=verifier)
@@ -386,6 +395,21 @@ def test_audited_figures_lie_in_their_interval_which_covers_the_full_audit_95_pe
     by_figure = m.groupby("figure")["covered"].mean()
     assert (by_figure >= 0.93).all(), by_figure
     assert m.groupby("judge").size().min() >= 4  # AUC and both conditions' mean partial credit at least
+
+
+def test_audits_chosen_among_errors_settle_their_verdicts_but_estimate_nothing() -> None:
+    """Half of the audits chosen among the judge's errors (the disagreement list leads auditors to them), recorded
+    as chosen, the rest drawn at random: the unaudited verdicts' error rate comes from the random audits alone, so
+    the interval still holds the full audit's figure in ≥ 93 % of 200 runs. Taken as random draws (what every audit
+    was before audits recorded their selection), the chosen ones inflate each stratum's error rate and the
+    coverage falls well below."""
+    kw = {"design": {"n_tasks": 4, "per_cell": 4}, "audited": 0.3, "rates": (0.05, 0.3), "aimed": 0.5}
+    m = coverage(200, seed=13, **kw)
+    assert ((m["error_low"] <= m["audited"]) & (m["audited"] <= m["error_high"])).all()
+    by_figure = m.groupby("figure")["covered"].mean()
+    assert (by_figure >= 0.93).all(), by_figure
+    unrecorded = coverage(200, seed=13, unrecorded=True, **kw).groupby("figure")["covered"].mean()
+    assert (unrecorded < by_figure - 0.05).any(), (unrecorded, by_figure)
 
 
 def test_audits_aimed_at_the_verifiers_contradictions_do_not_bias_the_audited_interval() -> None:

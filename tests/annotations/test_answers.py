@@ -52,6 +52,26 @@ def test_item_audits_share_the_store(store: Store) -> None:
         record_item_audit(store, trajectory_id=traj, item_id="C1", judge="gcpc", reviewer="x", agree=False)
 
 
+def test_an_audit_records_how_its_verdict_was_selected(store: Store) -> None:
+    """`selection` (random: a proposal's link; chosen: anything else) is stored in the audit, read into the audits
+    frame (unrecorded when an audit does not say) and validated: a typo would silently turn a chosen audit into a
+    sample of the error rate."""
+    from gcpc_core.analysis.audits import audits_frame
+
+    small_project(store, tasks=1, per_stratum=1)
+    traj = store.trials.trajectories()[0].id
+    record_item_audit(store, trajectory_id=traj, item_id="C1", judge="gcpc", reviewer="alice", agree=True,
+                      selection="random")
+    record_item_audit(store, trajectory_id=traj, item_id="C2", judge="gcpc", reviewer="alice", agree=True,
+                      selection="chosen")
+    record_item_audit(store, trajectory_id=traj, item_id="C3", judge="gcpc", reviewer="alice", agree=True)
+    frame = audits_frame(store).set_index("item_id")
+    assert frame.loc[["C1", "C2", "C3"], "selection"].tolist() == ["random", "chosen", "unrecorded"]
+    with pytest.raises(ValueError, match="selection is one of"):
+        record_item_audit(store, trajectory_id=traj, item_id="C4", judge="gcpc", reviewer="x", agree=True,
+                          selection="triage")
+
+
 def test_a_revoked_link_cannot_save_even_from_an_open_page(store: Store) -> None:
     """The rate page opens its session once per run; the link may be replaced before its Save is clicked."""
     from annotations import issue_link

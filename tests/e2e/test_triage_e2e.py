@@ -58,6 +58,7 @@ def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_count
     mine = [a for a in item_audits(store, trajectory_id=top["trajectory_id"], judge="probe")
             if a.item_id == top["item_id"] and a.rater == REVIEWER]
     assert mine and mine[0].value["agree"]
+    assert mine[0].value["selection"] == "chosen"  # led there by the disagreement list: it estimates nothing
     frames = frames_from_store(store)
     est = estimate_error(population(frames["items"], frames["audits"], "probe",
                                     verifier=verifier_truth(frames["items"], frames["ctrf"])))
@@ -95,14 +96,17 @@ def test_auditing_the_proposals_in_order_narrows_the_error_rate_and_the_figures(
         nxt = loop.proposals.iloc[0]
         expect(demo.combobox("Open a proposed audit")).to_have_value(
             f"next 1 · {nxt['trajectory_id']} · probe · {nxt['item_id']}")
-        demo.rerun(demo.main.get_by_role("link", name="Open in item audit").first.click)
+        link = demo.main.get_by_role("link", name="Open in item audit").first
+        assert parse_qs(urlparse(link.get_attribute("href") or "").query)["selection"] == ["random"]
+        demo.rerun(link.click)
         expect(demo.title()).to_have_text("Item audit")
         expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(nxt['item_id'])} · "))
         demo.click(demo.button("Agree"))
         expect(demo.text(re.compile(rf"{re.escape(REVIEWER)}: agree$")).first).to_be_visible()
-        audited = {(a.trajectory_id, a.item_id) for a in item_audits(store, trajectory_id=nxt["trajectory_id"],
-                                                                           judge="probe")}
-        assert (nxt["trajectory_id"], nxt["item_id"]) in audited
+        assert "selection=" not in demo.page.url  # applied once: the shared URL opens a chosen verdict
+        audited = {(a.trajectory_id, a.item_id): a.value.get("selection")
+                   for a in item_audits(store, trajectory_id=nxt["trajectory_id"], judge="probe")}
+        assert audited[(nxt["trajectory_id"], nxt["item_id"])] == "random"  # drawn: it estimates the error rate
     assert widths == sorted(widths, reverse=True) and len(set(widths)) == len(widths), widths
     assert unaudited == list(range(unaudited[0], unaudited[0] - 4, -1)), unaudited
     assert demo.main.get_by_text(re.compile(r"error_low – error_high, where it could lie")).count() == 0
