@@ -8,8 +8,8 @@ few values a parser needs as defaults or choices live here, and the stages take 
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_MAX_LOG_BYTES", "DEFAULT_PASS_THRESHOLD", "DEMO_SEED", "ENV_CONCURRENCY",
-           "PERTURB_SCOPES"]
+__all__ = ["AUDIT_TARGET_WIDTH", "DEFAULT_CONCURRENCY", "DEFAULT_MAX_LOG_BYTES", "DEFAULT_PASS_THRESHOLD", "DEMO_SEED",
+           "ENV_CONCURRENCY", "PERTURB_SCOPES"]
 
 DEFAULT_PASS_THRESHOLD = 1.0
 """A trial is PASS when its reward is at least this."""
@@ -18,6 +18,9 @@ DEFAULT_MAX_LOG_BYTES = 25 * 2**20
 PERTURB_SCOPES: tuple[str, ...] = ("cited", "log")
 """Where an evidence perturbation replaces a cited span: the cited event only, or every evidence event
 holding it; the first is the default."""
+AUDIT_TARGET_WIDTH = 0.10
+"""How narrow a judge's error-rate interval must be before its auditing may stop (`analysis.active.should_stop`):
+the Triage page's and `triage --target-width`'s default, and what `info --task-status` and the Overview call done."""
 DEMO_SEED = 7
 """The seed of the shipped demo corpus and project (`demo --seed` changes the simulated variation)."""
 ENV_CONCURRENCY = "GCPC_LLM_CONCURRENCY"

@@ -53,6 +53,7 @@ from gcpc_core.text import md_escape, show_invisible
 from gcpc_core.review.ui import (
     badge,
     cached_events,
+    cached_frames,
     cached_item_views,
     cached_judge_stats,
     cached_trajectory_frame,
@@ -330,7 +331,8 @@ with items_tab:
     views = cached_item_views(store, traj_id, judge, label) if judge else []
     if not views:
         st.info("This trajectory has no item verdicts" + (" from this judge." if judge else ": no judge has run."))
-        note = None if judge else next_step_note(store, row["task"], llm_ready=llm_status()[0])
+        note = None if judge else next_step_note(store, row["task"], llm_ready=llm_status()[0],
+                                                 load_frames=cached_frames)
         if note:
             st.text(note)
             st.page_link("pages/overview.py", label="Overview: the next step of each task", icon=":material/route:")

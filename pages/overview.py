@@ -23,7 +23,13 @@ from gcpc_core.review.overview import (
 )
 from gcpc_core.review.runs import JOBS
 from gcpc_core.text import md_escape
-from gcpc_core.review.ui import cached_judge_stats, cached_trajectory_frame, require_store, visible_frame
+from gcpc_core.review.ui import (
+    cached_frames,
+    cached_judge_stats,
+    cached_trajectory_frame,
+    require_store,
+    visible_frame,
+)
 
 store = require_store()
 st.title("Overview")
@@ -52,7 +58,7 @@ def start_job(kind: str, params: dict, what: str) -> None:
         st.session_state["overview:notice"] = f"Started {what} (job {job.id}); this table updates when it ends."
 
 
-def next_action(s: TaskStatus, first_trajectory: str | None) -> None:
+def next_action(s: TaskStatus) -> None:
     """The button or link that takes `s.next_step` in the app."""
     key = f"overview:next:{s.task}"
     if s.next_step in ("draft a checklist", "synthesize a checklist"):
@@ -70,10 +76,9 @@ def next_action(s: TaskStatus, first_trajectory: str | None) -> None:
                       args=("judge", {"judge": "gcpc"}, "the gcpc judge"))
     elif s.next_step == "score":
         st.button("Score", key=f"{key}:score", on_click=start_job, args=("score", {}, "scoring"))
-    elif s.next_step == "audit" and first_trajectory:
-        judge = next(iter(sorted(s.scored) or sorted(s.judged)), "probe")
-        st.page_link("pages/audit.py", label="Audit item verdicts", icon=":material/fact_check:",
-                     query_params={"trajectory": first_trajectory, "judge": judge})
+    elif s.next_step == "audit":
+        st.page_link("pages/triage.py", label="Audit the proposed verdicts", icon=":material/fact_check:",
+                     help=md_escape(s.then, limit=600))
     else:
         st.text(s.next_step)
 
@@ -89,9 +94,8 @@ def guided_path() -> None:
     running = JOBS.running(store.path)
     if running:
         st.text("Running: " + ", ".join(f"{j.kind} job {j.id}" for j in running))
-    statuses = task_status(store, llm_ready=llm_ready)
+    statuses = task_status(store, llm_ready=llm_ready, load_frames=cached_frames)
     active = [s for s in statuses if s.trajectories]
-    first = trajectories.groupby("task")["trajectory_id"].first().to_dict()
     header = st.columns([3, 2, 3, 2, 1.5, 3.5])
     for col, name in zip(header, ("task", "checklist", "judged", "scored", "audited", "next step")):
         col.caption(name)
@@ -105,7 +109,7 @@ def guided_path() -> None:
             cols[3].text(s.counts(s.scored))
             cols[4].text(f"{s.audited_items} item" + ("" if s.audited_items == 1 else "s"))
             with cols[5]:
-                next_action(s, first.get(s.task))
+                next_action(s)
             if s.command:
                 st.code(s.command + (f"\n# then: {s.then}" if s.then else ""), language="bash", wrap_lines=True)
     idle = [s for s in statuses if not s.trajectories]

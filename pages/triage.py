@@ -15,6 +15,7 @@ import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
 from gcpc_core.analysis.triage import DRAWN_QUERY, IMPACT_SCALE
+from gcpc_core.defaults import AUDIT_TARGET_WIDTH
 from gcpc_core.review.auditloop import (
     MIN_HISTORY_AUDITS,
     cached_audited_data,
@@ -63,7 +64,8 @@ st.subheader("Audit next")
 cols = st.columns([1.2, 1, 1])
 judge = cols[0].selectbox("Judge", data.judges, key="triage:judge")
 k = cols[1].number_input("Proposals", min_value=1, max_value=200, value=10, key="triage:k")
-target = cols[2].number_input("Target interval width", min_value=0.01, max_value=1.0, value=0.10, step=0.01,
+target = cols[2].number_input("Target interval width", min_value=0.01, max_value=1.0, value=AUDIT_TARGET_WIDTH,
+                              step=0.01,
                               key="triage:target")
 loop = cached_judge_loop(store, base_url, judge, int(k), float(target), labels=runs)
 est = loop.estimate

@@ -9,6 +9,7 @@ import json
 import math
 from typing import TYPE_CHECKING
 
+from ..defaults import AUDIT_TARGET_WIDTH
 from .common import ITEM_JUDGE_CHOICES, add_db, add_limit, add_seed, add_verb, count, fail, open_db
 from .compare import add_run_choice, chosen_labels
 
@@ -40,7 +41,7 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
                    help="only this judge's item verdicts: %(choices)s")
     add_limit(p, "print at most N disagreements")
     p.add_argument("--next", type=int, default=0, metavar="K", help="propose the next K audits per judge")
-    p.add_argument("--target-width", type=float, default=0.10,
+    p.add_argument("--target-width", type=float, default=AUDIT_TARGET_WIDTH,
                    help="interval width of the error rate at which auditing can stop (default %(default)s)")
     p.add_argument("--simulate-audits", type=int, default=0, metavar="N",
                    help="play N verifier-answered audits in memory and print figures before and after")

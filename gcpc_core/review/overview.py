@@ -1,24 +1,32 @@
 """The overview page's data: what the project holds and how far judging, auditing and studies got.
 
 `task_status` is the guided path: per task, what exists (checklist, judgments per judge, scores,
-audits), what is missing and the next step with the command that takes it. The Overview page and
+audits), what is missing and the next step with the command that takes it. A task is done only when its
+judges' audits are as the triage loop asks: every checklist judge's error-rate interval at most
+`defaults.AUDIT_TARGET_WIDTH` wide (the stopping rule, `analysis.active.should_stop`) and no verdict of the
+task left with its auditors split — not after its first audit. The Overview page and
 `info --task-status` both show it, so the app and the command line tell a new user the same way forward.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
 from ..analysis.ablations import decided_counts, outcome_only_warnings
+from ..analysis.active import estimate_error, population, verifier_truth
+from ..defaults import AUDIT_TARGET_WIDTH
 from ..judge.registry import TASK_CHECKLIST_JUDGES, checklist_kind
+from ..project_frames import frames_from_store
 from ..store import ChecklistRow, Store
 from .audit import AuditFilters, audit_list
 
 __all__ = [
     "NEXT_STEPS",
+    "FramesLoader",
     "TaskStatus",
     "judge_warnings",
     "judges_frame",
@@ -54,6 +62,13 @@ class TaskStatus:
     """Judge → trajectories with scores."""
     audited_items: int = 0
     """Item verdicts of this task's trajectories with a current audit."""
+    audit_width: dict[str, float] = field(default_factory=dict)
+    """Checklist judge that judged every trajectory → the width of its error-rate interval over the project
+    (`analysis.active.estimate_error`; 0 once every verdict is known), which audits narrow to `audit_target`."""
+    audit_target: float = AUDIT_TARGET_WIDTH
+    """The width the error-rate interval must reach (`defaults.AUDIT_TARGET_WIDTH`, the Triage page's default)."""
+    split_items: int = 0
+    """Item verdicts of this task the auditors split on (the most common verdicts tie): another auditor settles them."""
     next_step: str = "done"
     """One of `NEXT_STEPS`."""
     command: str = ""
@@ -81,13 +96,44 @@ def _next(status: TaskStatus, db: str, llm_ready: bool) -> tuple[str, str, str]:
         return "judge", f"python -m gcpc_core judge --db {db} --judge {judge}", ""
     if any(status.scored.get(j, 0) < n for j, n in status.judged.items()):
         return "score", f"python -m gcpc_core score --db {db}", ""
-    if status.audited_items == 0:
-        return "audit", "", "open the Item audit page of the app (streamlit run app.py)"
+    wide = {j: w for j, w in sorted(status.audit_width.items()) if not w <= status.audit_target}
+    if wide or status.split_items:
+        why = [f"{j}'s error-rate interval is {w:.3f} wide (target {status.audit_target:g})" for j, w in wide.items()]
+        if status.split_items:
+            why.append(f"{status.split_items} item verdict(s) of this task the auditors split on need another auditor")
+        return ("audit", f"python -m gcpc_core triage --db {db} --next 10",
+                "audit the proposals (their links open the app's Item audit page, as the Triage page's 'Audit next' "
+                "does): " + "; ".join(why))
     return "done", "", ""
 
 
-def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
-    """One `TaskStatus` per task: tasks with trajectories first, then by id."""
+FramesLoader = Callable[[Store], Mapping[str, pd.DataFrame]]
+"""How `task_status` reads a project's analysis frames: `project_frames.frames_from_store` (the command line) or
+`ui.cached_frames` (pages, cached until the data changes)."""
+
+
+def _audit_progress(store: Store, judges: set[str], load_frames: FramesLoader) -> tuple[dict[str, float], Counter[str]]:
+    """Each of `judges`' error-rate interval width over the project (what is known: the auditors' consensus, else the
+    verifier's per-test truth) and, per task, the item verdicts the auditors split on."""
+    if not judges:
+        return {}, Counter()
+    frames = load_frames(store)
+    items = frames["items"]
+    known = verifier_truth(items, frames["ctrf"])
+    widths: dict[str, float] = {}
+    splits: Counter[str] = Counter()
+    for judge in sorted(judges & set(items["judge"])):
+        pop = population(items, frames["audits"], judge, verifier=known)
+        if len(pop):
+            widths[judge] = estimate_error(pop).width
+            splits.update(pop.loc[pop["source"] == "split", "task"])
+    return widths, splits
+
+
+def task_status(store: Store, *, llm_ready: bool = False, load_frames: FramesLoader = frames_from_store,
+                ) -> list[TaskStatus]:
+    """One `TaskStatus` per task: tasks with trajectories first, then by id (`load_frames` reads the frames the
+    audit progress is estimated from)."""
     trajectories = store.trials.trajectories()
     task_of = {t.id: t.task for t in trajectories}
     n_traj = Counter(task_of.values())
@@ -113,6 +159,8 @@ def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
         if row.trajectory_id in task_of:
             scored.setdefault(task_of[row.trajectory_id], Counter())[row.judge] += 1
     audited = Counter(task_of.get(a.trajectory_id) for a in store.annotations.list(kind="item_audit"))
+    widths, splits = _audit_progress(store, {j for counts in judged.values() for j in counts
+                                             if checklist_kind(j) == "task"}, load_frames)
     out = []
     for task in store.trials.tasks():
         row = latest.get(task.id)
@@ -123,16 +171,20 @@ def task_status(store: Store, *, llm_ready: bool = False) -> list[TaskStatus]:
             failed_versions=failed[task.id], judged=dict(judged.get(task.id, {})),
             stale=dict(stale.get(task.id, {})), scored=dict(scored.get(task.id, {})),
             audited_items=audited[task.id],
+            audit_width={j: w for j, w in widths.items() if judged.get(task.id, {}).get(j, 0) >= n_traj[task.id]},
+            split_items=splits[task.id],
         )
         step, command, then = _next(status, str(store.path), llm_ready)
         out.append(TaskStatus(**{**asdict(status), "next_step": step, "command": command, "then": then}))
     return sorted(out, key=lambda s: (s.trajectories == 0, s.task))
 
 
-def next_step_note(store: Store, task: str, *, llm_ready: bool = False) -> str | None:
+def next_step_note(store: Store, task: str, *, llm_ready: bool = False,
+                   load_frames: FramesLoader = frames_from_store) -> str | None:
     """Where the guided path of `task` stands, for a page that has nothing to show until it moves on
     ("…: no checklist yet; next: draft a checklist"); None when nothing is left to do or the task is unknown."""
-    status = next((s for s in task_status(store, llm_ready=llm_ready) if s.task == task), None)
+    status = next((s for s in task_status(store, llm_ready=llm_ready, load_frames=load_frames) if s.task == task),
+                  None)
     if status is None or status.next_step == "done":
         return None
     checklist = f"checklist v{status.checklist_version}" if status.checklist_version else "no checklist yet"

@@ -226,7 +226,7 @@ def test_an_audit_writes_one_row_and_shows_it_in_the_history(demo_db: Path) -> N
     assert store.project.counts()["annotations"] == before + 1 and len(rows) == 1
     assert (rows[0].trajectory_id, rows[0].item_id, rows[0].judge, rows[0].rater) == (traj, item, "probe",
                                                                                                     "alice")
-    assert rows[0].value == {"agree": True, "verdict": None}
+    assert rows[0].value == {"agree": True, "verdict": None, "selection": "chosen"}
     assert any("alice: agree" in t for t in texts(at))
     assert "Audit history (1)" in [c.value for c in at.caption]
     label = next(o for o in at.selectbox(key="audit:trajectory").options if o.startswith(f"{traj} ·"))
@@ -316,7 +316,8 @@ def test_item_filter_shows_disagreements_with_auditors(demo_db: Path) -> None:
     at = open_page("audit", trajectory=traj, judge="probe", item=item)
     at.segmented_control(key=audit_key(traj, item, "corrected")).set_value("Abstain")
     at.button(key=audit_key(traj, item, "disagree")).click().run()  # a verdict chosen first: D records it
-    assert store.annotations.list(kind="item_audit")[0].value == {"agree": False, "verdict": "Abstain"}
+    assert store.annotations.list(kind="item_audit")[0].value == {"agree": False, "verdict": "Abstain",
+                                                                  "selection": "chosen"}  # a link, not a proposal
     at.segmented_control(key="audit:item_show").set_value("auditors disagree").run()
     assert at.selectbox(key="audit:item").options == [o for o in at.selectbox(key="audit:item").options
                                                       if o.startswith(f"{item} ·")]

@@ -17,6 +17,8 @@ from gcpc_core.checklist import Rules
 from gcpc_core.checklist.draft import draft_checklist
 from gcpc_core.checklist.registry import register_checklist
 from gcpc_core.cli import main
+from gcpc_core.defaults import AUDIT_TARGET_WIDTH
+from gcpc_core.models import ENDPOINT_ITEM_ID
 from gcpc_core.review.overview import status_frame, task_status
 from gcpc_core.store import Store
 from store.helpers import replace_trajectory
@@ -71,13 +73,30 @@ def test_real_corpus_guided_path_on_the_command_line(skillsbench: Path, tmp_path
     status = info(db, capsys)
     assert status["citation-check"]["scored"] == {"probe": 4} and status["citation-check"]["next_step"] == "audit"
 
+    # done only when audited as the triage loop asks (the error-rate interval at its target width), not after the
+    # first audit (which used to end the path)
     store = Store(db)
-    row = store.judging.judgments(judge="probe")[0]
-    record_item_audit(store, trajectory_id=row.trajectory_id, item_id=row.item_id, judge="probe",
+    rows = [r for r in store.judging.judgments(judge="probe") if r.item_id != ENDPOINT_ITEM_ID]
+    record_item_audit(store, trajectory_id=rows[0].trajectory_id, item_id=rows[0].item_id, judge="probe",
                       reviewer="tester", agree=True)
     status = info(db, capsys)
-    assert status["citation-check"]["audited_items"] == 1 and status["citation-check"]["next_step"] == "done"
+    assert status["citation-check"]["audited_items"] == 1 and status["citation-check"]["next_step"] == "audit"
+    assert status["citation-check"]["audit_width"]["probe"] > AUDIT_TARGET_WIDTH
+    assert "triage" in status["citation-check"]["command"] and "error-rate interval" in status["citation-check"]["then"]
     assert status["dialogue-parser"]["next_step"] == "draft a checklist"
+    for r in rows[1:]:
+        record_item_audit(store, trajectory_id=r.trajectory_id, item_id=r.item_id, judge="probe", reviewer="tester",
+                          agree=True)
+    # two auditors split on one verdict: another auditor must settle it
+    record_item_audit(store, trajectory_id=rows[0].trajectory_id, item_id=rows[0].item_id, judge="probe",
+                      reviewer="second", agree=False, corrected_verdict=next(v for v in ("Yes", "No")
+                                                                             if v != rows[0].verdict_raw))
+    status = info(db, capsys)["citation-check"]
+    assert status["next_step"] == "audit" and status["split_items"] == 1 and "split on" in status["then"]
+    record_item_audit(store, trajectory_id=rows[0].trajectory_id, item_id=rows[0].item_id, judge="probe",
+                      reviewer="third", agree=True)
+    status = info(db, capsys)["citation-check"]
+    assert (status["next_step"], status["split_items"], status["audit_width"]) == ("done", 0, {"probe": 0.0})
 
 
 def test_status_steps_on_a_toy_project(store: Store, rules: Rules) -> None:

@@ -3,7 +3,8 @@
 
 - The guided path on a fresh project: import (Runs page) → the Overview's "Draft a checklist" → the editor
   opens on the offline draft → edit by quoting an instruction sentence → save → "Judge with probe" → "Score"
-  → "Audit item verdicts" → agree; the Overview then shows the task done.
+  → "Audit the proposed verdicts" (Triage) → a proposal in the item audit → agree; the task is done once every
+  verdict is known (the error-rate interval at its target), not after the first audit.
 - The editor's click-to-quote (a sentence, or a trimmed span checked verbatim) and click-to-ref (a verifier
   test as a new assertion item, or as one more ref of an item), with gate messages shown whole beside the
   item they concern.
@@ -19,6 +20,8 @@ import pytest
 import yaml
 from playwright.sync_api import Locator, expect
 
+from annotations.audits import record_item_audit
+from gcpc_core.models import ENDPOINT_ITEM_ID
 from gcpc_core.store import Store
 
 from .conftest import REVIEWER
@@ -119,19 +122,32 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
           what="the probe judge to finish")
     expect(task_row(fresh, TASK).get_by_text("probe 4/4").first).to_be_visible()
     fresh.click(task_row(fresh, TASK).get_by_role("button", name="Score"))
-    until(fresh, lambda: task_row(fresh, TASK).get_by_role("link", name="Audit item verdicts").count() > 0,
+    audit_link = "Audit the proposed verdicts"
+    until(fresh, lambda: task_row(fresh, TASK).get_by_role("link", name=audit_link).count() > 0,
           what="scoring to finish")
     assert {s.task for s in store.judging.scores(judge="probe")} == {TASK}  # the only task with a checklist
-    fresh.click(task_row(fresh, TASK).get_by_role("link", name="Audit item verdicts"))
+    fresh.click(task_row(fresh, TASK).get_by_role("link", name=audit_link))
+    expect(fresh.title()).to_have_text("Triage")
+    fresh.rerun(fresh.main.get_by_role("link", name="Open in item audit").first.click)
     expect(fresh.title()).to_have_text("Item audit")
     fresh.click(fresh.button("Agree"))
     expect(fresh.text(re.compile(rf"{REVIEWER}: agree$")).first).to_be_visible()
     audits = store.annotations.list(kind="item_audit")
     assert len(audits) == 1 and audits[0].task == TASK and audits[0].rater == REVIEWER
+    assert audits[0].value["selection"] == "random"  # opened from a proposal
 
+    # one audit does not finish the task: the error-rate interval is still wider than its target
     fresh.open("")
     row = task_row(fresh, TASK)
     expect(row.get_by_text("1 item", exact=True)).to_be_visible()
+    expect(row.get_by_role("link", name=audit_link)).to_be_visible()
+    audited = {(a.trajectory_id, a.item_id) for a in audits}
+    for j in store.judging.judgments(judge="probe"):
+        if j.item_id != ENDPOINT_ITEM_ID and (j.trajectory_id, j.item_id) not in audited:
+            record_item_audit(store, trajectory_id=j.trajectory_id, item_id=j.item_id, judge="probe",
+                              reviewer=REVIEWER, agree=True, selection="random")
+    fresh.open("")
+    row = task_row(fresh, TASK)
     expect(row.get_by_text("done", exact=True)).to_be_visible()
     assert not fresh.watch.errors and not fresh.watch.dialogs
     # every job the pages started is in the run ledger, as the command line records it

@@ -156,7 +156,7 @@ def test_audit_d_asks_for_the_verdict_and_the_counts_follow_at_once(app: App) ->
     expect(app.text(re.compile(rf"{REVIEWER}: disagree → Abstain$")).first).to_be_visible()
     expect(app.text(re.compile(r"^You disagree with the judge's"))).to_have_count(0)
     [audit] = store.annotations.list(kind="item_audit")
-    assert audit.item_id == yes.item_id and audit.value == {"agree": False, "verdict": "Abstain"}, audit
+    assert audit.item_id == yes.item_id and audit.value == {"agree": False, "verdict": "Abstain", "selection": "chosen"}, audit
 
     # A on the next item: the trajectory's count follows without a reload
     app.press("j")
