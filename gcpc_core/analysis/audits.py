@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
 from ..models import UNRECORDED_SELECTION
@@ -66,15 +67,18 @@ def auditor_consensus(verdicts: pd.DataFrame) -> pd.DataFrame:
     columns = [*KEY, "n_auditors", "auditors", "consensus", "split"]
     if verdicts.empty:
         return pd.DataFrame(columns=columns)
-    rows = []
-    for key, g in verdicts.sort_values("rater", kind="stable").groupby(KEY, sort=True):
-        counts = g["auditor_verdict"].value_counts()
-        top = counts[counts == counts.max()]
-        rows.append({**dict(zip(KEY, key)), "n_auditors": len(g),
-                     "auditors": "; ".join(f"{r}: {v}" for r, v in zip(g["rater"], g["auditor_verdict"])),
-                     "consensus": top.index[0] if len(top) == 1 else None, "split": len(counts) > 1})
-    return pd.DataFrame(rows, columns=columns)
-
+    v = verdicts.sort_values("rater", kind="stable")
+    v = v.assign(_said=v["rater"].astype(str) + ": " + v["auditor_verdict"].astype(str))
+    g = v.groupby(KEY, sort=True)
+    out = g.size().rename("n_auditors").reset_index()
+    out["auditors"] = g["_said"].agg("; ".join).to_numpy()
+    votes = v.groupby([*KEY, "auditor_verdict"], sort=True).size().unstack(fill_value=0)
+    counts = votes.to_numpy()
+    top = counts == counts.max(axis=1, keepdims=True)
+    names = votes.columns.to_numpy(dtype=object)
+    out["consensus"] = np.where(top.sum(axis=1) == 1, names[top.argmax(axis=1)], None)
+    out["split"] = (counts > 0).sum(axis=1) > 1
+    return out[columns]
 
 def selection_note(audits: pd.DataFrame | None) -> str:
     """How the audits were selected, and what that means for the estimates (`active.in_sample`): one sentence for

@@ -18,7 +18,7 @@ one row per item verdict and kind:
 
 `rank_disagreements` adds what the proposed correction would change, each from the raw verdicts
 through the real postprocessing and scoring (`outcome`): the judge's headline AUC vs official PASS
-(outcome-free: partial credit of raw verdicts, as the report's RQ1; `roc_auc_score`), the mean
+(outcome-free: partial credit of raw verdicts, as the report's RQ1; the Mann-Whitney AUC, ties ½), the mean
 partial credit of the trajectory's condition and the matched-pair shares improving / regressing
 (`skills.transition_table`; both of the postprocessed partial credit, as reported). The figures live on
 different scales (a mean over many runs, a share over a few pairs), so each change is put in units of
@@ -36,13 +36,11 @@ the other items take their own proposal, the verifier's truth first), on the sam
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
-from sklearn import config_context
-from sklearn.metrics import roc_auc_score
 
 from ..models import ENDPOINT_ITEM_ID, ItemJudgment
 from ..outcome import postprocess, score_items
@@ -121,10 +119,11 @@ def disagreements(verdicts: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _scores(rows: pd.DataFrame, outcome: str) -> tuple[float, float]:
-    """(outcome-free, postprocessed) partial credit of one trajectory's real items."""
-    judged = [ItemJudgment(item_id=r.item_id, route=r.route, verdict_raw=r.verdict_raw, verdict=r.verdict_raw)
-              for r in rows.itertuples(index=False)]
+def _scores(items: Sequence[tuple[str, str, str]], outcome: str) -> tuple[float, float]:
+    """(outcome-free, postprocessed) partial credit of one trajectory's real items, given as ``(item_id, route,
+    verdict_raw)``: plain tuples, since this runs twice per candidate correction (rows of a frame cost most of it)."""
+    # validated construction: model_construct inspects default factories on every call, 70x slower here
+    judged = [ItemJudgment(item_id=i, route=r, verdict_raw=v, verdict=v) for i, r, v in items]
     out = []
     for propagate, endpoint in (VARIANTS[OUTCOME_FREE_VARIANT], VARIANTS["full"]):
         pc = score_items(postprocess(judged, outcome, propagate_pass=propagate, add_endpoint=endpoint)).partial_credit
@@ -132,32 +131,14 @@ def _scores(rows: pd.DataFrame, outcome: str) -> tuple[float, float]:
     return out[0], out[1]
 
 
-def _auc(outcome: np.ndarray, score: np.ndarray) -> float:
-    """AUC of `score` vs official PASS over the finite scores. Called once per candidate correction, on arrays
-    built here (finite, one label each), so sklearn's argument validation, most of a call's time, is skipped."""
-    ok = np.isfinite(score)
-    y = outcome[ok] == "PASS"
-    if not 0 < y.sum() < len(y):
-        return np.nan
-    with config_context(skip_parameter_validation=True, assume_finite=True):
-        return float(roc_auc_score(y, score[ok]))
-
-
-def _shares(pairs: pd.DataFrame, threshold: float) -> pd.Series:
-    """One judge's matched-pair shares improving / regressing per transition with a scored pair (and "all"): the
-    moves of `skills.pair_moves`, which `skills.transition_table` counts too, counted here in numpy: this runs once
-    per candidate correction, where a table per candidate cost most of the page's time."""
-    delta = pairs["delta"].to_numpy(dtype=float)
-    transition = pairs["transition"].to_numpy(dtype=object)
-    scored = np.isfinite(delta)
-    up, down = pair_moves(delta, threshold)
-    improving, regressing = {}, {}
-    for name in (*TRANSITIONS, "all"):
-        chosen = scored & ((transition == name) if name != "all" else True)
-        if chosen.any():
-            improving[f"improving {name}"] = float(up[chosen].mean())
-            regressing[f"regressing {name}"] = float(down[chosen].mean())
-    return pd.Series({**improving, **regressing}, dtype=float)
+def _share_values(n: np.ndarray, up: np.ndarray, down: np.ndarray) -> dict[str, float]:
+    """One judge's matched-pair shares improving / regressing per transition with a scored pair (and "all"), from
+    the counts of scored, improving and regressing pairs per transition (the moves of `skills.pair_moves`, which
+    `skills.transition_table` counts too). Counts, because this runs once per candidate correction."""
+    names = [name for name, k in zip((*TRANSITIONS, "all"), n) if k]
+    index = {name: i for i, name in enumerate((*TRANSITIONS, "all"))}
+    return {**{f"improving {name}": float(up[index[name]] / n[index[name]]) for name in names},
+            **{f"regressing {name}": float(down[index[name]] / n[index[name]]) for name in names}}
 
 
 def _width(draws: np.ndarray, n_tasks: int) -> np.ndarray:
@@ -186,16 +167,29 @@ def _share_widths(pairs: pd.DataFrame, threshold: float) -> dict[str, float]:
 
 
 class _JudgeFigures:
-    """One judge's figures over its trajectories, their interval widths, and what a correction changes in them."""
+    """One judge's figures over its trajectories, their interval widths, and what a correction changes in them.
+
+    A correction changes one trajectory's two partial credits, so each figure is updated, not recomputed: the AUC's
+    Mann-Whitney count by the pairs that trajectory is in (sorted scores, `np.searchsorted`), the mean partial credit
+    of its condition by its sum, the matched-pair shares by the counts of the one pair it is in. The triage page ranks
+    thousands of candidates at paper scale; recomputing each figure took 13 ms a candidate.
+    """
 
     def __init__(self, s: pd.DataFrame, threshold: float) -> None:
         self.s, self.threshold = s, threshold
         self.where = {t: k for k, t in enumerate(s["trajectory_id"])}
         self.outcome = s["outcome"].to_numpy()
         self.raw, self.full = s["raw"].to_numpy(dtype=float), s["partial_credit"].to_numpy(dtype=float)
-        self.auc0 = _auc(self.outcome, self.raw)
+        self.condition = s["condition"].to_numpy(dtype=object)
+        self.passed = self.outcome == "PASS"
+        finite = np.isfinite(self.raw)
+        self.pos, self.neg = np.sort(self.raw[finite & self.passed]), np.sort(self.raw[finite & ~self.passed])
+        self.u0 = float(sum(self._u_of(x, True) for x in self.pos))
+        self.auc0 = self._auc(self.u0, len(self.pos), len(self.neg))
+        self.pc_sum = {c: float(np.nansum(self.full[self.condition == c])) for c in set(self.condition)}
+        self.pc_n = {c: int(np.isfinite(self.full[self.condition == c]).sum()) for c in set(self.condition)}
         self.pairs = matched_pairs(s)
-        self.shares0 = _shares(self.pairs, threshold) if len(self.pairs) else pd.Series(dtype=float)
+        self._init_pairs()
         boot = bootstrap_auc(s.assign(partial_credit=self.raw), n_boot=WIDTH_BOOT, seed=0)
         t = auc_table(boot).iloc[0] if len(boot.data) else None
         self.w_auc = float(t["ci_high"] - t["ci_low"]) if t is not None and t["ci_high"] > t["ci_low"] else np.nan
@@ -207,37 +201,98 @@ class _JudgeFigures:
             self.w_pc[condition] = float(_width(draws, len(tasks)))
         self.w_share = _share_widths(self.pairs, threshold) if len(self.pairs) else {}
 
-    def effect(self, changed: Mapping[str, tuple[float, float]]) -> dict[str, object]:
-        """What setting the (outcome-free, postprocessed) partial credit of the trajectories in `changed` does: the
-        signed changes, the share that moves most (in width units), their widths and the impact."""
-        raw, full = self.raw.copy(), self.full.copy()
-        for trajectory, (r, f) in changed.items():
-            raw[self.where[trajectory]], full[self.where[trajectory]] = r, f
-        first = self.where[next(iter(changed))]
-        condition = self.s.at[first, "condition"]
-        same = (self.s["condition"] == condition).to_numpy()
-        d_auc = _auc(self.outcome, raw) - self.auc0
-        d_pc = float(np.nanmean(full[same]) - np.nanmean(self.full[same])) if np.isfinite(full[same]).any() else np.nan
+    def _init_pairs(self) -> None:
+        """Per pair: its two trajectories' positions and its transition; per transition (and "all"): the counts."""
+        p = self.pairs
+        self.pair_of: dict[str, int] = {}
+        if not len(p):
+            self.n0 = self.up0 = self.down0 = np.zeros(len(TRANSITIONS) + 1)
+            self.shares0: dict[str, float] = {}
+            return
+        self.with_at = np.array([self.where[t] for t in p["trajectory_id_with"]])
+        self.without_at = np.array([self.where[t] for t in p["trajectory_id_without"]])
+        self.pair_of = {**{t: k for k, t in enumerate(p["trajectory_id_with"])},
+                        **{t: k for k, t in enumerate(p["trajectory_id_without"])}}
+        self.transition = np.array([TRANSITIONS.index(t) for t in p["transition"]])
+        self.n0, self.up0, self.down0 = self._counts(p["delta"].to_numpy(dtype=float), self.transition)
+        self.shares0 = _share_values(self.n0, self.up0, self.down0)
+
+    def _counts(self, delta: np.ndarray, transition: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Scored, improving and regressing pairs per transition, "all" last."""
+        scored = np.isfinite(delta)
+        up, down = pair_moves(delta, self.threshold)
+        size = len(TRANSITIONS) + 1
+        out = []
+        for what in (scored, up & scored, down & scored):
+            c = np.bincount(transition[what], minlength=size - 1).astype(float)
+            out.append(np.append(c, c.sum()))
+        return out[0], out[1], out[2]
+
+    def _u_of(self, x: float, positive: bool) -> float:
+        """The Mann-Whitney count of one trajectory's score `x` against the other class (ties count ½)."""
+        other = self.neg if positive else self.pos
+        below, upto = np.searchsorted(other, x, "left"), np.searchsorted(other, x, "right")
+        return float((below if positive else len(other) - upto) + 0.5 * (upto - below))
+
+    @staticmethod
+    def _auc(u: float, n_pos: int, n_neg: int) -> float:
+        return u / (n_pos * n_neg) if n_pos and n_neg else np.nan
+
+    def _auc_after(self, k: int, new: float) -> float:
+        """The AUC vs official PASS once trajectory `k`'s outcome-free score is `new` (NaN leaves it out)."""
+        old, positive = self.raw[k], bool(self.passed[k])
+        n_pos, n_neg = len(self.pos), len(self.neg)
+        u = self.u0
+        if np.isfinite(old):  # its pairs with the other class leave
+            u -= self._u_of(old, positive)
+            n_pos, n_neg = (n_pos - 1, n_neg) if positive else (n_pos, n_neg - 1)
+        if np.isfinite(new):
+            u += self._u_of(new, positive)
+            n_pos, n_neg = (n_pos + 1, n_neg) if positive else (n_pos, n_neg + 1)
+        return self._auc(u, n_pos, n_neg)
+
+    def _moved_shares(self, k: int, trajectory: str, full: float) -> dict[str, float]:
+        """The change of every matched-pair share once trajectory `k`'s postprocessed score is `full` (a share
+        present before or after; 0 where it did not move)."""
+        pair = self.pair_of[trajectory]
+        w, wo = self.with_at[pair], self.without_at[pair]
+        old_delta = self.full[w] - self.full[wo]
+        new_delta = (full if w == k else self.full[w]) - (full if wo == k else self.full[wo])
+        t = self.transition[pair:pair + 1]
+        n_old, up_old, down_old = self._counts(np.array([old_delta]), t)
+        n_new, up_new, down_new = self._counts(np.array([new_delta]), t)
+        after = _share_values(self.n0 - n_old + n_new, self.up0 - up_old + up_new, self.down0 - down_old + down_new)
+        names = list(after) if list(after) == list(self.shares0) else sorted({*after, *self.shares0})
+        return {name: round(after.get(name, 0.0) - self.shares0.get(name, 0.0), 12) + 0.0 for name in names}
+
+    def effect(self, trajectory: str, scores: tuple[float, float]) -> dict[str, object]:
+        """What setting `trajectory`'s (outcome-free, postprocessed) partial credit to `scores` does: the signed
+        changes, the share that moves most (in width units), their widths and the impact."""
+        k = self.where[trajectory]
+        raw, full = scores
+        condition = self.condition[k]
+        d_auc = self._auc_after(k, raw) - self.auc0
+        n, total = self.pc_n[condition], self.pc_sum[condition]
+        old = self.full[k]
+        n_after = n - int(np.isfinite(old)) + int(np.isfinite(full))
+        total_after = total - (old if np.isfinite(old) else 0.0) + (full if np.isfinite(full) else 0.0)
+        d_pc = total_after / n_after - (total / n if n else np.nan) if n_after else np.nan
         d_share, share = 0.0, None
-        touched = (self.pairs["trajectory_id_with"].isin(changed) | self.pairs["trajectory_id_without"].isin(changed)
-                   if len(self.pairs) else pd.Series(dtype=bool))
-        if touched.any():
-            p = self.pairs.copy()
-            for side in ("with", "without"):
-                hit = p["trajectory_id_" + side].isin(changed)
-                p.loc[hit, "score_" + side] = [full[self.where[t]] for t in p.loc[hit, "trajectory_id_" + side]]
-            p["delta"] = p["score_with"] - p["score_without"]
-            moved = _shares(p, self.threshold).sub(self.shares0, fill_value=0.0).round(12) + 0.0
-            scaled = moved.abs() / pd.Series(self.w_share).reindex(moved.index)
-            if moved.abs().gt(0).any():
-                share = (scaled.idxmax() if scaled.notna().any() else moved.abs().idxmax())
+        if trajectory in self.pair_of:
+            moved = self._moved_shares(k, trajectory, full)
+            if any(abs(v) > 0 for v in moved.values()):
+                scaled = {name: abs(v) / self.w_share[name] for name, v in moved.items()
+                          if np.isfinite(self.w_share.get(name, np.nan))}
+                scaled = {name: v for name, v in scaled.items() if np.isfinite(v)}
+                pool = scaled or {name: abs(v) for name, v in moved.items()}
+                share = max(pool, key=pool.__getitem__)  # the first of the largest, as pandas' idxmax
                 d_share = float(moved[share])
         d_auc, d_pc = (round(float(d), 12) + 0.0 for d in (d_auc, d_pc))  # float noise (or -0.0) is no change
         w_pc = self.w_pc.get(condition, np.nan)
         w_share = self.w_share.get(share, np.nan) if share else np.nan
-        scaled = [abs(d) / w for d, w in ((d_auc, self.w_auc), (d_pc, w_pc), (d_share, w_share))
-                  if np.isfinite(d) and np.isfinite(w)]
-        return {"impact": max(scaled) if scaled else np.nan, "delta_auc": d_auc, "delta_mean_pc": d_pc,
+        scaled_all = [abs(d) / w for d, w in ((d_auc, self.w_auc), (d_pc, w_pc), (d_share, w_share))
+                      if np.isfinite(d) and np.isfinite(w)]
+        return {"impact": max(scaled_all) if scaled_all else np.nan, "delta_auc": d_auc, "delta_mean_pc": d_pc,
                 "delta_share": d_share, "share": share, "width_auc": self.w_auc, "width_mean_pc": w_pc,
                 "width_share": w_share, "condition": condition}
 
@@ -273,17 +328,21 @@ def rank_disagreements(
     for judge, cand in found.groupby("judge", sort=True):
         s = base[base["judge"] == judge].reset_index(drop=True)
         figures = _JudgeFigures(s, threshold)
-        by_traj = {t: g for t, g in real[real["judge"] == judge].groupby("trajectory_id", sort=False)}
+        mine = real[real["judge"] == judge]
+        by_traj: dict[str, list[tuple[str, str, str]]] = {}
+        for t, i, r, v in zip(mine["trajectory_id"], mine["item_id"], mine["route"], mine["verdict_raw"]):
+            by_traj.setdefault(t, []).append((i, r, v))
         for key in cand[["trajectory_id", "item_id", "proposed"]].drop_duplicates().itertuples(index=False):
             k = figures.where.get(key.trajectory_id)
             if k is None:
                 continue
             rows = by_traj[key.trajectory_id]
-            single = rows.assign(verdict_raw=np.where(rows["item_id"] == key.item_id, key.proposed, rows["verdict_raw"]))
+            single = [(i, r, key.proposed if i == key.item_id else v) for i, r, v in rows]
             joint_map = {**open_items[(judge, key.trajectory_id)], key.item_id: key.proposed}
-            joint = rows.assign(verdict_raw=[joint_map.get(i, v) for i, v in zip(rows["item_id"], rows["verdict_raw"])])
-            one = figures.effect({key.trajectory_id: _scores(single, s.at[k, "outcome"])})
-            together = figures.effect({key.trajectory_id: _scores(joint, s.at[k, "outcome"])})
+            joint = [(i, r, joint_map.get(i, v)) for i, r, v in rows]
+            outcome = figures.outcome[k]
+            one = figures.effect(key.trajectory_id, _scores(single, outcome))
+            together = figures.effect(key.trajectory_id, _scores(joint, outcome))
             effects[(judge, key.trajectory_id, key.item_id, key.proposed)] = {
                 **one, "n_open": len(joint_map), **{f"joint_{c}": together[c] for c in EFFECTS}}
     out = found.copy()

@@ -167,6 +167,28 @@ def test_stopping_rule_and_history() -> None:
     assert history["width"].is_monotonic_decreasing
 
 
+def test_history_steps_equal_the_estimate_of_what_was_known_then() -> None:
+    """Each step of the history (kept as running per-stratum counts) is `estimate_error` of the population with only
+    the audits made by then: random, chosen and split audits and the verifier's verdicts mixed."""
+    items = items_frame()
+    verifier = pd.DataFrame({"trajectory_id": "t1", "judge": "j", "item_id": [f"Y{k}" for k in range(60, 70)],
+                             "truth": ["No"] * 3 + ["Yes"] * 7})
+    audits = pd.concat([
+        audits_for([("t1", f"Y{k}", k % 4 != 0) for k in range(12)]).assign(selection="random"),
+        audits_for([("t2", f"N{k}", False) for k in range(6)]).assign(selection="chosen", created_at="2026-01-02"),
+        audits_for([("t2", "N7", True)]).assign(rater="s", created_at="2026-01-03"),
+        audits_for([("t2", "N7", False)]).assign(rater="u", created_at="2026-01-04"),  # split
+    ], ignore_index=True)
+    pop = population(items, audits, "j", verifier=verifier)
+    history = estimate_history(pop, audits)
+    order = audits.sort_values("created_at", kind="stable").drop_duplicates(["trajectory_id", "item_id"])
+    for step, row in zip(history["n_audits"], history.itertuples()):
+        upto = order.iloc[:step]
+        expected = estimate_error(population(items, audits.merge(upto[["trajectory_id", "item_id"]]), "j",
+                                             verifier=verifier))
+        assert (row.estimate, row.low, row.high) == pytest.approx((expected.estimate, expected.low, expected.high)), step
+
+
 def test_both_arms_stop_by_the_same_rule_on_the_same_estimate() -> None:
     """Replayed: the uniform arm's audits, estimated as the active arm's are, are just narrow enough at its stop
     and not a batch earlier (it used a pooled estimator, and the active arm a stratified one)."""

@@ -224,3 +224,43 @@ def test_cli_links_are_absolute(demo_copy, capsys, monkeypatch) -> None:  # noqa
     monkeypatch.setenv("GCPC_PUBLIC_URL", "https://audit.example/gcpc/")
     assert all(link.startswith("https://audit.example/gcpc/audit?") for link in links())
     assert all(link.startswith("http://10.0.0.5:8600/audit?") for link in links("--base-url", "http://10.0.0.5:8600"))
+
+
+def test_every_candidates_changes_equal_a_full_recomputation() -> None:
+    """The figures are updated per candidate, not recomputed (the page ranks thousands at paper scale): on a synthetic
+    project every candidate's AUC, mean partial credit and share changes equal those of rescoring the whole project
+    with that one verdict corrected (scikit-learn's AUC of the raw-verdict scores, the condition's mean, the shares of
+    `skills.transition_table`), and the share reported is the one that moves most in units of its width."""
+    from sklearn.metrics import roc_auc_score
+
+    from gcpc_core.analysis.skills import matched_pairs, transition_table
+    from gcpc_core.analysis.synthetic import synthetic_frames
+
+    f = synthetic_frames(n_tasks=6, n_pairs=30, n_unpaired=6, n_rated=4, n_raters=2, n_pref_pairs=2, seed=3)
+    f["items"] = f["items"][f["items"]["judge"] == "gcpc"].reset_index(drop=True)
+    f["scores"] = f["scores"][f["scores"]["judge"] == "gcpc"].reset_index(drop=True)
+    f["audits"] = pd.DataFrame(columns=list(audit("t", "i", "r", True)))
+    ranked = triage(f, base_url=APP)
+    assert len(ranked) > 20
+
+    def figures(items: pd.DataFrame) -> tuple[float, pd.Series, pd.Series]:
+        v = score_variants(items).pivot(index="trajectory_id", columns="variant", values="partial_credit")
+        s = f["scores"].drop(columns="partial_credit").assign(raw=lambda d: d["trajectory_id"].map(v["raw"]),
+                                                              partial_credit=lambda d: d["trajectory_id"].map(v["full"]))
+        auc = roc_auc_score(s["outcome"] == "PASS", s["raw"])
+        table = transition_table(matched_pairs(s), threshold=0.10).set_index("transition")
+        shares = pd.concat([table["share_improving"].rename(lambda t: f"improving {t}"),
+                            table["share_regressing"].rename(lambda t: f"regressing {t}")])
+        return auc, s.groupby("condition")["partial_credit"].mean(), shares
+
+    auc0, pc0, shares0 = figures(f["items"])
+    for row in ranked.itertuples():
+        hit = (f["items"]["trajectory_id"] == row.trajectory_id) & (f["items"]["item_id"] == row.item_id)
+        auc, pc, shares = figures(f["items"].assign(verdict_raw=f["items"]["verdict_raw"].mask(hit, row.proposed)))
+        assert row.delta_auc == pytest.approx(auc - auc0, abs=1e-12), row
+        assert row.delta_mean_pc == pytest.approx(pc[row.condition] - pc0[row.condition], abs=1e-12), row
+        moved = (shares - shares0).dropna().round(12)
+        if pd.isna(row.share):
+            assert (moved == 0).all(), row
+            continue
+        assert row.delta_share == pytest.approx(moved[row.share], abs=1e-12), row
