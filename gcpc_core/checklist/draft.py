@@ -44,7 +44,16 @@ import yaml
 
 from ..models import Task, VerifierTest
 from .check_text import group_text, literal, subject_literals
-from .gates import GateFailure, item_cap, literals, normalize_whitespace, requirement_problems, run_gates, similarity
+from .gates import (
+    GateFailure,
+    first_requirement,
+    item_cap,
+    literals,
+    normalize_whitespace,
+    requirement_problems,
+    run_gates,
+    similarity,
+)
 from .probes import file_anchors, group_probes, read_keys, refused
 from .rules import Rules
 from .schema import Checklist, ChecklistItem, Probe
@@ -558,15 +567,27 @@ def _assertion_items(task: Task, units: list[_Unit], rules: Rules, finder: _Quot
     return items
 
 
-_VAGUE_WORDS = re.compile(r"(?i)\s*\b(?:correctly|properly|appropriately|as expected|sufficiently|reasonably|"
-                          r"adequately|satisfactorily|and so on|etc\.?)(?=\W|$)")
+_VAGUE_WORDS = re.compile(r"(?i)\s*\b(?:correctly|properly|appropriately|as expected|as required|sufficiently|"
+                          r"reasonably|adequately|satisfactorily|successfully|and so on|etc\.?)(?=\W|$)")
+_RUN_SUBJECT = re.compile(r"(?i)^(?:the\s+)?(?:agent|model|assistant)(?:'s\s+|\s+)")
+"""An item about an artifact written as what the agent does ("The agent computes X"): the solution is its subject."""
+_INVERTED = ((re.compile(r"(?i)\b(does|do) not exist\b"), lambda m: "exists" if m[1].lower() == "does" else "exist"),
+             (re.compile(r"(?i)\bis missing\b"), lambda m: "is present"))
+"""A failure message the verifier prints ("X does not exist") turned into what the check requires ("X exists")."""
 
 
 def _sanitized(text: str, rules: Rules) -> str | None:
-    """A candidate text with vague adverbs dropped ("is correctly replaced" → "is replaced") and cut before a
-    second requirement ("exists and is valid" → "exists"); None when nothing is left."""
+    """A candidate text with vague words dropped ("is correctly replaced" → "is replaced", "the expected files" →
+    "the files"), the agent as subject replaced by the solution, a failure message inverted ("does not exist" →
+    "exists") and cut before a second requirement ("exists and is valid" → "exists", `gates.first_requirement`);
+    None when nothing is left."""
     out = _VAGUE_WORDS.sub("", text)
-    out = re.sub(r"(?i)\b(?:reasonable|sufficient|appropriate|adequate|satisfactory)\s+", "", out)
+    out = re.sub(r"(?i)\b(?:reasonable|sufficient|appropriate|adequate|satisfactory|correct|expected|proper)\s+",
+                 "", out)
+    out = _RUN_SUBJECT.sub(lambda m: "The " if "'" in m[0] else "The solution ", out)
+    for pattern, replacement in _INVERTED:
+        out = pattern.sub(replacement, out)
+    out = first_requirement(out, rules)
     out = re.split(r";\s|,?\s+and\s+(?=(?:is|are|has|have|be|can|must|should|runs?|returns?|contains?|includes?|"
                    r"lists?|writes?|saves?|uses?|produces?|prints?|outputs?|reports?|creates?|exists?|matches|"
                    r"sorts?|removes?|keeps?|leaves?|it|they|there|also|then)\b)", out, maxsplit=1)[0]

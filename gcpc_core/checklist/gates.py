@@ -24,6 +24,7 @@ __all__ = [
     "GateFailure",
     "check_checklist_data",
     "failure_lines",
+    "first_requirement",
     "gate_coverage",
     "gate_duplicates",
     "gate_quotes",
@@ -156,6 +157,61 @@ def _same_object(before: str, after: str, rules: Rules) -> bool:
     return ends_in_existence and bool(rule.kind_regex.match(after))
 
 
+_CLAUSE_JOIN = re.compile(r"\s*,\s*(?:and\s+|then\s+)?|\s+and\s+(?:then\s+)?")
+"""What joins the clauses of an item: a comma (", and"), or a standalone "and"."""
+
+
+def _clauses(low: str, rules: Rules) -> list[tuple[int, int, int, str | None]]:
+    """The clauses of lower-cased, literal-masked `low` (split at commas and standalone "and"s; clauses joined by
+    "and" that `same_object` excuses merged): ``(join start, start, end, predicate)`` each, the join start being
+    where the text before the clause ends. A clause's predicate is its first verb of `compound.predicates` and the
+    word after it ("contains LITERAL", "is created"; a number reads N); None when it has no such verb or is opened by
+    a `compound.subordinate` word ("so …", "as is …")."""
+    rule = rules.contract.compound
+    verbs = {v.lower() for v in rule.predicates}
+    subordinate = {w.lower() for w in rule.subordinate}
+    spans, start = [], 0
+    for match in _CLAUSE_JOIN.finditer(low):
+        spans.append((start, match.start(), match.end(), "and" in match[0]))
+        start = match.end()
+    spans.append((start, len(low), len(low), False))
+    merged: list[list] = []  # [join start, start, end]
+    for k, (begin, end, _, _) in enumerate(spans):
+        joined_by_and = k > 0 and spans[k - 1][3]
+        if merged and joined_by_and and _same_object(low[merged[-1][1]:merged[-1][2]], low[begin:end], rules):
+            merged[-1][2] = end
+        else:
+            merged.append([spans[k - 1][1] if k else 0, begin, end])
+    out = []
+    for join, begin, end in merged:
+        clause = low[begin:end]
+        words = re.findall(r"[a-z][\w'-]*|[-+]?\d[\d.,]*", clause)
+        opens = bool(words) and clause.split()[0] not in subordinate  # "e.g." is one word here
+        at = next((k for k, w in enumerate(words) if w in verbs), None) if opens else None
+        # the predicate: its verb and the word after it, a literal or number standing for any
+        predicate = None if at is None else " ".join(
+            "N" if w[0] in "+-0123456789" else w for w in words[at:at + 2])
+        out.append((join, begin, end, predicate))
+    return out
+
+
+def _requirement_clauses(low: str, rules: Rules) -> list[tuple[int, int, int, str | None]]:
+    """The clauses of `_clauses` that each state a requirement of their own: every clause with a predicate, unless
+    all of them state the same predicate (the same check over a list of subjects: "`A` contains "x", `B` contains
+    "y" and `C` contains "z"", which is one requirement, like a list of literals)."""
+    found = [c for c in _clauses(low, rules) if c[3]]
+    return found if len({c[3] for c in found}) > 1 else found[:1]
+
+
+def first_requirement(text: str, rules: Rules) -> str:
+    """`text` cut before its second clause holding a predicate (see `_clauses`; literals are never cut), so the rest
+    is one requirement for G3's clause rule ("X exists, is valid JSON, and has keys" → "X exists"); `text` itself
+    when it holds at most one."""
+    same_length = rules.contract.literals.regex.sub(lambda m: "x" * len(m[0]), text)
+    predicates = _requirement_clauses(same_length.lower(), rules)
+    return text[:predicates[1][0]].rstrip(" ,") if len(predicates) > 1 else text
+
+
 def _compound_signal(masked: str, rules: Rules) -> str | None:
     rule = rules.contract.compound
     low = " " + masked.lower() + " "
@@ -178,16 +234,26 @@ def _compound_signal(masked: str, rules: Rules) -> str | None:
     count = len(ands) - excused
     if count > rule.max_and:
         return f"{count} standalone 'and's (at most {rule.max_and})"
+    clauses = len(_requirement_clauses(low, rules))
+    if clauses > 1:
+        return f"{clauses} clauses with a predicate each, joined by a comma or 'and'"
     if rule.sentence_boundary and _SENTENCE_BREAK.search(masked):
         return "more than one sentence"
     return None
 
 
-def _first_hit(matchers: Iterable[tuple[str, re.Pattern[str]]], text: str) -> str | None:
-    """The text matched by the first matcher (in rule-file order) that matches, space-normalized."""
+_SAYS_WHAT = re.compile(rf"(?:{_LITERAL_MASK}|[-+]?\d)")
+"""A literal (masked) or a number: what says what a word such as "expected" means."""
+
+
+def _first_hit(matchers: Iterable[tuple[str, re.Pattern[str]]], text: str, excused_within: int = 0) -> str | None:
+    """The text matched by the first matcher (in rule-file order) that matches, space-normalized; with
+    `excused_within`, a match followed within that many words by a literal or a number is no hit."""
     for _, regex in matchers:
-        match = regex.search(text)
-        if match:
+        for match in regex.finditer(text):
+            after = text[match.end():].split()[:excused_within]
+            if excused_within and any(_SAYS_WHAT.match(word) for word in after):
+                continue
             return " ".join(match[0].split())
     return None
 
@@ -247,7 +313,7 @@ def requirement_problems(text: str, rules: Rules, route: str | None = None) -> l
     for family in rules.contract.banned.values():
         if route is not None and route in family.allowed_routes:
             continue
-        hit = _first_hit(family.matchers, masked)
+        hit = _first_hit(family.matchers, masked, family.excused_by_literal)
         if hit is not None:
             problems.append(f"{family.label} {hit!r}")
     signal = _compound_signal(masked, rules)

@@ -172,6 +172,9 @@ class PhraseRule(_Rule):
     """Python regexes (compiled case-insensitive) for word families."""
     allowed_routes: list[Route] = Field(default_factory=list)
     """Routes on which this wording is allowed (run phrasing on `judge`); empty: banned everywhere."""
+    excused_by_literal: int = Field(0, ge=0)
+    """When > 0: a hit followed, within this many words, by a literal or a number that says what is meant is
+    allowed ("the expected exit code 0"); 0: never excused."""
 
     @field_validator("patterns")
     @classmethod
@@ -230,6 +233,11 @@ class CompoundRule(_Rule):
     """Whether more than one sentence makes an item compound."""
     same_object: SameObjectRule
     """Second predicates that are another aspect of the same object (not compound)."""
+    predicates: list[str] = Field(default_factory=list)
+    """Verbs that make a clause a predicate: two clauses holding one, joined by a comma or "and" (whatever
+    stands between them: a literal, "its output", a list), are two requirements unless `same_object` excuses them."""
+    subordinate: list[str] = Field(default_factory=list)
+    """Words that open a clause qualifying the one before it ("so …", "as is …", "which …"): not a predicate clause."""
 
 
 class DuplicateRule(_Rule):

@@ -140,8 +140,8 @@ def test_g2_task_without_test_nodes(toy_task: Task, rules: Rules) -> None:
     failures = run_gates(toy_checklist(), scriptlike, rules)
     assert gates_of(failures) == {"G2"}
     assert all("has no pytest test nodes" in f.message or "unknown verifier ref" in f.message for f in failures)
-    generated_only = mutated(
-        lambda d: [it.update(route="generated", verifier_refs=[]) for it in d["items"]]
+    generated_only = mutated(  # the judge item stays: its run phrasing belongs on the judge route
+        lambda d: [it.update(route="generated", verifier_refs=[]) for it in d["items"] if it["route"] != "judge"]
     )
     assert gate(generated_only, scriptlike, rules) == []
 
@@ -161,7 +161,7 @@ def test_g2_unparsable_verifier_is_reported(toy_task: Task, rules: Rules) -> Non
     [
         "report.json contains the keys words and lines",  # "and" joining nouns: one requirement
         "fake_citations contains 'Search and Rescue and Recovery and More'",  # quoted literal masked
-        "The agent's report.json doesn't list duplicate keys",  # apostrophes are not quotes
+        "The user's report.json doesn't list duplicate keys",  # apostrophes are not quotes
         "The report lists values, e.g. The first key is words",  # e.g. is no sentence end
         "The file /root/answer.json exists",
         "oscillation_cycle lists ASNs 65002 and 65003 in either order",
