@@ -221,16 +221,19 @@ class App:
     def runs(self) -> int:
         return int(self.page.evaluate("() => window.__gcpcRuns || 0"))
 
-    def rerun(self, action: Callable[[], object], *, start_timeout: float = 5_000) -> None:
-        """Do `action`, wait until it has started a script run (if it does), then until all runs end."""
+    def rerun(self, action: Callable[[], object], *, start_timeout: float = 5_000) -> bool:
+        """Do `action`, wait until it has started a script run (if it does), then until all runs end;
+        True if it started one."""
         before = self.runs()
         action()
         try:
             self.page.wait_for_function(f"() => (window.__gcpcRuns || 0) > {before}", timeout=start_timeout,
                                         polling=50)
+            started = True
         except PlaywrightTimeoutError:  # the action did not rerun (the same value again, say): settle anyway
-            pass
+            started = False
         self.settled()
+        return started
 
     # -- locators
 
@@ -266,7 +269,8 @@ class App:
         """Pick `option` in the selectbox labelled `label` (typing `filter_text` narrows long lists).
 
         The open list re-renders while the filter applies, and an option can be replaced just as it is
-        clicked ("element was detached"): the list is then closed and opened again, at most 3 times."""
+        clicked ("element was detached"), or clicked as the list closes (nothing selected, no run): the
+        list is then closed and opened again, at most 3 times."""
         box = self.combobox(label, scope=scope)
         choice = self.page.get_by_role("option", name=option).first
         for attempt in range(3):
@@ -274,12 +278,17 @@ class App:
             if filter_text:
                 box.fill(filter_text)
             try:
-                self.rerun(lambda: choice.click(timeout=10_000))
-                return
+                choice.wait_for(timeout=10_000)
+                name = choice.inner_text(timeout=10_000)
+                if self.rerun(lambda: choice.click(timeout=10_000)) or box.input_value() == name:
+                    return
+                # a click while the list was still closing or re-rendering selects nothing: try again
             except PlaywrightTimeoutError:
-                if attempt == 2:
-                    raise
-                self.page.keyboard.press("Escape")
+                pass
+            if attempt == 2:
+                raise AssertionError(f"could not pick {option!r} in {label!r}: the list shows "
+                                     f"{self.page.get_by_role('option').all_inner_texts()}")
+            self.page.keyboard.press("Escape")
 
     def selected(self, label: str, *, scope: Locator | None = None) -> str:
         return self.combobox(label, scope=scope).input_value()
