@@ -545,8 +545,10 @@ def _assertion_items(task: Task, units: list[_Unit], rules: Rules, finder: _Quot
             statements = [statement, *([_sanitized(statement, rules)] if _sanitized(statement, rules) else [])]
             passing = [t for t in statements if not requirement_problems(t, rules, "assertion")]
             candidates = [*candidates, *statements]
-        if not candidates:
-            candidates = [_name_text(unit.reading, primary)]
+        if not passing:  # no text and no instruction sentence states the check: the test's name as a last resort
+            last = _name_text(unit.reading, primary)
+            passing = [last] if not requirement_problems(last, rules, "assertion") else []
+            candidates = candidates or [last]
         text = _pick(passing, "assertion", [*taken, *items], rules) if passing else None
         text = text or (passing[0] if passing else candidates[0])
         dup = next((k for k in range(len(items)) if _literals(text, rules) == _literals(items[k].text, rules)
@@ -571,6 +573,10 @@ _VAGUE_WORDS = re.compile(r"(?i)\s*\b(?:correctly|properly|appropriately|as expe
                           r"reasonably|adequately|satisfactorily|successfully|and so on|etc\.?)(?=\W|$)")
 _RUN_SUBJECT = re.compile(r"(?i)^(?:the\s+)?(?:agent|model|assistant)(?:'s\s+|\s+)")
 """An item about an artifact written as what the agent does ("The agent computes X"): the solution is its subject."""
+_RUN_POSSESSIVE = re.compile(r"(?i)\b(?:the\s+)?(?:agent|model|assistant)'s\s+")
+"""The agent's artifact anywhere in a text ("is found in agent's output"): the artifact is the output itself."""
+_DANGLING_AND = re.compile(r"(?i)\b(is|are|was|were|be)\s+(?:and|or)\s+")
+"""A copula left before "and" once a vague adjective is dropped ("are reasonable and derived" → "are derived")."""
 _INVERTED = ((re.compile(r"(?i)\b(does|do) not exist\b"), lambda m: "exists" if m[1].lower() == "does" else "exist"),
              (re.compile(r"(?i)\bis missing\b"), lambda m: "is present"))
 """A failure message the verifier prints ("X does not exist") turned into what the check requires ("X exists")."""
@@ -584,7 +590,9 @@ def _sanitized(text: str, rules: Rules) -> str | None:
     out = _VAGUE_WORDS.sub("", text)
     out = re.sub(r"(?i)\b(?:reasonable|sufficient|appropriate|adequate|satisfactory|correct|expected|proper)\s+",
                  "", out)
+    out = _DANGLING_AND.sub(r"\1 ", out)
     out = _RUN_SUBJECT.sub(lambda m: "The " if "'" in m[0] else "The solution ", out)
+    out = _RUN_POSSESSIVE.sub("the ", out)
     for pattern, replacement in _INVERTED:
         out = pattern.sub(replacement, out)
     out = first_requirement(out, rules)

@@ -111,12 +111,19 @@ def similarity(a: str, b: str) -> float:
 
 
 _LITERAL_MASK = "LITERAL"
+_QUOTES = "`'\"“”‘’"
+
+
+def _placeholder(literal: str, rules: Rules) -> str:
+    """The word a literal is masked with: its kind's (`literals.kinds`: `CODE`, `TEST`) or `LITERAL`."""
+    inner = literal.strip(_QUOTES)
+    return next((word for word, regex in rules.contract.literals.kind_regexes if regex.search(inner)), _LITERAL_MASK)
 
 
 def mask_literals(text: str, rules: Rules) -> str:
     """Replace every literal (quoted value, path, file name, identifier; `rules.contract.literals`)
-    with a placeholder word: task data is not phrasing."""
-    return rules.contract.literals.regex.sub(_LITERAL_MASK, text)
+    with a placeholder word (`LITERAL`, or its kind: `CODE`, `TEST`): task data is not phrasing."""
+    return rules.contract.literals.regex.sub(lambda m: _placeholder(m[0], rules), text)
 
 
 def literals(text: str, rules: Rules) -> frozenset[str]:
@@ -153,9 +160,20 @@ def _same_object(before: str, after: str, rules: Rules) -> bool:
     after = " ".join(after.split()).rstrip(".")
     if rule.complement_regex.search(after):
         return True
-    ends_in_existence = any(re.search(rf"(?<!\w){re.escape(w)}\s*,?\s*$", before) for w in rule.existence)
-    return ends_in_existence and bool(rule.kind_regex.match(after))
+    return _ends_in_existence(before, rules) and bool(rule.kind_regex.match(after))
 
+
+def _ends_in_existence(before: str, rules: Rules) -> bool:
+    """Whether the clause `before` an "and" ends in an existence predicate ("exists", "is present"): after one,
+    only the object's kind is the same requirement (`same_object`)."""
+    existence = rules.contract.compound.same_object.existence
+    return any(re.search(rf"(?<!\w){re.escape(w)}\s*,?\s*$", before) for w in existence)
+
+
+_PARTICIPLE_CLAUSE = re.compile(r"[a-z]{3,}ed(?:\s+(?:[a-z]+ly|by|of|from|in|into|to|with|as|on|at|for)\b.*)?")
+"""A clause that is a past participle alone or with its adverb or preposition ("deduplicated", "sorted
+alphabetically", "stripped of braces"): after a copula, a predicate of its own — unlike a participle modifying a
+noun ("redacted PDFs")."""
 
 _CLAUSE_JOIN = re.compile(r"\s*,\s*(?:and\s+|then\s+)?|\s+and\s+(?:then\s+)?")
 """What joins the clauses of an item: a comma (", and"), or a standalone "and"."""
@@ -165,11 +183,14 @@ def _clauses(low: str, rules: Rules) -> list[tuple[int, int, int, str | None]]:
     """The clauses of lower-cased, literal-masked `low` (split at commas and standalone "and"s; clauses joined by
     "and" that `same_object` excuses merged): ``(join start, start, end, predicate)`` each, the join start being
     where the text before the clause ends. A clause's predicate is its first verb of `compound.predicates` and the
-    word after it ("contains LITERAL", "is created"; a number reads N); None when it has no such verb or is opened by
-    a `compound.subordinate` word ("so …", "as is …")."""
+    word after it ("contains LITERAL", "is created"; a number reads N), or, after a clause whose predicate is a copula
+    of `compound.participle_after` and a participle, the participle opening it ("are sorted, deduplicated", not "is
+    `Gizmo`, spelled as in the CSV", which qualifies the value); None when it has neither
+    or is opened by a `compound.subordinate` word ("so …", "as is …")."""
     rule = rules.contract.compound
     verbs = {v.lower() for v in rule.predicates}
     subordinate = {w.lower() for w in rule.subordinate}
+    copulas = {w.lower() for w in rule.participle_after}
     spans, start = [], 0
     for match in _CLAUSE_JOIN.finditer(low):
         spans.append((start, match.start(), match.end(), "and" in match[0]))
@@ -182,7 +203,8 @@ def _clauses(low: str, rules: Rules) -> list[tuple[int, int, int, str | None]]:
             merged[-1][2] = end
         else:
             merged.append([spans[k - 1][1] if k else 0, begin, end])
-    out = []
+    out: list[tuple[int, int, int, str | None]] = []
+    copula_before = False
     for join, begin, end in merged:
         clause = low[begin:end]
         words = re.findall(r"[a-z][\w'-]*|[-+]?\d[\d.,]*", clause)
@@ -191,6 +213,11 @@ def _clauses(low: str, rules: Rules) -> list[tuple[int, int, int, str | None]]:
         # the predicate: its verb and the word after it, a literal or number standing for any
         predicate = None if at is None else " ".join(
             "N" if w[0] in "+-0123456789" else w for w in words[at:at + 2])
+        if predicate is None and opens and copula_before and _PARTICIPLE_CLAUSE.fullmatch(" ".join(clause.split())):
+            predicate = words[0]  # a list of participles goes on after its copula: "are sorted, deduplicated, …"
+        elif predicate is not None:  # "are sorted": a list of participles may follow; "is `Gizmo`, spelled …" not
+            copula, _, complement = predicate.partition(" ")
+            copula_before = copula in copulas and bool(_PARTICIPLE_CLAUSE.fullmatch(complement))
         out.append((join, begin, end, predicate))
     return out
 
@@ -212,25 +239,39 @@ def first_requirement(text: str, rules: Rules) -> str:
     return text[:predicates[1][0]].rstrip(" ,") if len(predicates) > 1 else text
 
 
+def _and_spelled(text: str, rules: Rules) -> str:
+    """`text` with every other spelling of a standalone "and" (`compound.and_spellings`: "&") written "and"."""
+    for spelling in rules.contract.compound.and_spellings:
+        text = re.sub(rf"(?<=\s){re.escape(spelling)}(?=\s)", "and", text)
+    return text
+
+
 def _compound_signal(masked: str, rules: Rules) -> str | None:
+    """Why the literal-masked text states more than one requirement (`compound` in the rules), or None."""
     rule = rules.contract.compound
-    low = " " + masked.lower() + " "
+    low = " " + _and_spelled(masked, rules).lower() + " "
     for sep in rule.separators:
         if sep.lower() in low:
             return f"separator {sep.strip() or sep!r} joins two requirements"
     starters = {w.lower() for w in rule.clause_starters_after_and}
+    subordinate = {w.lower() for w in rule.subordinate}
     ands = list(_AND.finditer(low))
     excused = 0
     for k, match in enumerate(ands):
         follower = _AND_FOLLOWER.match(low, match.start())
-        if follower is None or follower[1] not in starters:
-            continue
         start = ands[k - 1].end() if k else 0
+        before = low[start:match.start()]
+        # after "exists and", any word opens a second requirement unless it names the kind ("is a directory")
+        opens = follower is not None and (follower[1] in starters or (
+            _ends_in_existence(before, rules) and follower[1] not in subordinate))
+        if not opens:
+            continue
         end = ands[k + 1].start() if k + 1 < len(ands) else len(low)
-        if _same_object(low[start:match.start()], low[match.end():end], rules):
+        if _same_object(before, low[match.end():end], rules):
             excused += 1
             continue
-        return f"'and {follower[1]}' starts a second requirement"
+        shown = "<literal>" if follower[1].upper() in (_LITERAL_MASK, *rules.contract.literals.kinds) else follower[1]
+        return f"'and {shown}' starts a second requirement"
     count = len(ands) - excused
     if count > rule.max_and:
         return f"{count} standalone 'and's (at most {rule.max_and})"
@@ -242,17 +283,32 @@ def _compound_signal(masked: str, rules: Rules) -> str | None:
     return None
 
 
-_SAYS_WHAT = re.compile(rf"(?:{_LITERAL_MASK}|[-+]?\d)")
-"""A literal (masked) or a number: what says what a word such as "expected" means."""
+_NUMBER = re.compile(r"[-+]?\d")
+"""A word starting with a number: like a literal, it says what a word such as "expected" means."""
 
 
-def _first_hit(matchers: Iterable[tuple[str, re.Pattern[str]]], text: str, excused_within: int = 0) -> str | None:
+def _excused(after: list[str], placeholders: frozenset[str], blockers: frozenset[str]) -> bool:
+    """Whether a literal (a masked word of `placeholders`) or a number among the words `after` a hit says what the
+    hit means: one reached before any word of `blockers` ("for", "of": after them the literal names the subject,
+    not the meaning)."""
+    for word in after:
+        if _NUMBER.match(word) or any(word.startswith(p) for p in placeholders):
+            return True
+        if word.lower().strip(",;:") in blockers:
+            return False
+    return False
+
+
+def _first_hit(matchers: Iterable[tuple[str, re.Pattern[str]]], text: str, excused_within: int = 0,
+               placeholders: Iterable[str] = (_LITERAL_MASK,), blockers: Iterable[str] = ()) -> str | None:
     """The text matched by the first matcher (in rule-file order) that matches, space-normalized; with
-    `excused_within`, a match followed within that many words by a literal or a number is no hit."""
+    `excused_within`, a match followed within that many words by a literal (a word of `placeholders`) or a number,
+    not across a word of `blockers`, is no hit."""
+    masks = frozenset(placeholders)
+    blocking = frozenset(w.lower() for w in blockers)
     for _, regex in matchers:
         for match in regex.finditer(text):
-            after = text[match.end():].split()[:excused_within]
-            if excused_within and any(_SAYS_WHAT.match(word) for word in after):
+            if excused_within and _excused(text[match.end():].split()[:excused_within], masks, blocking):
                 continue
             return " ".join(match[0].split())
     return None
@@ -283,10 +339,12 @@ def _length_problems(text: str, rules: Rules) -> list[str]:
     has_literal = masked != stripped
     words = len(stripped.split())
     measured_words = len(masked.split())
-    measured_chars = len(prose_text(stripped, rules))
+    prose = prose_text(stripped, rules)
+    measured_chars = len(prose)
     problems: list[str] = []
     min_words = rule.min_words_with_literal if has_literal else rule.min_words
-    if words < min_words:
+    if words < min_words or (has_literal and not prose.split()):
+        # literals alone ("`/root/answer.json` `fake_citations`") state no requirement, however many they are
         problems.append(f"text has {words} words; allowed {min_words}-{rule.max_words}"
                         + (" (an item naming a literal needs a predicate too)" if has_literal else ""))
     elif measured_words > rule.max_words:
@@ -310,10 +368,16 @@ def requirement_problems(text: str, rules: Rules, route: str | None = None) -> l
     stripped = text.strip()
     problems = _length_problems(text, rules)
     masked = mask_literals(stripped, rules)
+    placeholders = (_LITERAL_MASK, *rules.contract.literals.kinds)
+    predicate = rules.contract.item.predicate_regex
+    prose = prose_text(stripped, rules)
+    if predicate is not None and prose.split() and not predicate.search(prose):
+        problems.append("no predicate: the text names no verb stating what must hold (write the requirement, not a "
+                        "test's name or description)")
     for family in rules.contract.banned.values():
         if route is not None and route in family.allowed_routes:
             continue
-        hit = _first_hit(family.matchers, masked, family.excused_by_literal)
+        hit = _first_hit(family.matchers, masked, family.excused_by_literal, placeholders, family.not_excused_across)
         if hit is not None:
             problems.append(f"{family.label} {hit!r}")
     signal = _compound_signal(masked, rules)

@@ -5,7 +5,7 @@ Good checklists are hand-written files whose every item a careful author would k
 examples in docs/examples/checklists/, the test fixtures); any gate failure on one of their items is a
 false rejection. Negative fixtures are files named `gN_<what>.{yaml,json}`, each built to break gate GN
 and nothing else; each must be rejected by GN, and by GN only. A labelled item set (`--items`, e.g.
-tests/fixtures/checklists/bad_items.yaml) lists single item texts, each labelled with the contract rule it
+tests/fixtures/checklists/labelled/bad_items.yaml) lists single item texts, each labelled with the contract rule it
 breaks and the gate that must reject it (`bad`), or a near miss no gate may reject (`good`); each is put
 into a good base checklist of the same task in place of one of its items, and the gates run on the whole.
 Recall is the share of bad items rejected by their gate on their item only, per rule and overall:
@@ -13,7 +13,7 @@ Recall is the share of bad items rejected by their gate on their item only, per 
     python -m gcpc_core.checklist.precision --tasks ../shared/skillsbench/tasks \\
         --good docs/examples/checklists tests/fixtures/checklists \
         --negative tests/fixtures/checklists/negative --negative-task citation-check \
-        --items tests/fixtures/checklists/bad_items.yaml
+        --items tests/fixtures/checklists/labelled/bad_items.yaml
 """
 
 from __future__ import annotations

@@ -106,12 +106,21 @@ class ItemRule(_Rule):
     synthesis grammar's `maxLength` on `text`, so the gate rejects exactly what the grammar cannot emit."""
     id_pattern: str
     """Regex an item id must fully match."""
+    predicate: str = ""
+    """Regex (case-insensitive) for a word that states what must hold (a verb: "exists", "lists", "is", "sorted"): an
+    item's prose with no match names a thing, not a requirement ("Answer file valid json", "Check numerical
+    equality"); empty: not checked."""
 
-    @field_validator("id_pattern")
+    @field_validator("id_pattern", "predicate")
     @classmethod
     def _compiles(cls, value: str) -> str:
-        re.compile(value)
+        re.compile(value, re.IGNORECASE)
         return value
+
+    @cached_property
+    def predicate_regex(self) -> re.Pattern[str] | None:
+        """`predicate`, compiled; None when it is empty."""
+        return re.compile(self.predicate, re.IGNORECASE) if self.predicate else None
 
     @model_validator(mode="after")
     def _raw_cap_holds_the_prose(self) -> ItemRule:
@@ -127,6 +136,10 @@ class LiteralRule(_Rule):
     """Named Python regexes, tried in file order (quoted values, paths, file names, identifiers)."""
     numbers: str
     """Regex for numbers: literals for G4 only, so G3's outcome check still sees "a score of 1.0"."""
+    kinds: dict[str, str] = Field(default_factory=dict)
+    """Placeholder word → regex searched in a literal's text (quotes stripped): a literal of that kind is masked with
+    the word instead of `LITERAL` (a code expression as `CODE`, a test name as `TEST`), so G3's phrase checks can
+    tell "`x == 3` holds" from "`debug` is true"."""
 
     @field_validator("patterns")
     @classmethod
@@ -134,6 +147,20 @@ class LiteralRule(_Rule):
         for pattern in value.values():
             re.compile(pattern)
         return value
+
+    @field_validator("kinds")
+    @classmethod
+    def _placeholders(cls, value: dict[str, str]) -> dict[str, str]:
+        for word, pattern in value.items():
+            if not re.fullmatch(r"[A-Z]+", word):
+                raise ValueError(f"literal kind {word!r} must be one upper-case word (it stands in the masked text)")
+            re.compile(pattern)
+        return value
+
+    @cached_property
+    def kind_regexes(self) -> tuple[tuple[str, re.Pattern[str]], ...]:
+        """(placeholder, compiled regex) of every kind, in file order (the first that matches wins)."""
+        return tuple((word, re.compile(pattern)) for word, pattern in self.kinds.items())
 
     @field_validator("numbers")
     @classmethod
@@ -175,6 +202,9 @@ class PhraseRule(_Rule):
     excused_by_literal: int = Field(0, ge=0)
     """When > 0: a hit followed, within this many words, by a literal or a number that says what is meant is
     allowed ("the expected exit code 0"); 0: never excused."""
+    not_excused_across: list[str] = Field(default_factory=list)
+    """Words that, standing between a hit and the literal after it, show that the literal names the subject, not
+    what the word means ("the correct permissions for `/app/key`"): no excuse across them."""
 
     @field_validator("patterns")
     @classmethod
@@ -238,6 +268,11 @@ class CompoundRule(_Rule):
     stands between them: a literal, "its output", a list), are two requirements unless `same_object` excuses them."""
     subordinate: list[str] = Field(default_factory=list)
     """Words that open a clause qualifying the one before it ("so …", "as is …", "which …"): not a predicate clause."""
+    and_spellings: list[str] = Field(default_factory=list)
+    """Other spellings of a standalone "and" ("&"): read as "and" by every compound check."""
+    participle_after: list[str] = Field(default_factory=list)
+    """Copulas ("is", "are") after which a clause opened by a participle ("X is sorted, deduplicated …") states a
+    predicate of its own: "sorted" and "deduplicated" can be Yes and No independently."""
 
 
 class DuplicateRule(_Rule):

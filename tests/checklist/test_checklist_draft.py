@@ -225,3 +225,18 @@ def test_drafts_of_every_real_task(skillsbench: Path, rules: Rules,
                f"tasks failing a gate, by gate: {gates_failed or 'none'}")
     record_property("draft_gates", summary)
     assert passing / len(dirs) >= 0.9, summary
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a vague adjective dropped leaves no dangling "and" (trend-anomaly-causal-inference's docstring)
+    ("Feature values are reasonable and derived from demographics", "Feature values are derived from demographics"),
+    # the agent's artifact is the artifact (mars-clouds-clustering): no run phrasing on an assertion item
+    ("Every Pareto point is found in agent's output", "Every Pareto point is found in the output"),
+])
+def test_sanitized_texts_state_the_requirement_g3_accepts(text: str, expected: str, rules: Rules) -> None:
+    from gcpc_core.checklist.draft import _sanitized
+    from gcpc_core.checklist.gates import requirement_problems
+
+    assert requirement_problems(text, rules, "assertion")
+    assert _sanitized(text, rules) == expected
+    assert requirement_problems(expected, rules, "assertion") == []

@@ -57,11 +57,13 @@ def test_gate_recall_on_labelled_bad_items_of_every_rule(skillsbench: Path,
     """At least 60 bad item texts written from the contract's rules (every rule, several spellings each) are
     rejected by their intended gate on their item only (≥ 95 %; before the spelling-independent gates 36 of 65 got
     through: backticks, "its", comma lists, vague words, run phrasing, failure messages, code, test names), and no
-    near miss of a rule (one requirement as the contract counts them) is rejected."""
+    near miss of a rule (one requirement as the contract counts them) is rejected. The set holds a held-out half,
+    78 spellings written after those gates (14 of them rejected then), so the figure is not of the gates' own
+    examples only."""
     report = measure_items(skillsbench / "tasks", LABELLED)
     summary = "\n".join(report.lines())
     record_property("gate_recall", summary)
-    assert report.bad_items >= 60 and len(report.by_rule) >= 15, summary
+    assert report.bad_items >= 140 and len(report.by_rule) >= 20 and report.near_misses >= 25, summary
     assert report.recall >= RECALL_TARGET and report.rejected_near_misses == [], summary
     assert all(total >= 1 for _, total in report.by_rule.values())
 
@@ -83,3 +85,55 @@ def test_the_issues_examples_are_rejected_by_g3_on_an_assertion_item(text: str) 
     from gcpc_core.checklist.gates import requirement_problems
 
     assert requirement_problems(text, load_rules(), "assertion"), text
+
+
+@pytest.mark.parametrize(("route", "text"), [
+    ("assertion", "/root/answer.json exists and validates against the schema"),  # any verb after "exists and"
+    ("assertion", "/root/answer.json exists & is valid JSON"),  # "&" is an "and"
+    ("generated", "The titles are sorted, deduplicated, and stripped of braces"),  # a list of participles
+    ("assertion", "/root/answer.json starts with `{` and ends with `}`"),
+    ("assertion", "The correct permissions for `/app/server.key` are set"),  # the literal names the subject
+    ("generated", "The titles are in the right order"),
+    ("generated", "The titles are formatted as specified"),
+    ("assertion", "Agent writes /root/answer.json"),
+    ("assertion", "The coding agent creates `/root/answer.json`"),
+    ("generated", "Claude sorts the titles alphabetically"),
+    ("assertion", "Found 2 fake citations, expected 3"),
+    ("assertion", "/root/answer.json should have 3 entries but has 2"),
+    ("assertion", "No such file: /root/answer.json"),
+    ("assertion", "`abs(out - 7) < 1e-06` is true"),
+    ("assertion", "`test_answer_file_exists` passes"),
+    ("assertion", "Answer file valid json"),
+    ("assertion", "Check numerical equality (within tolerance)"),
+    ("generated", "`/root/answer.json` `fake_citations`"),
+    ("assertion", "The grader accepts /root/answer.json"),
+    ("judge", "According to the agent, every DOI was checked"),
+    ("judge", "The agent's final message says the titles are sorted"),
+])
+def test_held_out_spellings_are_rejected_by_g3(route: str, text: str) -> None:
+    """Spellings written after the first 65 labelled items, which the gates that passed those let through: the
+    rules are enforced whatever the spelling, not for the spellings the set happened to hold."""
+    from gcpc_core.checklist import load_rules
+    from gcpc_core.checklist.gates import requirement_problems
+
+    assert requirement_problems(text, load_rules(), route), text
+
+
+@pytest.mark.parametrize(("route", "text"), [
+    ("assertion", "`/root/answer.json` exists and is a non-empty file"),
+    ("generated", "fake_citations lists the invented and misattributed titles"),  # participles before a noun
+    ("generated", "The titles in fake_citations are sorted alphabetically"),
+    ("assertion", "/root/answer.json has the correct mode `0600`"),
+    ("assertion", "The titles match the expected output in `/root/expected.json`"),
+    ("assertion", "The user agent string in `/root/answer.json` is `gcpc/1.0`"),
+    ("assertion", "`len(fake_citations)` equals 3"),  # code as a value, with a predicate of its own
+    ("generated", "`/root/tests/test_answer.py` defines `test_answer_is_json`"),  # a test file the task asks for
+    ("generated", "Missing DOIs in /root/test.bib are reported as `null`"),
+    ("assertion", "`top_product` is `Gizmo`, spelled as in the CSV"),  # a participle qualifying a value
+    ("judge", "The agent ran `python -m json.tool /root/answer.json` before finishing"),
+])
+def test_near_misses_of_the_held_out_rules_pass_g3(route: str, text: str) -> None:
+    from gcpc_core.checklist import load_rules
+    from gcpc_core.checklist.gates import requirement_problems
+
+    assert requirement_problems(text, load_rules(), route) == []
