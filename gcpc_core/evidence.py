@@ -213,6 +213,11 @@ class Focus:
             spans.extend(m.span() for m in pattern.finditer(text) if m.end() > m.start())
         return spans
 
+    def pins(self, text: str) -> bool:
+        """Whether a probe matches `text` (non-empty): `pinned(text)` is not empty, found without
+        scanning on past the first match."""
+        return any(m.end() > m.start() for pattern in self.patterns for m in pattern.finditer(text))
+
 
 BOILERPLATE_WINDOW_CHARS = 1500
 """A boilerplate output (a skill's text, web search results, a package install) that names nothing
@@ -364,8 +369,15 @@ class EvidenceEntry:
     """A skill's text, web search results or an install's output (`is_boilerplate`): cut first."""
     focus_hits: int = 0
     """How many times the text names what the judged items name (`Focus.term_hits`)."""
-    pinned: bool = False
-    """A probe matches the text: the event is never left out of the view."""
+    focus: Focus = field(default_factory=Focus, repr=False, compare=False)
+    """The probes `pinned` is decided by (none for a repeated event, which is never pinned)."""
+
+    @cached_property
+    def pinned(self) -> bool:
+        """A probe matches the text: the event is never left out of the view. Decided when first
+        asked (only a view cut to fit a context budget asks): scanning every event with every probe
+        was a third of building a view."""
+        return self.focus.pins(self.event.text)
 
     @property
     def header(self) -> str:
@@ -505,14 +517,13 @@ def build_evidence_view(
             continue
         seen.setdefault(key, event.id)
         hits = len(focus.term_hits(event.text)) if focus.terms else 0
-        pinned = bool(focus.patterns) and bool(focus.pinned(event.text))
         boilerplate = is_boilerplate(event, call_text)
         window = windows.get(event.id, window_chars)
-        if boilerplate and not hits and not pinned:
+        if boilerplate and not hits and not focus.pins(event.text):
             window = min(window, BOILERPLATE_WINDOW_CHARS)
         shown, elided = _window(event, window, focus)
         entries.append(EvidenceEntry(event, shown, elided_chars=elided, claim=claim, boilerplate=boilerplate,
-                                     focus_hits=hits, pinned=pinned))
+                                     focus_hits=hits, focus=focus))
     return EvidenceView(entries, focus=focus)
 
 
