@@ -101,7 +101,7 @@ def _citation_problem(view: EvidenceView, c: Citation, item: ChecklistItem | Non
     if not view.quote_in_event(c.event_id, c.quote):
         return f"not_verbatim: quote is not verbatim in that event: {c.quote[:80]!r}"
     quote = normalize_ws(c.quote)
-    long_enough = (len(quote.replace(" ", "")) >= MIN_QUOTE_CHARS or quote == normalize_ws(event.text)
+    long_enough = (len(quote.replace(" ", "")) >= MIN_QUOTE_CHARS or quote == view.normalized(event.id)
                    or any(lit in quote.lower() for lit in named))
     if not long_enough:
         return (f"quote_too_short: {quote!r} has fewer than {MIN_QUOTE_CHARS} non-space characters, "
@@ -160,7 +160,7 @@ def _holds_value(view: EvidenceView, citations: Sequence[Citation], values: froz
         event = view.get(c.event_id)
         if event is None:
             continue
-        where = " ".join((normalize_ws(event.text), event.path or "", normalize_ws(view.call_text(event)))).lower()
+        where = " ".join((view.normalized(event.id), event.path or "", normalize_ws(view.call_text(event)))).lower()
         if any(v in where for v in values):
             return True
     return False
