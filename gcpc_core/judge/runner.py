@@ -1,13 +1,11 @@
 """`judge_project`: judge every trajectory of a project DB with one judge; resumable.
 
-Finished trajectories are stored a group at a time: at most `GROUP_SECONDS` after one finished (or
-once the group before is written, if that takes longer), all that finished meanwhile are written
-in one transaction, each whole with its rows, together with the response-cache rows and call
-records of every LLM call made so far (one commit per call and per trajectory cost more CPU than
-judging it), on a writer thread so that the event loop never waits for SQLite. So a kill -9 never
-leaves half a trajectory, and loses at most the trajectories in flight, waiting for their group or
-in the group being written — with their LLM calls, which the rerun makes again; Ctrl-C and errors
-store every finished one first. A stored
+Finished trajectories are stored a group at a time: at most `GROUP_SECONDS` after one finished, all
+that finished meanwhile are written in one transaction, each whole with its rows, together with
+the response-cache rows and call records of every LLM call made so far (one commit per call and
+per trajectory cost more CPU than judging it). So a kill -9 never leaves half a trajectory, and
+loses at most the trajectories in flight or finished in the last `GROUP_SECONDS` — with their
+LLM calls, which the rerun makes again; Ctrl-C and errors store every finished one first. A stored
 trajectory's replies are in the response cache, and finished trajectories are skipped (see `units`).
 Concurrency: the LLM layer bounds HTTP requests in flight; the run harness (`runs.run_stage`) bounds
 the trajectories being prepared (events loaded, prompts built), so memory stays flat for any size.
@@ -18,11 +16,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..checklist import Rules, load_rules
-from ..llm import LLM, HeldWrites
+from ..llm import LLM
 from ..runs import Progress, RunKind, StageRun, run_stage
 from ..store import Store
 from ..store.judging import TrajectorySave
@@ -32,24 +29,14 @@ from .results import TrajectoryJudgment
 from .registry import get_judge
 from .units import Plan, judge_unit, judgment_rows, plan_units
 
-__all__ = ["GROUP_SECONDS", "WRITER_THREAD", "judge_project"]
+__all__ = ["GROUP_SECONDS", "judge_project"]
 GROUP_SECONDS = 0.2
-"""A finished trajectory is handed to the writer at most this long after it finished (with all that
-finished meanwhile), or once the group before it is written, if that takes longer."""
-WRITER_THREAD = "gcpc-judge-writer"
-"""The name of the thread finished trajectories are written on."""
+"""A finished trajectory is stored at most this long after it finished (with all that finished meanwhile)."""
 
 
 class _GroupWriter:
     """Stores finished trajectories a group at a time (see the module docstring): one transaction
-    holds the group's rows and the LLM layer's held cache rows and call records.
-
-    A group is written on a thread of its own (`WRITER_THREAD`; the store gives each thread its own
-    connection), so the event loop goes on sending requests and taking replies while SQLite writes:
-    on the loop, a large run's writes were a tenth of its CPU time and stalled every request in
-    flight. One group is written at a time; what finishes meanwhile waits for the next. Held rows
-    stay held (they answer identical requests) until their group has committed, so a failed write
-    loses nothing: its trajectories wait for the next write, and the error stops the run."""
+    holds the group's rows and the LLM layer's held cache rows and call records."""
 
     def __init__(self, store: Store, *, label: str | None):
         self.store, self.label = store, label
@@ -60,26 +47,20 @@ class _GroupWriter:
         """When the oldest unwritten result arrived (None: nothing waits)."""
         self.timer: asyncio.TimerHandle | None = None
         self.failed: Exception | None = None
-        """A write on the thread failed: raised to the next caller, so the run stops with it."""
-        self.writing: Future[None] | None = None
-        """The group being written on the thread (None: none is)."""
-        self._group: tuple[list[TrajectorySave], list[str], int] = ([], [], 0)
-        """That group's saves, held cache keys and number of held call records."""
-        self._thread: ThreadPoolExecutor | None = None
+        """A write due on the timer failed: raised to the next caller, so the run stops with it."""
 
     def add(self, result: TrajectoryJudgment, run: StageRun[TrajectoryJudgment]) -> None:
         """Take a finished trajectory of `run` (an error result stores nothing, but its calls are written)."""
         self.run = run
         if result.status == "judged":
             self.saves.append(judgment_rows(result, run_id=run.run_id, label=self.label))
-        self._collect()
         if self.failed is not None:
             raise self.failed
         now = time.monotonic()
         if self.since is None:
             self.since = now
-        if now - self.since >= GROUP_SECONDS and self.writing is None:
-            self._submit()
+        if now - self.since >= GROUP_SECONDS:
+            self.flush()
         elif self.timer is None:
             try:  # a quiet spell must not keep a finished trajectory waiting
                 self.timer = asyncio.get_running_loop().call_later(GROUP_SECONDS, self._due)
@@ -88,79 +69,24 @@ class _GroupWriter:
 
     def _due(self) -> None:
         self.timer = None
-        self._collect()
-        if self.failed is None and self.since is not None:
-            if self.writing is None:
-                self._submit()
-            else:  # the thread is busy: look again shortly
-                self.timer = asyncio.get_running_loop().call_later(GROUP_SECONDS / 4, self._due)
-
-    def _pending(self) -> tuple[list[TrajectorySave], dict[str, tuple[str, dict[str, Any], str]], list[Any]]:
-        """(saves, held cache rows, held call records) waiting to be written, as copies of this moment."""
-        held = self.run.held if self.run is not None else None
-        if held is None:
-            return list(self.saves), {}, []
-        return list(self.saves), dict(held.cache), list(held.calls)
-
-    def _write(self, saves: list[TrajectorySave], cache: dict[str, tuple[str, dict[str, Any], str]],
-               calls: list[Any]) -> None:
-        """One group in one transaction (on whichever thread calls it: its own connection)."""
-        with self.store.atomic():
-            HeldWrites(cache, calls).write(self.store)
-            self.store.judging.save_trajectory_judgments(saves)
-
-    def _submit(self) -> None:
-        """Hand everything waiting to the writer thread."""
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        self.since = None
-        saves, cache, calls = self._pending()
-        if not saves and not cache and not calls:
-            return
-        self.saves = []
-        self._group = (saves, list(cache), len(calls))
-        if self._thread is None:
-            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=WRITER_THREAD)
-        self.writing = self._thread.submit(self._write, saves, cache, calls)
-
-    def _collect(self, *, wait: bool = False) -> None:
-        """Settle the group on the thread once it is written (or now, `wait`): committed, its held rows
-        are let go; failed, its trajectories wait again (first) and the error is kept for `add`."""
-        if self.writing is None or not (wait or self.writing.done()):
-            return
-        future, self.writing = self.writing, None
-        saves, keys, n_calls = self._group
-        self._group = ([], [], 0)
-        error = future.exception()
-        if error is not None:
-            self.saves[:0] = saves
-            self.since = self.since or time.monotonic()
-            self.failed = error if isinstance(error, Exception) else RuntimeError(str(error))
-            return
-        held = self.run.held if self.run is not None else None
-        if held is not None:
-            for key in keys:
-                held.cache.pop(key, None)
-            del held.calls[:n_calls]
+        try:
+            self.flush()
+        except Exception as exc:  # noqa: BLE001 - a timer callback cannot raise to the run: kept for `add`
+            self.failed = exc
 
     def flush(self) -> None:
-        """Write everything waiting, in one transaction, once the thread's group is settled; kept for a
-        retry if it fails (raised)."""
+        """Write everything waiting, in one transaction; kept for a retry if it fails."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        self._collect(wait=True)
-        if self._thread is not None:
-            self._thread.shutdown(wait=True)
-            self._thread = None
         self.since = None
-        saves, cache, calls = self._pending()
-        if not saves and not cache and not calls:
-            self.failed = None
-            return
-        self._write(saves, cache, calls)
         held = self.run.held if self.run is not None else None
+        if not self.saves and not held:
+            return
+        with self.store.atomic():
+            if held is not None:
+                held.write(self.store)
+            self.store.judging.save_trajectory_judgments(self.saves)
         if held is not None:
             held.clear()
         self.saves.clear()

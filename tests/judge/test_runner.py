@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -26,7 +25,6 @@ from gcpc_core.judge import (
     score_project,
 )
 from gcpc_core.judge.prompts import PER_ITEM_PROMPT_VERSION
-from gcpc_core.judge.runner import WRITER_THREAD
 from gcpc_core.store import Store
 
 from .conftest import holistic_reply, is_items_request, is_repair, items_reply, single_item_reply
@@ -183,33 +181,6 @@ def test_a_failed_group_write_fails_the_run_and_keeps_whole_trajectories(fake_op
     report = judge_project(project, judge="gcpc", llm=make_llm(), progress=False)
     assert len(report.judged) == N_TRIALS - stored and len(project.judging.units("gcpc")) == N_TRIALS
     integrity(project)
-
-
-def test_groups_are_written_on_the_writer_thread_and_a_slow_write_loses_nothing(fake_openai, project, make_llm,
-                                                                                 monkeypatch) -> None:
-    """Groups are written off the event loop, one at a time: trajectories that finish while a slow
-    write is under way go in the next one, and every trajectory, cache row and call record is stored
-    exactly once, with the verdicts a run writing on the loop stores."""
-    fake_openai.on(is_items_request, items_reply("Yes"))
-    save = project.judging.save_trajectory_judgments
-    threads: list[str] = []
-    sizes: list[int] = []
-
-    def slow(saves) -> None:
-        threads.append(threading.current_thread().name)
-        sizes.append(len(saves))
-        time.sleep(0.05)
-        save(saves)
-
-    monkeypatch.setattr(project.judging, "save_trajectory_judgments", slow)
-    monkeypatch.setattr("gcpc_core.judge.runner.GROUP_SECONDS", 0.0)  # a write due after every trajectory
-    report = judge_project(project, judge="gcpc", llm=make_llm(concurrency=8), progress=False)
-    assert len(report.judged) == N_TRIALS and sum(sizes) == N_TRIALS
-    assert WRITER_THREAD in threads[0] and len(sizes) < N_TRIALS  # waiting behind a write, they were grouped
-    assert integrity(project) == ALL_YES
-    db = project.db.conn
-    assert db.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0] == N_TRIALS
-    assert db.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM llm_calls").fetchone() == (N_TRIALS, N_TRIALS)
 
 
 def _env_llm(store: Store, server: FakeOpenAI):
