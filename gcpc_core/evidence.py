@@ -135,6 +135,8 @@ def echoes_command(output: str, command: str) -> bool:
 
 def fence(text: str) -> str:
     """A run of backticks longer than any in `text` (at least three): a fence `text` cannot close."""
+    if "`" not in text:  # most texts: no scan for runs
+        return "```"
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
 
