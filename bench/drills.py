@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -41,6 +42,14 @@ def _figures(drill: object) -> dict:
     return {k: dict(v) if isinstance(v, dict) else v for k, v in vars(drill).items()} | {"ok": drill.ok}
 
 
+def _copy(source: Path, target: Path) -> Path:
+    """A consistent copy of a project DB: the file alone would miss what is still in its WAL (the
+    demo's rows, at the time of writing: the drills then found no trajectories)."""
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--annotators", type=int, default=16)
@@ -59,14 +68,14 @@ def main(argv: list[str] | None = None) -> int:
         build_demo_project(demo)
 
         load_db = work / "load.db"
-        load_db.write_bytes(demo.read_bytes())
+        _copy(demo, load_db)
         load = run_load_drill(load_db, annotators=args.annotators, writes=args.writes, processes=args.processes)
         print("\n".join(load.lines()), flush=True)
         out["load"] = _figures(load) | {"errors": load.errors[:20]}
         ok &= load.ok
 
         for name in ("clean.db", "killed.db"):
-            (work / name).write_bytes(demo.read_bytes())
+            _copy(demo, work / name)
         resume = run_resume_drill(work / "clean.db", work / "killed.db", kills=args.kills, seed=args.seed)
         print("\n".join(resume.lines()), flush=True)
         out["resume"] = _figures(resume)

@@ -135,6 +135,8 @@ def echoes_command(output: str, command: str) -> bool:
 
 def fence(text: str) -> str:
     """A run of backticks longer than any in `text` (at least three): a fence `text` cannot close."""
+    if "`" not in text:  # most texts: no scan for runs
+        return "```"
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
 
@@ -213,6 +215,11 @@ class Focus:
             spans.extend(m.span() for m in pattern.finditer(text) if m.end() > m.start())
         return spans
 
+    def pins(self, text: str) -> bool:
+        """Whether a probe matches `text` (non-empty): `pinned(text)` is not empty, found without
+        scanning on past the first match."""
+        return any(m.end() > m.start() for pattern in self.patterns for m in pattern.finditer(text))
+
 
 BOILERPLATE_WINDOW_CHARS = 1500
 """A boilerplate output (a skill's text, web search results, a package install) that names nothing
@@ -242,8 +249,15 @@ _HARNESS_CUT = re.compile(
 """Notices by which a harness says it cut a tool's output before the agent (and the log) saw it."""
 
 
+_HARNESS_CUT_LOWER = re.compile(_HARNESS_CUT.pattern.removeprefix("(?i)"))
+"""The same notices over lower-cased text: several times faster than matching case-insensitively,
+and the same matches on ASCII text (every event's header asks, of the event's whole text)."""
+
+
 def harness_cut(text: str) -> bool:
     """Whether the text carries a harness's own truncation notice (not GCPC's: the log holds no more)."""
+    if text.isascii():
+        return bool(_HARNESS_CUT_LOWER.search(text.lower()))
     return bool(_HARNESS_CUT.search(text))
 
 
@@ -271,10 +285,11 @@ def _piece_of(starts: list[int], offset: int) -> int:
     return max(0, bisect_right(starts, offset) - 1)
 
 
-def _choose(text: str, pieces: list[tuple[int, int]], budget: int, focus: Focus) -> set[int]:
+def _choose(text: str, pieces: list[tuple[int, int]], budget: int, focus: Focus,
+            hits: list[tuple[int, int, str]]) -> set[int]:
     """Which pieces a window of `budget` characters keeps: probe matches always; a little head and
-    tail; then, round-robin over the focus terms, each term's occurrences latest first with context;
-    then more head (2/3) and tail (1/3) while room is left."""
+    tail; then, round-robin over the focus terms (`hits`: `focus.term_hits(text)`), each term's
+    occurrences latest first with context; then more head (2/3) and tail (1/3) while room is left."""
     starts = [s for s, _ in pieces]
     chosen: set[int] = set()
     used = 0
@@ -299,7 +314,7 @@ def _choose(text: str, pieces: list[tuple[int, int]], budget: int, focus: Focus)
     while tail >= head and used < budget // 3 and take(tail):
         tail -= 1
     by_term: dict[str, list[int]] = {}
-    for start, _, term in focus.term_hits(text):
+    for start, _, term in hits:
         by_term.setdefault(term, []).append(_piece_of(starts, start))
     queues = [sorted(set(found), reverse=True) for found in by_term.values()]
     while any(queues) and used < budget:
@@ -320,14 +335,15 @@ def _choose(text: str, pieces: list[tuple[int, int]], budget: int, focus: Focus)
     return chosen
 
 
-def _window(event: Event, window_chars: int, focus: Focus) -> tuple[str, int]:
+def _window(event: Event, window_chars: int, focus: Focus, hits: list[tuple[int, int, str]]) -> tuple[str, int]:
     """The shown text and how many characters it leaves out: kept pieces in order, each run of cut
-    pieces replaced by one marker naming its lines, its size and the event."""
+    pieces replaced by one marker naming its lines, its size and the event (`hits`: the focus terms
+    in its text, found once for the view: a long text is the costliest to scan)."""
     text = event.text
     if len(text) <= window_chars:
         return text, 0
     pieces = _pieces(text, max(_MIN_PIECE, min(_PIECE, window_chars // 8)))
-    chosen = _choose(text, pieces, window_chars, focus)
+    chosen = _choose(text, pieces, window_chars, focus, hits)
     total_lines = text.count("\n") + 1
     where = f"{event.id}" + (f" ({event.path})" if event.path else "")
     out: list[str] = []
@@ -364,8 +380,15 @@ class EvidenceEntry:
     """A skill's text, web search results or an install's output (`is_boilerplate`): cut first."""
     focus_hits: int = 0
     """How many times the text names what the judged items name (`Focus.term_hits`)."""
-    pinned: bool = False
-    """A probe matches the text: the event is never left out of the view."""
+    focus: Focus = field(default_factory=Focus, repr=False, compare=False)
+    """The probes `pinned` is decided by (none for a repeated event, which is never pinned)."""
+
+    @cached_property
+    def pinned(self) -> bool:
+        """A probe matches the text: the event is never left out of the view. Decided when first
+        asked (only a view cut to fit a context budget asks): scanning every event with every probe
+        was a third of building a view."""
+        return self.focus.pins(self.event.text)
 
     @property
     def header(self) -> str:
@@ -447,7 +470,9 @@ class EvidenceView:
         call = self._by_id.get(event.call_id) if event.call_id else None
         return call.text if call is not None else ""
 
-    def _norm(self, event_id: str) -> str:
+    def normalized(self, event_id: str) -> str:
+        """The text of evidence event `event_id`, whitespace-normalized (`normalize_ws`), worked out once
+        per view: grounding compares every citation of every item with it."""
         cached = self._normalized.get(event_id)
         if cached is None:
             cached = self._normalized[event_id] = normalize_ws(self._by_id[event_id].text)
@@ -458,7 +483,7 @@ class EvidenceView:
         if event_id not in self._by_id:
             return False
         q = normalize_ws(quote)
-        return bool(q) and q in self._norm(event_id)
+        return bool(q) and q in self.normalized(event_id)
 
     def render(self) -> str:
         """The view as plain text for a judge prompt: each event framed (`EvidenceEntry.framed`), each
@@ -504,15 +529,14 @@ def build_evidence_view(
                                          claim=claim))
             continue
         seen.setdefault(key, event.id)
-        hits = len(focus.term_hits(event.text)) if focus.terms else 0
-        pinned = bool(focus.patterns) and bool(focus.pinned(event.text))
+        hits = focus.term_hits(event.text)
         boilerplate = is_boilerplate(event, call_text)
         window = windows.get(event.id, window_chars)
-        if boilerplate and not hits and not pinned:
+        if boilerplate and not hits and not focus.pins(event.text):
             window = min(window, BOILERPLATE_WINDOW_CHARS)
-        shown, elided = _window(event, window, focus)
+        shown, elided = _window(event, window, focus, hits)
         entries.append(EvidenceEntry(event, shown, elided_chars=elided, claim=claim, boilerplate=boilerplate,
-                                     focus_hits=hits, pinned=pinned))
+                                     focus_hits=len(hits), focus=focus))
     return EvidenceView(entries, focus=focus)
 
 

@@ -34,7 +34,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 from ..checklist import ChecklistItem, Rules, literals, load_rules, quoted_literals
 from ..evidence import CITABLE_KINDS, EvidenceView, heredoc_written, normalize_ws
@@ -72,12 +72,25 @@ _PLACEHOLDER = re.compile(r"<[^<>]+>|\.\.\.|…")
 
 def named_values(item: ChecklistItem, rules: Rules) -> frozenset[str]:
     """The values a Yes on `item` must show (`value_not_cited`): its quoted literals that are not forms."""
-    return frozenset(v for v in quoted_literals(item.text, rules) if not _PLACEHOLDER.search(v))
+    return _named_in(item.text, rules)
+
+
+def _named_in(text: str, rules: Rules) -> frozenset[str]:
+    return frozenset(v for v in quoted_literals(text, rules) if not _PLACEHOLDER.search(v))
 
 
 @cache
 def _default_rules() -> Rules:
     return load_rules()
+
+
+@lru_cache(maxsize=4096)
+def _item_values(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(literals, `named_values`) of an item's text under the default rules: the same for every
+    trajectory judged on the item, so worked out once per item, not once per reply (they were half of
+    grounding a reply)."""
+    rules = _default_rules()
+    return literals(text, rules), _named_in(text, rules)
 
 
 def _citation_problem(view: EvidenceView, c: Citation, item: ChecklistItem | None, named: frozenset[str]) -> str | None:
@@ -88,7 +101,7 @@ def _citation_problem(view: EvidenceView, c: Citation, item: ChecklistItem | Non
     if not view.quote_in_event(c.event_id, c.quote):
         return f"not_verbatim: quote is not verbatim in that event: {c.quote[:80]!r}"
     quote = normalize_ws(c.quote)
-    long_enough = (len(quote.replace(" ", "")) >= MIN_QUOTE_CHARS or quote == normalize_ws(event.text)
+    long_enough = (len(quote.replace(" ", "")) >= MIN_QUOTE_CHARS or quote == view.normalized(event.id)
                    or any(lit in quote.lower() for lit in named))
     if not long_enough:
         return (f"quote_too_short: {quote!r} has fewer than {MIN_QUOTE_CHARS} non-space characters, "
@@ -122,6 +135,13 @@ def ground_citations(
     `item` is the checklist item the citations are for (None for the holistic judge)."""
     rules = rules or _default_rules()
     named = literals(item.text, rules) if item is not None else frozenset()  # once for all the item's citations
+    return _ground(view, citations, item, named)
+
+
+def _ground(
+    view: EvidenceView, citations: Iterable[Citation], item: ChecklistItem | None, named: frozenset[str]
+) -> tuple[list[Citation], list[str]]:
+    """`ground_citations` with the item's literals (`named`) worked out by the caller."""
     kept: list[Citation] = []
     problems: list[str] = []
     for c in citations:
@@ -140,7 +160,7 @@ def _holds_value(view: EvidenceView, citations: Sequence[Citation], values: froz
         event = view.get(c.event_id)
         if event is None:
             continue
-        where = " ".join((normalize_ws(event.text), event.path or "", normalize_ws(view.call_text(event)))).lower()
+        where = " ".join((view.normalized(event.id), event.path or "", normalize_ws(view.call_text(event)))).lower()
         if any(v in where for v in values):
             return True
     return False
@@ -158,9 +178,8 @@ def item_judgment(
     """One item's grounded verdict: a Yes/No left without a grounded citation, or a Yes that never
     cites the value its item names, becomes Abstain `ungrounded`; the rationale then says which
     rule failed."""
-    rules = _default_rules()
-    kept, rejected = ground_citations(view, citations, item, rules=rules)
-    values = named_values(item, rules)
+    named, values = _item_values(item.text)
+    kept, rejected = _ground(view, citations, item, named)
     if verdict == "Yes" and kept and item.route in _VALUE_ROUTES and values and not _holds_value(view, kept, values):
         rejected.append(f"value_not_cited: no cited event shows any of {', '.join(sorted(values))}")
         kept = []
