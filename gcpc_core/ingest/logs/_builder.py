@@ -14,7 +14,6 @@ a log are numbered after this, so they stay dense and stable.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...models import EVENT_KINDS, EventKind, LogFormat
+from ._io import loads
 from ._render import render_args
 from .base import EVENT_FIELDS, EventFieldValues, ParsedLog, validate_events
 
@@ -36,6 +36,7 @@ _COMMAND_KEYS = ("command", "keystrokes")
 READ_TOOLS = frozenset({"Read", "read_file", "NotebookRead"})
 """Tools whose (non-error) results are file contents rather than tool output."""
 _PATH_KEYS = ("file_path", "absolute_path", "notebook_path", "path")
+_PATH_KEY_SET = frozenset(_PATH_KEYS)
 _WRITES: dict[str, tuple[str, bool]] = {
     "Write": ("content", True),
     "write_file": ("content", True),
@@ -94,6 +95,15 @@ class _Call:
     """The call text with the written text left in: what it shows when the write did not happen."""
 
 
+def _first_str(args: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first of `keys` whose argument is a string."""
+    for k in keys:
+        value = args.get(k)
+        if isinstance(value, str):
+            return value
+    return None
+
+
 def _add_unique(items: list[str], value: str) -> None:
     if value and value not in items:
         items.append(value)
@@ -150,26 +160,29 @@ class EventBuilder:
         verbatim). Returns the call's event id.
         """
         name = tool_name or "unknown"
-        if isinstance(args, str):
+        # only text that starts with "{" (after whitespace) can decode to an object: a shell
+        # command, most of what arrives as a string, is not handed to the decoder to fail
+        if isinstance(args, str) and args.lstrip()[:1] == "{":
             try:
-                decoded = json.loads(args)
+                decoded = loads(args)
             except ValueError:
                 decoded = None
             if isinstance(decoded, dict):
                 args = decoded
         argd = args if isinstance(args, dict) else {}
-        if any(k in argd for k in _PATH_KEYS):  # path first: reads like "which file, then what"
+        has_path = not _PATH_KEY_SET.isdisjoint(argd)
+        if has_path:  # path first: reads like "which file, then what"
             args = argd = {**{k: argd[k] for k in _PATH_KEYS if k in argd}, **argd}
         write = _WRITES.get(name)
-        command = next((argd[k] for k in _COMMAND_KEYS if isinstance(argd.get(k), str)), None)
-        if name in SHELL_TOOLS and command is not None:
+        command = _first_str(argd, _COMMAND_KEYS) if name in SHELL_TOOLS else None
+        if command is not None:
             text = command
         elif write and write[1] and isinstance(argd.get(write[0]), str):
             text = render_args({k: v for k, v in argd.items() if k != write[0]})
         else:
             text = render_args(args)
         eid = self.last_call = self.emit("tool_call", text, source, tool_name=name)
-        path = next((argd[k] for k in _PATH_KEYS if isinstance(argd.get(k), str)), None)
+        path = _first_str(argd, _PATH_KEYS) if has_path else None
         call = self._calls[key if key is not None else eid] = _Call(eid, name, path, len(self._events) - 1)
         if write and isinstance(argd.get(write[0]), str):
             self._write(call, argd[write[0]], f"{source}, {args_label}.{write[0]}")
@@ -250,6 +263,8 @@ class EventBuilder:
             if isinstance(value, str) and value.strip():
                 self.note_skill(value)
                 break
+        if "/skill" not in text:  # what both patterns start with: most calls skip the regexes
+            return
         if name in READ_TOOLS or name in SHELL_TOOLS:
             for m in _SKILL_MD.finditer(text):
                 _add_unique(self.skills_used, m.group(1))
