@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -41,6 +42,15 @@ def _figures(drill: object) -> dict:
     return {k: dict(v) if isinstance(v, dict) else v for k, v in vars(drill).items()} | {"ok": drill.ok}
 
 
+def _copy_project(source: Path, target: Path) -> Path:
+    """A copy of a project DB with its WAL file: the demo project's writes may all still be in the WAL
+    (its connection is open), and a copy of the main file alone is then an empty project."""
+    for suffix in ("", "-wal"):
+        if Path(f"{source}{suffix}").exists():
+            shutil.copy(f"{source}{suffix}", f"{target}{suffix}")
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--annotators", type=int, default=16)
@@ -58,15 +68,14 @@ def main(argv: list[str] | None = None) -> int:
         demo = work / "demo.db"
         build_demo_project(demo)
 
-        load_db = work / "load.db"
-        load_db.write_bytes(demo.read_bytes())
+        load_db = _copy_project(demo, work / "load.db")
         load = run_load_drill(load_db, annotators=args.annotators, writes=args.writes, processes=args.processes)
         print("\n".join(load.lines()), flush=True)
         out["load"] = _figures(load) | {"errors": load.errors[:20]}
         ok &= load.ok
 
         for name in ("clean.db", "killed.db"):
-            (work / name).write_bytes(demo.read_bytes())
+            _copy_project(demo, work / name)
         resume = run_resume_drill(work / "clean.db", work / "killed.db", kills=args.kills, seed=args.seed)
         print("\n".join(resume.lines()), flush=True)
         out["resume"] = _figures(resume)
