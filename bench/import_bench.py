@@ -2,8 +2,12 @@
 on a synthetic corpus of every supported log format (MB/s and trials/s per format), peak RSS with a
 1 GB sparse file in the corpus, and the evidence view's size relative to the raw log per log format.
 
-    python bench/import_bench.py [--synthetic 2000] [--log-kb 170] [--per-format 200] [--keep DIR]
+    python bench/import_bench.py [--synthetic 2000] [--log-kb 170] [--per-format 200] [--formats acp,codex] [--keep DIR]
+    python bench/import_bench.py --synthetic 0 --per-format 50   # quicker: the mixed corpus only, smaller
     python bench/import_bench.py --profile 200   # cProfile of parsing and of writing, apart
+
+It ends with one table, a row per format: the import's MB/s beside the `json.loads` baseline's over
+the same bytes in the same run, their ratio, CPU ms per MB and the import's peak RSS.
 
 Each import runs in a child process so its peak RSS (its own and its workers') is its own.
 """
@@ -190,6 +194,18 @@ def decode_baseline(trials: Path) -> dict:
     return {"seconds": time.perf_counter() - t0, "cpu_seconds": _cpu() - cpu0, "bytes": size}
 
 
+def _row(label: str, r: dict, base: dict) -> str:
+    """One line of the closing table (see `main`)."""
+    mb, base_mb = r["bytes"] / 2**20, base["bytes"] / 2**20
+    rate, base_rate = mb / r["seconds"], base_mb / base["seconds"]
+    return (f"{label:32s} {mb:7.1f} {rate:9.1f} {base_rate:12.1f} {rate / base_rate:6.2f} "
+            f"{1000 * r['cpu_seconds'] / mb:9.1f} {r['peak_rss_mb']:8.0f}")
+
+
+TABLE_HEAD = (f"{'format':32s} {'MB':>7s} {'MB/s':>9s} {'json.loads':>12s} {'ratio':>6s} {'CPU ms/MB':>9s} "
+              f"{'RSS MB':>8s}")
+
+
 def _vs(label: str, r: dict, base: dict) -> str:
     """The import's throughput as a multiple of the decoding baseline's, wall and CPU."""
     mb, base_mb = r["bytes"] / 2**20, base["bytes"] / 2**20
@@ -298,12 +314,14 @@ FORMATS = {
 """Format label -> writer of one trial's log files (relative path -> text) of about n bytes."""
 
 
-def write_mixed_corpus(root: Path, per_format: int, log_kb: int, seed: int = 2) -> dict[str, Path]:
-    """`per_format` synthetic trials of every format, one trials folder each, all under `root/tasks`."""
+def write_mixed_corpus(root: Path, per_format: int, log_kb: int, writers: dict | None = None,
+                       seed: int = 2) -> dict[str, Path]:
+    """`per_format` synthetic trials of every format of `writers` (default `FORMATS`), one trials
+    folder each, all under `root/tasks`."""
     rng = random.Random(seed)
     tasks, _ = write_synthetic_corpus(root, 0, log_kb)
     folders = {}
-    for label, make in FORMATS.items():
+    for label, make in (writers or FORMATS).items():
         folders[label] = root / "by-format" / label.split()[0]
         for i in range(per_format):
             task = f"synthetic-task-{i % 5}"
@@ -417,11 +435,31 @@ def evidence_sizes(trials_root: Path) -> None:
               f"raw tool I/O median {statistics.median(tool):.3f}")
 
 
+def _synthetic(args: argparse.Namespace, work: Path) -> str:
+    """The Claude Code synthetic corpus: first import, re-import, and import beside two sparse files;
+    returns the first import's table row."""
+    t0 = time.perf_counter()
+    tasks, trials = write_synthetic_corpus(work / "synthetic", args.synthetic, args.log_kb)
+    print(f"synthetic corpus: {args.synthetic} trials written in {time.perf_counter() - t0:.1f} s")
+    first = timed_import(tasks, trials, work / "synthetic.db")
+    base = decode_baseline(trials)
+    print(_fmt("synthetic import", first))
+    print(_vs("  vs", first, base))
+    again = timed_import(tasks, trials, work / "synthetic.db")
+    print(_fmt("synthetic re-import (idempotent)", again, corpus_bytes=first["bytes"]))
+    add_sparse_trials(trials)
+    sparse = timed_import(tasks, trials, work / "synthetic-sparse.db")
+    print(_fmt("synthetic import with two 1 GB sparse files in the corpus (fresh DB)", sparse))
+    print(f"  skipped: {sparse['reasons']}")
+    return _row(f"claude-code ({args.synthetic} synthetic)", first, base)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--synthetic", type=int, default=2000, help="synthetic trials (default %(default)s)")
     ap.add_argument("--log-kb", type=int, default=170, help="synthetic log size (default %(default)s KB)")
     ap.add_argument("--per-format", type=int, default=200, help="mixed corpus: trials per format (default %(default)s)")
+    ap.add_argument("--formats", help=f"mixed corpus: only these, comma-separated (of {', '.join(FORMATS)})")
     ap.add_argument("--profile", type=int, metavar="N", help="only profile a single-process import of N trials")
     ap.add_argument("--keep", type=Path, help="keep the synthetic corpus and DBs here")
     args = ap.parse_args()
@@ -434,6 +472,7 @@ def main() -> None:
             if args.keep is None:
                 shutil.rmtree(work, ignore_errors=True)
         return
+    table: list[str] = []
     try:
         if SKILLSBENCH.is_dir():
             real = timed_import(SKILLSBENCH / "tasks", SKILLSBENCH / "trials", work / "real.db")
@@ -441,24 +480,22 @@ def main() -> None:
             evidence_sizes(SKILLSBENCH / "trials")
         else:
             print(f"real corpus: not found at {SKILLSBENCH}, skipped")
-        t0 = time.perf_counter()
-        tasks, trials = write_synthetic_corpus(work / "synthetic", args.synthetic, args.log_kb)
-        print(f"synthetic corpus: {args.synthetic} trials written in {time.perf_counter() - t0:.1f} s")
-        first = timed_import(tasks, trials, work / "synthetic.db")
-        print(_fmt("synthetic import", first))
-        print(_vs("  vs", first, decode_baseline(trials)))
-        again = timed_import(tasks, trials, work / "synthetic.db")
-        print(_fmt("synthetic re-import (idempotent)", again, corpus_bytes=first["bytes"]))
-        add_sparse_trials(trials)
-        sparse = timed_import(tasks, trials, work / "synthetic-sparse.db")
-        print(_fmt("synthetic import with two 1 GB sparse files in the corpus (fresh DB)", sparse))
-        print(f"  skipped: {sparse['reasons']}")
-        folders = write_mixed_corpus(work / "mixed", args.per_format, args.log_kb)
+        if args.synthetic:
+            table.append(_synthetic(args, work))
+        chosen = args.formats.split(",") if args.formats else list(FORMATS)
+        writers = {label: make for label, make in FORMATS.items() if label.split()[0] in chosen or label in chosen}
+        folders = write_mixed_corpus(work / "mixed", args.per_format, args.log_kb, writers)
         print(f"mixed corpus: {args.per_format} trials of each of {len(folders)} formats, ~{args.log_kb} KB logs")
         for label, folder in folders.items():
             r = timed_import(work / "mixed" / "tasks", folder, work / f"mixed-{label.split()[0]}.db")
+            base = decode_baseline(folder)
             print(_fmt(f"  {label}", r))
-            print(_vs("    vs", r, decode_baseline(folder)))
+            print(_vs("    vs", r, base))
+            table.append(_row(label, r, base))
+        print(f"\nimport vs json.loads of the same bytes, each measured in this run (load average "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs):")
+        print(TABLE_HEAD)
+        print("\n".join(table))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..models import Condition, Task, Trajectory
-from ..store import EventValues, Store, TrajectoryClash, event_rows
+from ..store import EventValues, Store, TrajectoryClash, event_value_rows
 from .confine import outside_links
 from .logs._io import lone_surrogate
 from .tasks import TaskError, find_task_dirs, load_task
@@ -204,12 +204,12 @@ class _Writer:
 def _load_or_reason(trial_dir: Path, **options) -> Loaded:
     """Worker body: a loaded trial, or the reason it cannot be imported (errors cross processes as text)."""
     try:
-        traj, events = load_trial(trial_dir, **options)
+        traj, log = load_trial(trial_dir, **options)
     except (TrialError, OSError) as exc:
         return str(exc)
     except Exception as exc:  # noqa: BLE001 — a parser bug must cost one trial, not the whole import
         return f"{trial_dir}: {UNEXPECTED} ({type(exc).__name__}: {exc})"
-    return traj, event_rows(traj.id, events)
+    return traj, event_value_rows(traj.id, log.event_values)
 
 
 def _load_chunk(trial_dirs: list[Path], options: dict) -> list[Loaded]:

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..defaults import DEFAULT_MAX_LOG_BYTES, DEFAULT_PASS_THRESHOLD
-from ..models import Condition, CtrfTest, Event, Outcome, Trajectory
+from ..models import Condition, CtrfTest, Outcome, Trajectory
 from .bounded import FileRefused, hash_regular, is_regular, read_regular
 from .confine import first_escape, refusal, walk
 from .files import read_utf8, resolved_folder
@@ -384,8 +384,9 @@ def load_trial(
     derive_outcome: bool = False,
     settings: str = "",
     root: Path | None = None,
-) -> tuple[Trajectory, list[Event]]:
-    """Read and validate one trial folder; raises TrialError naming the file and the problem.
+) -> tuple[Trajectory, ParsedLog]:
+    """Read and validate one trial folder: its trajectory and its parsed log (whose `event_values`
+    import stores; `events` are its models); raises TrialError naming the file and the problem.
 
     `settings` is folded into the stored fingerprint (see `trial_fingerprint`). With `root` (a
     resolved folder), nothing is read through a link leading outside it (see `confine`). A trial
@@ -453,4 +454,4 @@ def load_trial(
     except ValidationError as exc:  # a field of result.json / config.json of the wrong JSON type
         wrong = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
         raise TrialError(f"{result_path}: unexpected value ({wrong})") from None
-    return traj, log.events
+    return traj, log

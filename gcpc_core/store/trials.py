@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
-from operator import attrgetter
+from collections.abc import Callable, Collection, Iterable, Mapping
+from operator import attrgetter, itemgetter
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
@@ -137,8 +137,17 @@ _EVENT_COLUMNS = EventRow.columns()[1:]
 """Every `events` column after `trajectory_id` is the `Event` field of the same name: its one bool
 column (`is_error`, written as 0/1) splits them into the plain values before and after it."""
 [_FLAG] = [i for i, name in enumerate(_EVENT_COLUMNS) if is_bool(EventRow.model_fields[name])]
-_BEFORE_FLAG, _FLAG_VALUE, _AFTER_FLAG = (attrgetter(*_EVENT_COLUMNS[:_FLAG]), attrgetter(_EVENT_COLUMNS[_FLAG]),
-                                          attrgetter(*_EVENT_COLUMNS[_FLAG + 1:]))
+
+
+def _split_at_flag(getter: Callable[..., Callable[[Any], Any]], keys: list[Any]) -> tuple[Callable[[Any], Any], ...]:
+    """Getters of the values before the flag column, of the flag, and of those after it."""
+    return getter(*keys[:_FLAG]), getter(keys[_FLAG]), getter(*keys[_FLAG + 1:])
+
+
+_OF_EVENT = _split_at_flag(attrgetter, list(_EVENT_COLUMNS))
+_FIELDS = tuple(Event.model_fields)
+_OF_VALUES = _split_at_flag(itemgetter, [_FIELDS.index(c) for c in _EVENT_COLUMNS])
+"""The same, of an event given as its field values in `Event` field order (a parser's output)."""
 _INSERT_EVENT = EventRow.insert_sql()
 _UPSERT_TASK = TaskRow.upsert_sql("id")
 _UPSERT_TRAJ = TrajectoryRow.upsert_sql("id")
@@ -148,10 +157,21 @@ lookups (a third of the write time in bench/import_bench.py) are not paid per tr
 
 def event_rows(traj_id: str, events: Iterable[Event]) -> list[EventValues]:
     """The `events` rows of one trajectory, as `EventRow(trajectory_id=traj_id, **event).db_values()`
-    would give them. Import builds them in its parse workers: plain tuples cross to the writing
-    process several times faster than pickled models, and attribute getters build them several
-    times faster than a model per event (bench/import_bench.py)."""
-    return [(traj_id, *_BEFORE_FLAG(e), int(_FLAG_VALUE(e)), *_AFTER_FLAG(e)) for e in events]
+    would give them: plain tuples cross to the writing process several times faster than pickled
+    models, and getters build them several times faster than a model per event
+    (bench/import_bench.py)."""
+    return _rows(traj_id, events, _OF_EVENT)
+
+
+def event_value_rows(traj_id: str, values: Iterable[tuple[Any, ...]]) -> list[EventValues]:
+    """`event_rows` of events given as their values in `Event` field order, already of the types an
+    `Event` holds: what a log parser gives, so import builds its rows without a model per event."""
+    return _rows(traj_id, values, _OF_VALUES)
+
+
+def _rows(traj_id: str, events: Iterable[Any], getters: tuple[Callable[[Any], Any], ...]) -> list[EventValues]:
+    before, flag, after = getters
+    return [(traj_id, *before(e), int(flag(e)), *after(e)) for e in events]
 
 
 _EVENT_SELECT, _EVENT_DEFAULTS = select_columns(Event)

@@ -14,17 +14,16 @@ a log are numbered after this, so they stay dense and stable.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
-
-from ...models import Event, EventKind, LogFormat
+from ...models import EVENT_KINDS, EventKind, LogFormat
+from ._io import loads
 from ._render import render_args
-from .base import ParsedLog
+from .base import EVENT_FIELDS, EventFieldValues, ParsedLog, validate_events
 
 __all__ = ["READ_TOOLS", "SHELL_TOOLS", "EventBuilder"]
 
@@ -37,6 +36,7 @@ _COMMAND_KEYS = ("command", "keystrokes")
 READ_TOOLS = frozenset({"Read", "read_file", "NotebookRead"})
 """Tools whose (non-error) results are file contents rather than tool output."""
 _PATH_KEYS = ("file_path", "absolute_path", "notebook_path", "path")
+_PATH_KEY_SET = frozenset(_PATH_KEYS)
 _WRITES: dict[str, tuple[str, bool]] = {
     "Write": ("content", True),
     "write_file": ("content", True),
@@ -56,8 +56,30 @@ _SKILL_MD = re.compile(r"/skills?/([^/\s'\"`]+)/SKILL\.md")
 _SKILL_DIR = re.compile(r"/skills?/([A-Za-z0-9][\w.-]*)/")
 
 
-_EVENTS = TypeAdapter(list[Event])
-"""One validation call for a log's events: a third cheaper than an `Event(...)` each (bench/import_bench.py)."""
+_ID, _SEQ, _KIND, _TEXT, _TOOL, _CALL, _PATH, _ERROR, _SOURCE = range(len(EVENT_FIELDS))
+"""Positions in an event's values (`EVENT_FIELDS`): the order `emit` appends them in."""
+_NONE = type(None)
+_TYPES = ((_ID, {str}), (_SEQ, {int}), (_TEXT, {str}), (_TOOL, {str, _NONE}), (_CALL, {str, _NONE}),
+          (_PATH, {str, _NONE}), (_ERROR, {bool}), (_SOURCE, {str}))
+"""Position -> the types `Event` holds there. A value of exactly one of these types is one that
+validating an `Event` keeps as it is (`kind` is checked against `EVENT_KINDS` instead)."""
+_KINDS = frozenset(EVENT_KINDS)
+_VALUES = attrgetter(*EVENT_FIELDS)
+
+
+def _validated(events: list[list[Any]]) -> list[EventFieldValues]:
+    """The events' values as validating an `Event` of each would give them, checked a column at a
+    time: a set of types per column instead of a model per event, which cost more than decoding the
+    log's JSON (bench/import_bench.py). Only when a parser let through a value of another type (a
+    tool name that is a number) does pydantic validate them, to raise its own error or coerce the value
+    as the models did."""
+    values = list(map(tuple, events))
+    if not values:
+        return values
+    columns = list(zip(*values))
+    if set(columns[_KIND]) <= _KINDS and all(set(map(type, columns[i])) <= types for i, types in _TYPES):
+        return values
+    return [_VALUES(e) for e in validate_events(values)]
 
 
 @dataclass(slots=True)
@@ -73,6 +95,15 @@ class _Call:
     """The call text with the written text left in: what it shows when the write did not happen."""
 
 
+def _first_str(args: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first of `keys` whose argument is a string."""
+    for k in keys:
+        value = args.get(k)
+        if isinstance(value, str):
+            return value
+    return None
+
+
 def _add_unique(items: list[str], value: str) -> None:
     if value and value not in items:
         items.append(value)
@@ -84,8 +115,9 @@ class EventBuilder:
     def __init__(self, fmt: LogFormat, path: Path) -> None:
         self.format: LogFormat = fmt
         self.path = path
-        self._events: list[dict[str, Any]] = []
-        """Event fields, validated into `Event`s all at once by `finish`."""
+        self._events: list[list[Any]] = []
+        """Each event's values in `EVENT_FIELDS` order (lists: a settled call changes its own),
+        checked all at once by `finish`."""
         self.skills_used: list[str] = []
         self.skills_referenced: list[str] = []
         self.warnings: list[str] = []
@@ -113,8 +145,7 @@ class EventBuilder:
         """Append one event and return its id."""
         seq = len(self._events) + 1
         eid = f"E{seq}"
-        self._events.append({"id": eid, "seq": seq, "kind": kind, "text": text, "tool_name": tool_name,
-                             "call_id": call_id, "path": path, "is_error": is_error, "source": source})
+        self._events.append([eid, seq, kind, text, tool_name, call_id, path, is_error, source])
         return eid
 
     def has_call(self, key: str) -> bool:
@@ -129,26 +160,29 @@ class EventBuilder:
         verbatim). Returns the call's event id.
         """
         name = tool_name or "unknown"
-        if isinstance(args, str):
+        # only text that starts with "{" (after whitespace) can decode to an object: a shell
+        # command, most of what arrives as a string, is not handed to the decoder to fail
+        if isinstance(args, str) and args.lstrip()[:1] == "{":
             try:
-                decoded = json.loads(args)
+                decoded = loads(args)
             except ValueError:
                 decoded = None
             if isinstance(decoded, dict):
                 args = decoded
         argd = args if isinstance(args, dict) else {}
-        if any(k in argd for k in _PATH_KEYS):  # path first: reads like "which file, then what"
+        has_path = not _PATH_KEY_SET.isdisjoint(argd)
+        if has_path:  # path first: reads like "which file, then what"
             args = argd = {**{k: argd[k] for k in _PATH_KEYS if k in argd}, **argd}
         write = _WRITES.get(name)
-        command = next((argd[k] for k in _COMMAND_KEYS if isinstance(argd.get(k), str)), None)
-        if name in SHELL_TOOLS and command is not None:
+        command = _first_str(argd, _COMMAND_KEYS) if name in SHELL_TOOLS else None
+        if command is not None:
             text = command
         elif write and write[1] and isinstance(argd.get(write[0]), str):
             text = render_args({k: v for k, v in argd.items() if k != write[0]})
         else:
             text = render_args(args)
         eid = self.last_call = self.emit("tool_call", text, source, tool_name=name)
-        path = next((argd[k] for k in _PATH_KEYS if isinstance(argd.get(k), str)), None)
+        path = _first_str(argd, _PATH_KEYS) if has_path else None
         call = self._calls[key if key is not None else eid] = _Call(eid, name, path, len(self._events) - 1)
         if write and isinstance(argd.get(write[0]), str):
             self._write(call, argd[write[0]], f"{source}, {args_label}.{write[0]}")
@@ -177,7 +211,7 @@ class EventBuilder:
             return
         if failed:
             self._void_writes(call)
-            self._events[call.index]["is_error"] = True
+            self._events[call.index][_ERROR] = True
         call.writes = []
 
     def failed_write(self, key: str, text: str, label: str) -> None:
@@ -185,15 +219,15 @@ class EventBuilder:
         the call is marked `is_error` and shows the text it tried to write, under `label`."""
         call = self._calls[key]
         event = self._events[call.index]
-        event["is_error"] = True
-        if text and text not in event["text"]:
-            event["text"] = f"{event['text']}\n{label}: {text}" if event["text"] else f"{label}: {text}"
+        event[_ERROR] = True
+        if text and text not in event[_TEXT]:
+            event[_TEXT] = f"{event[_TEXT]}\n{label}: {text}" if event[_TEXT] else f"{label}: {text}"
 
     def _void_writes(self, call: _Call) -> None:
         """Leave out the file contents of a write that did not happen; the call shows what it tried."""
         self._dropped.update(call.writes)
         if call.attempted_text is not None:
-            self._events[call.index]["text"] = call.attempted_text
+            self._events[call.index][_TEXT] = call.attempted_text
         call.writes = []
 
     def tool_result(self, key: Any, text: str, source: str, *, is_error: bool = False, as_file: bool = False,
@@ -229,6 +263,8 @@ class EventBuilder:
             if isinstance(value, str) and value.strip():
                 self.note_skill(value)
                 break
+        if "/skill" not in text:  # what both patterns start with: most calls skip the regexes
+            return
         if name in READ_TOOLS or name in SHELL_TOOLS:
             for m in _SKILL_MD.finditer(text):
                 _add_unique(self.skills_used, m.group(1))
@@ -237,11 +273,11 @@ class EventBuilder:
 
     def _renumber(self) -> None:
         kept = [e for i, e in enumerate(self._events) if i not in self._dropped]
-        new_ids = {e["id"]: f"E{n}" for n, e in enumerate(kept, 1)}
+        new_ids = {e[_ID]: f"E{n}" for n, e in enumerate(kept, 1)}
         for n, e in enumerate(kept, 1):
-            e["id"], e["seq"] = f"E{n}", n
-            if e["call_id"] is not None:
-                e["call_id"] = new_ids.get(e["call_id"], e["call_id"])
+            e[_ID], e[_SEQ] = f"E{n}", n
+            if e[_CALL] is not None:
+                e[_CALL] = new_ids.get(e[_CALL], e[_CALL])
         self._events, self._dropped = kept, set()
 
     def finish(self, *, skills_offered: list[str] | None, metadata: dict[str, Any]) -> ParsedLog:
@@ -252,7 +288,7 @@ class EventBuilder:
         """
         for call in self._calls.values():
             if call.writes:
-                self.warn(f"{self._events[call.index]['source']}: {call.tool_name} call {call.event_id} was never "
+                self.warn(f"{self._events[call.index][_SOURCE]}: {call.tool_name} call {call.event_id} was never "
                           f"answered; what it would write is kept in the call, not as file content")
                 self._void_writes(call)
         if self._dropped:
@@ -263,6 +299,6 @@ class EventBuilder:
         if self.warnings:
             meta["warnings"] = list(self.warnings)
         return ParsedLog(
-            format=self.format, path=self.path, events=_EVENTS.validate_python(self._events),
+            format=self.format, path=self.path, event_values=_validated(self._events),
             skills_offered=skills_offered, skills_used=list(self.skills_used), metadata=meta,
         )

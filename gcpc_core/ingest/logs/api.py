@@ -16,7 +16,7 @@ from ...models import LogFormat
 from . import acp, atif, claude_code, codex, gcpc_jsonl, terminus2
 from ._io import has_surrogate_escape, load_json_doc, loads, lone_surrogate, read_head, read_text, type_name
 from ..bounded import is_regular
-from .base import LogError, ParsedLog
+from .base import EVENT_FIELDS, LogError, ParsedLog
 
 __all__ = ["DEFAULT_MAX_BYTES", "LOG_PLACES", "PARSERS", "classify", "find_log", "log_files", "parse_log",
            "sniff_format"]
@@ -202,13 +202,23 @@ def parse_log(path: Path, fmt: LogFormat | None = None, *, max_bytes: int = DEFA
     return log
 
 
+_TEXT_FIELDS = tuple(EVENT_FIELDS.index(f) for f in ("text", "tool_name", "call_id", "path"))
+_SOURCE = EVENT_FIELDS.index("source")
+
+
 def _refuse_lone_surrogates(path: Path, log: ParsedLog) -> None:
-    """LogError, naming the place, when parsed text holds a lone surrogate (see `_io.lone_surrogate`)."""
-    for e in log.events:
-        for value in (e.text, e.tool_name, e.call_id, e.path):
-            bad = lone_surrogate(value)
-            if bad:
-                raise LogError(f"{path} ({e.source}): lone surrogate {bad} from a \\u escape: not valid Unicode text")
+    """LogError, naming the place, when parsed text holds a lone surrogate (see `_io.lone_surrogate`).
+
+    The events' strings are checked joined, in one pass; only a log that holds one is searched
+    event by event, for the place to name."""
+    columns = list(zip(*log.event_values)) or [()] * len(EVENT_FIELDS)
+    if lone_surrogate("".join("".join(filter(None, columns[i])) for i in _TEXT_FIELDS)):
+        for values in log.event_values:
+            for i in _TEXT_FIELDS:
+                bad = lone_surrogate(values[i])
+                if bad:
+                    raise LogError(f"{path} ({values[_SOURCE]}): lone surrogate {bad} from a \\u escape: "
+                                   f"not valid Unicode text")
     meta = [log.metadata, log.skills_offered, log.skills_used]
     bad = lone_surrogate(json.dumps(meta, ensure_ascii=False, default=str))
     if bad:

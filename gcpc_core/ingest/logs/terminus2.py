@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._builder import EventBuilder
-from ._io import load_json_doc, type_name
+from ._io import load_json_doc, loads, type_name
 from ._render import join_parts, render_args, to_text
 from .base import LogError, ParsedLog
 
@@ -37,6 +37,15 @@ def is_doc(obj: Any) -> bool:
     )
 
 
+def _decode(text: str) -> Any:
+    """`_DECODER.decode(text)`, by orjson (`loads`, several times faster) unless the strict decoders
+    refuse it: only then may the lenient one still decode it (raw newlines inside strings)."""
+    try:
+        return loads(text)
+    except ValueError:
+        return _DECODER.decode(text)
+
+
 def decode_response(text: str) -> tuple[dict[str, Any] | None, str, str]:
     """(decoded response object, text before it, text after it); (None, text, "") if none found.
 
@@ -44,7 +53,7 @@ def decode_response(text: str) -> tuple[dict[str, Any] | None, str, str]:
     are tolerated; only objects with a known response key are accepted.
     """
     try:
-        obj = _DECODER.decode(text.strip())
+        obj = _decode(text.strip())
         if isinstance(obj, dict):
             return obj, "", ""
     except ValueError:
