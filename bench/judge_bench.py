@@ -65,6 +65,7 @@ from gcpc_core.evidence import build_evidence_view  # noqa: E402
 from gcpc_core.judge import judge_project  # noqa: E402
 from gcpc_core.judge.prompts import items_messages  # noqa: E402
 from gcpc_core.llm import LLM, LLMConfig  # noqa: E402
+from gcpc_core.local_llm import DEFAULT_CONTEXT  # noqa: E402
 from gcpc_core.store import Store  # noqa: E402
 from store.helpers import llm_calls, replace_trajectory  # noqa: E402
 
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--real", type=int, default=0, metavar="N",
                         help="also judge N demo trajectories with the local tiny model (minutes each; default 0: no)")
     parser.add_argument("--real-only", action="store_true", help="only the real-model part")
-    parser.add_argument("--real-n-ctx", type=int, default=8192, help="local model context window (default %(default)s)")
+    parser.add_argument("--real-n-ctx", type=int, default=DEFAULT_CONTEXT, help="local model context window (default %(default)s)")
     parser.add_argument("--real-max-tokens", type=int, default=512,
                         help="reply bound for the local model (default %(default)s)")
     args = parser.parse_args(argv)

