@@ -298,8 +298,14 @@ class App:
         self.page.evaluate("() => document.activeElement && document.activeElement.blur && document.activeElement.blur()")
         self.rerun(lambda: self.page.keyboard.press(key))
 
-    def click(self, locator: Locator) -> None:
-        self.rerun(locator.click)
+    def click(self, locator: Locator, *, must_run: bool = False) -> None:
+        """Click `locator` and wait for the run it starts. `must_run`: the click has to start one (a form's
+        submit button, say); a click lost while the page was still drawing (no run started, so nothing
+        happened) is repeated, at most 3 times."""
+        for _ in range(3):
+            if self.rerun(locator.click) or not must_run:
+                return
+        raise AssertionError(f"clicking {locator} started no script run, 3 times")
 
     def tab(self, name: str) -> None:
         self.main.get_by_role("tab", name=name).first.click()

@@ -207,7 +207,7 @@ def test_admin_creates_a_study_its_link_opens_the_rate_page_and_closing_keeps_th
     form.get_by_role("textbox", name="Raters (comma-separated names)").fill("e2e-rater")
     form.get_by_role("spinbutton", name=re.compile(r"^Pairs per task")).fill("0")
     form.get_by_role("textbox", name="Study name (optional)").fill("E2E study")
-    demo.click(form.get_by_role("button", name="Create and freeze"))
+    demo.click(form.get_by_role("button", name="Create and freeze"), must_run=True)
     expect(demo.text("Study created and frozen.")).to_be_visible()
     link = demo.main.locator('[data-testid="stCode"]').filter(has_text="/rate?token=").first.inner_text().strip()
     assert link.startswith(f"{demo.server.url}/rate?token="), link
