@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +35,7 @@ from annotations.tokens import (ADMIN_TOKEN_ENV, PUBLIC_URL_ENV, SignInLimiter, 
 from ..analysis.run_names import run_name
 from ..checklist import Rules, load_rules
 from ..models import Event
-from ..project_frames import frames_from_store
+from ..project_frames import JUDGED_TABLES, frames_from_store, judged_frames
 from ..store import JudgeRun, Store
 from . import agreement, audit, checklists, compare, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
@@ -208,25 +209,31 @@ _CACHED: dict[str, Callable[..., Any]] = {}
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _cached_call(name: str, db_path: str, version: str, args: tuple, kwargs: tuple, _store: Store) -> Any:
-    return _CACHED[name](_store, *args, **dict(kwargs))
+def _cached_call(name: str, db_path: str, version: str, arguments: tuple, _store: Store) -> Any:
+    return _CACHED[name](_store, **dict(arguments))
 
 
 def cached(*tables: str) -> Callable[[F], F]:
     """Cache `fn(store, *args)` per project DB, until rows of `tables` change (`store.project.data_version`).
 
-    Keyed on the DB path, the tables' version and the other (hashable) arguments; results are
-    copied out of the cache, so callers may modify them.
+    Keyed on the DB path, the tables' version and the other (hashable) arguments, bound to the
+    function's parameters with their defaults filled in: `f(store)`, `f(store, labels=None)` and
+    `f(store, None)` are one entry (pages call the shared loaders differently; at paper scale a second
+    copy of the analysis frames costs seconds). Results are copied out of the cache, so callers may
+    modify them.
     """
 
     def wrap(fn: F) -> F:
         name = f"{fn.__module__}.{fn.__qualname__}"
         _CACHED[name] = fn
+        signature = inspect.signature(fn)
 
         @functools.wraps(fn)
         def call(store: Store, *args: Any, **kwargs: Any) -> Any:
-            return _cached_call(name, str(store.path), store.project.data_version(*tables), args,
-                                tuple(sorted(kwargs.items())), _store=store)
+            bound = signature.bind(store, *args, **kwargs)
+            bound.apply_defaults()
+            arguments = tuple(bound.arguments.items())[1:]  # the store is keyed by its path and data version
+            return _cached_call(name, str(store.path), store.project.data_version(*tables), arguments, _store=store)
 
         return call  # type: ignore[return-value]
 
@@ -265,7 +272,18 @@ cached_trajectory_frame = cached("trajectories")(audit.trajectory_frame)
 cached_judge_stats = cached("judgments", "scores", "annotations")(audit.judge_stats)
 cached_item_views = cached("judgments", "checklists", "trajectories", "tasks")(audit.item_views)
 _ANALYSIS_TABLES = agreement.ANALYSIS_TABLES
-cached_frames = cached(*_ANALYSIS_TABLES)(frames_from_store)
+cached_judged_frames = cached(*JUDGED_TABLES)(judged_frames)
+
+
+def _analysis_frames(store: Store, *, include_simulated: bool = True, labels: Mapping[str, str] | None = None,
+                     all_labels: bool = False) -> dict[str, pd.DataFrame]:
+    """`frames_from_store` over the judged frames' own cache entry: an audit reloads the human answers only."""
+    judged = cached_judged_frames(store, labels=labels, all_labels=all_labels)
+    return frames_from_store(store, include_simulated=include_simulated, labels=labels, all_labels=all_labels,
+                             judged=judged)
+
+
+cached_frames = cached(*_ANALYSIS_TABLES)(_analysis_frames)
 cached_dashboard = cached(*_ANALYSIS_TABLES)(_dashboard)
 cached_section = cached(*_ANALYSIS_TABLES)(_section)
 cached_headline = cached(*_ANALYSIS_TABLES)(agreement.stored_headline)
