@@ -37,7 +37,7 @@ from ..checklist import Rules, load_rules
 from ..models import Event
 from ..project_frames import JUDGED_TABLES, frames_from_store, judged_frames
 from ..store import JudgeRun, Store
-from . import agreement, audit, checklists, compare, pairs, scores
+from . import agreement, audit, checklists, compare, overview, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
 from .quote_select import component_segments
 from ..text import md_escape, show_invisible
@@ -53,6 +53,7 @@ __all__ = [
     "cached_dashboard",
     "cached_events",
     "cached_frames",
+    "cached_task_status",
     "cached_compare",
     "cached_headline",
     "cached_item_views",
@@ -284,9 +285,24 @@ def _analysis_frames(store: Store, *, include_simulated: bool = True, labels: Ma
 
 
 cached_frames = cached(*_ANALYSIS_TABLES)(_analysis_frames)
+
+
+def _task_status(store: Store, llm_ready: bool) -> list[overview.TaskStatus]:
+    """`overview.task_status` over the cached frames: the Overview redraws it on every rerun (every second while a job
+    runs), and at paper scale it reads thousands of rows."""
+    return overview.task_status(store, llm_ready=llm_ready, load_frames=cached_frames)
+
+
+cached_task_status = cached(*_ANALYSIS_TABLES, "tasks")(_task_status)
 cached_dashboard = cached(*_ANALYSIS_TABLES)(_dashboard)
 cached_section = cached(*_ANALYSIS_TABLES)(_section)
-cached_headline = cached(*_ANALYSIS_TABLES)(agreement.stored_headline)
+def _headline(store: Store, n_boot: int, seed: int, include_simulated: bool,
+              labels: Mapping[str, str] | None = None) -> agreement.HeadlineView:
+    """`agreement.stored_headline` over the cached frames (the Overview has most often read them already)."""
+    return agreement.stored_headline(store, n_boot, seed, include_simulated, labels, load_frames=cached_frames)
+
+
+cached_headline = cached(*_ANALYSIS_TABLES)(_headline)
 cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
 cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
 cached_trajectory_score = cached("scores")(scores.trajectory_score)
