@@ -18,7 +18,28 @@ from pydantic import BaseModel
 
 from .models import ENDPOINT_ITEM_ID, ItemJudgment, Outcome
 
-__all__ = ["Score", "postprocess", "score_items"]
+__all__ = ["Score", "partial_credit", "partial_credit_of", "postprocess", "postprocessed_verdict", "score_items"]
+
+
+def postprocessed_verdict(route: str, verdict_raw: str, outcome: Outcome, *, propagate_pass: bool = True) -> str:
+    """The verdict `postprocess` gives a real item: Yes for an assertion item of an official PASS (with
+    `propagate_pass`), else its raw verdict."""
+    return "Yes" if propagate_pass and outcome == "PASS" and route == "assertion" else verdict_raw
+
+
+def partial_credit(n_yes: int, n_no: int) -> float | None:
+    """Yes / (Yes + No); None when nothing was decided."""
+    return n_yes / (n_yes + n_no) if n_yes + n_no else None
+
+
+def partial_credit_of(
+    items: Sequence[tuple[str, str]], outcome: Outcome, *, propagate_pass: bool = True, add_endpoint: bool = True,
+) -> float | None:
+    """`score_items(postprocess(...)).partial_credit` of real items given as ``(route, verdict_raw)``, without
+    building the judgments: triage scores thousands of candidate corrections this way."""
+    verdicts = [postprocessed_verdict(r, v, outcome, propagate_pass=propagate_pass) for r, v in items]
+    endpoint_no = int(add_endpoint and outcome == "FAIL")
+    return partial_credit(verdicts.count("Yes"), verdicts.count("No") + endpoint_no)
 
 
 def postprocess(
@@ -36,10 +57,11 @@ def postprocess(
     for item in items:
         if item.item_id == ENDPOINT_ITEM_ID:
             continue  # idempotent: an endpoint from an earlier pass is rebuilt below
-        if propagate_pass and outcome == "PASS" and item.route == "assertion" and item.verdict_raw != "Yes":
-            out.append(item.model_copy(update={"verdict": "Yes", "reason": "official_pass"}))
+        verdict = postprocessed_verdict(item.route, item.verdict_raw, outcome, propagate_pass=propagate_pass)
+        if verdict != item.verdict_raw:
+            out.append(item.model_copy(update={"verdict": verdict, "reason": "official_pass"}))
         else:
-            out.append(item.model_copy(update={"verdict": item.verdict_raw}))
+            out.append(item.model_copy(update={"verdict": verdict}))
     if add_endpoint and outcome == "FAIL":
         out.append(
             ItemJudgment(
@@ -84,7 +106,7 @@ def score_items(items: Sequence[ItemJudgment]) -> Score:
     n_abstain = sum(i.verdict == "Abstain" for i in items)
     decided_raw = sum(i.verdict_raw != "Abstain" for i in real)
     return Score(
-        partial_credit=n_yes / (n_yes + n_no) if n_yes + n_no else None,
+        partial_credit=partial_credit(n_yes, n_no),
         evidence_coverage=decided_raw / len(real) if real else None,
         perfect=int(not any(i.verdict == "No" for i in real)),
         perfect_with_endpoint=int(n_no == 0),

@@ -32,7 +32,8 @@ from .judge.registry import judge_order
 from .models import SCORED_OUTCOMES
 from .store import Store
 
-__all__ = ["CTRF_COLUMNS", "ITEM_COLUMNS", "SCORE_COLUMNS", "compare_project", "frames_from_store", "run_frames"]
+__all__ = ["CTRF_COLUMNS", "ITEM_COLUMNS", "JUDGED_TABLES", "SCORE_COLUMNS", "compare_project", "frames_from_store",
+           "judged_frames", "run_frames"]
 
 SCORE_COLUMNS = ("trajectory_id", "task", "judge", "label", "outcome", "condition", "agent", "model", "trial_index",
                  "partial_credit", "evidence_coverage", "perfect", "perfect_with_endpoint", "n_items", "n_yes",
@@ -46,42 +47,63 @@ def _frame(rows: list[dict], columns: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame([{c: r.get(c) for c in columns} for r in rows], columns=list(columns))
 
 
+JUDGED_TABLES = ("judgments", "judge_units", "judge_labels", "scores", "trajectories", "checklists")
+"""The store tables `judged_frames` reads (`store.project.data_version` of these dates them): an audit or a rating
+changes none of them, so a cache of them outlives the human answers arriving."""
+
+
+def judged_frames(
+    store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False,
+) -> dict[str, pd.DataFrame]:
+    """`scores`, `items`, `ctrf` frames of a project: what the judges and the verifier gave, the large part of the
+    frames (seconds at paper scale), of the runs `run_frames` describes."""
+    order = judge_order()
+    trajectories = store.trials.trajectories()  # read once for the three frames that need them
+    scores = _frame(list(export_scores(store, labels=labels, all_labels=all_labels, trajectories=trajectories)),
+                    SCORE_COLUMNS)
+    for column in ("partial_credit", "evidence_coverage", "reward"):
+        scores[column] = pd.to_numeric(scores[column], errors="coerce").astype(float)
+    items = _frame(list(export_judgments(store, labels=labels, all_labels=all_labels, trajectories=trajectories)),
+                   ITEM_COLUMNS)
+    scores = with_judge_order(scores[scores["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True), order)
+    items = with_judge_order(items[items["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True), order)
+    scores.attrs["unscored_trials"] = store.project.counts()["unscored"]
+    scores.attrs["run_names"] = run_names(store)
+    ctrf = pd.DataFrame([(t.id, c.name, c.status) for t in trajectories for c in t.ctrf], columns=list(CTRF_COLUMNS))
+    return {"scores": scores, "items": items, "ctrf": ctrf}
+
+
 def run_frames(
     store: Store, *, include_simulated: bool = True, labels: Mapping[str, str] | None = None, all_labels: bool = False,
+    judged: Mapping[str, pd.DataFrame] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """`scores`, `items`, `ctrf`, `perturbations`, `audits` frames of a project: the machine-made ones.
 
     Scores, items, audits and perturbations are of one labelled run per judge: its default label
     (`JudgingRepository.default_labels`) unless `labels` chooses another; `all_labels` loads every run (for
     `compare`; the other analyses expect one run per judge). `include_simulated=False` drops simulated audits.
+    `judged`: `judged_frames` of the same `labels` and `all_labels`, when the caller holds them (the app caches them
+    apart from the human answers).
     """
-    order = judge_order()
-    scores = _frame(list(export_scores(store, labels=labels, all_labels=all_labels)), SCORE_COLUMNS)
-    for column in ("partial_credit", "evidence_coverage", "reward"):
-        scores[column] = pd.to_numeric(scores[column], errors="coerce").astype(float)
-    items = _frame(list(export_judgments(store, labels=labels, all_labels=all_labels)), ITEM_COLUMNS)
-    scores = with_judge_order(scores[scores["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True), order)
-    items = with_judge_order(items[items["outcome"].isin(SCORED_OUTCOMES)].reset_index(drop=True), order)
-    scores.attrs["unscored_trials"] = store.project.counts()["unscored"]
-    scores.attrs["run_names"] = run_names(store)
-    ctrf = pd.DataFrame([(t.id, c.name, c.status) for t in store.trials.trajectories() for c in t.ctrf],
-                        columns=list(CTRF_COLUMNS))
+    judged = judged if judged is not None else judged_frames(store, labels=labels, all_labels=all_labels)
     audits = audits_frame(store, labels=labels, all_labels=all_labels)
     if not include_simulated:
         audits = audits[~audits["is_simulated"]].reset_index(drop=True)
     perturbations = perturbation_frame(store, labels=labels, all_labels=all_labels)
-    return {"scores": scores, "items": items, "ctrf": ctrf, "perturbations": with_judge_order(perturbations, order),
-            "audits": with_judge_order(audits, order)}
+    order = judge_order()
+    return {"scores": judged["scores"], "items": judged["items"], "ctrf": judged["ctrf"],
+            "perturbations": with_judge_order(perturbations, order), "audits": with_judge_order(audits, order)}
 
 
 def frames_from_store(
     store: Store, *, include_simulated: bool = True, labels: Mapping[str, str] | None = None, all_labels: bool = False,
+    judged: Mapping[str, pd.DataFrame] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """`scores`, `items`, `ctrf`, `ratings`, `preferences`, `perturbations`, `audits` frames of a project:
-    `run_frames` (same `labels` and `all_labels`) with the current human answers. `include_simulated=False`
+    `run_frames` (same `labels`, `all_labels` and `judged`) with the current human answers. `include_simulated=False`
     drops human answers from simulated raters (the demo study) and simulated audits.
     """
-    frames = run_frames(store, include_simulated=include_simulated, labels=labels, all_labels=all_labels)
+    frames = run_frames(store, include_simulated=include_simulated, labels=labels, all_labels=all_labels, judged=judged)
     ratings, preferences = ratings_frame(store), preferences_frame(store)
     if not include_simulated:
         ratings = ratings[~ratings["simulated"]].reset_index(drop=True)

@@ -1,8 +1,8 @@
 """Overview: what the project holds; per task, what exists and the next step of the guided path, with the
 button or link that takes it; how far judging, audits and studies got; open a trajectory.
 
-Layout only: `gcpc_core.review.overview.task_status` decides the next step; jobs run in the background
-(`gcpc_core.review.runs.JOBS`), as on the Runs page.
+Layout only: `gcpc_core.review.overview.task_status` (cached: `ui.cached_task_status`) decides the next step;
+jobs run in the background (`gcpc_core.review.runs.JOBS`), as on the Runs page.
 """
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ from gcpc_core.review.overview import (
     overview_trajectories,
     status_frame,
     studies_frame,
-    task_status,
 )
 from gcpc_core.review.runs import JOBS
 from gcpc_core.text import md_escape
 from gcpc_core.review.ui import (
-    cached_frames,
     cached_judge_stats,
+    cached_task_status,
     cached_trajectory_frame,
     require_store,
     visible_frame,
@@ -94,7 +93,7 @@ def guided_path() -> None:
     running = JOBS.running(store.path)
     if running:
         st.text("Running: " + ", ".join(f"{j.kind} job {j.id}" for j in running))
-    statuses = task_status(store, llm_ready=llm_ready, load_frames=cached_frames)
+    statuses = cached_task_status(store, llm_ready)
     active = [s for s in statuses if s.trajectories]
     header = st.columns([3, 2, 3, 2, 1.5, 3.5])
     for col, name in zip(header, ("task", "checklist", "judged", "scored", "audited", "next step")):

@@ -15,15 +15,18 @@ import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
 from gcpc_core.analysis.triage import DRAWN_QUERY, IMPACT_SCALE
+from gcpc_core.csv_safe import frame_csv
 from gcpc_core.defaults import AUDIT_TARGET_WIDTH
 from gcpc_core.review.auditloop import (
     MIN_HISTORY_AUDITS,
     cached_audited_data,
     cached_judge_loop,
     cached_loop_data,
+    ROWS_PER_PAGE,
     history_figure,
     row_label,
 )
+from gcpc_core.review.logview import page_of
 from gcpc_core.text import md_escape
 from gcpc_core.review.ui import app_base_url, require_store, run_select
 
@@ -108,8 +111,19 @@ else:
     st.text(f"{len(found)} open disagreements, ranked by impact.{settled} {IMPACT_SCALE[0].upper()}{IMPACT_SCALE[1:]}.")
     if data.interval_note:
         st.warning(md_escape(f"The interval widths are unreliable: {data.interval_note}.", limit=400))
-    st.dataframe(found, hide_index=True, width="stretch", column_config={"link": LINK})
-    open_link("Open a disagreement", found.to_dict("records"), "triage:open")
+    last = page_of(found, 0, ROWS_PER_PAGE)[2]
+    if st.session_state.get("triage:page", 1) > last:  # the list shrank (audits settled some) since the page was chosen
+        st.session_state["triage:page"] = last
+    if last > 1:
+        st.number_input("Page of the list", min_value=1, max_value=last, value=1, key="triage:page")
+    shown, page, _ = page_of(found, int(st.session_state.get("triage:page", 1)) - 1, ROWS_PER_PAGE)
+    start = page * ROWS_PER_PAGE
+    st.caption(f"Rows {start + 1:,}–{start + len(shown):,} of {len(found):,} (page {page + 1} of {last}).")
+    st.dataframe(shown, hide_index=True, width="stretch", column_config={"link": LINK})
+    open_link("Open a disagreement", shown.to_dict("records"), "triage:open")
+    st.download_button("Download every disagreement (CSV)", data=lambda: frame_csv(found), file_name="disagreements.csv",
+                       mime="text/csv", key="triage:download", on_click="ignore",
+                       help="Formulas neutralised for spreadsheets; `python -m gcpc_core triage --json` gives the same list")
 
 # ---- calibration and audited figures (computed only when opened: the bootstrap is most of the page's time) --
 with st.expander("Judge calibration", key="triage:open:calibration", on_change="rerun") as section:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gcpc_core.models import ENDPOINT_ITEM_ID, ItemJudgment
-from gcpc_core.outcome import postprocess, score_items
+from gcpc_core.outcome import partial_credit_of, postprocess, score_items
 
 
 def item(item_id: str, route: str, verdict: str) -> ItemJudgment:
@@ -84,3 +86,15 @@ def test_evidence_coverage_reads_raw_verdicts_not_the_official_pass() -> None:
     assert s.partial_credit == 1.0 and s.n_abstain == 0
     assert s.evidence_coverage == pytest.approx(1 / 3)
     assert score_items(postprocess(raw, "PASS", propagate_pass=False)).evidence_coverage == pytest.approx(1 / 3)
+
+
+@given(items=st.lists(st.tuples(st.sampled_from(["assertion", "generated", "judge"]),
+                                st.sampled_from(["Yes", "No", "Abstain"])), max_size=8),
+       outcome=st.sampled_from(["PASS", "FAIL"]), propagate=st.booleans(), endpoint=st.booleans())
+def test_partial_credit_of_tuples_is_that_of_the_postprocessed_judgments(
+    items: list[tuple[str, str]], outcome: str, propagate: bool, endpoint: bool,
+) -> None:
+    # triage's shortcut must score exactly as postprocess + score_items, for every variant
+    judged = [item(f"C{k}", route, raw) for k, (route, raw) in enumerate(items)]
+    expected = score_items(postprocess(judged, outcome, propagate_pass=propagate, add_endpoint=endpoint)).partial_credit
+    assert partial_credit_of(items, outcome, propagate_pass=propagate, add_endpoint=endpoint) == expected

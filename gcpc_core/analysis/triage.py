@@ -42,8 +42,8 @@ from urllib.parse import urlencode
 import numpy as np
 import pandas as pd
 
-from ..models import ENDPOINT_ITEM_ID, ItemJudgment
-from ..outcome import postprocess, score_items
+from ..models import ENDPOINT_ITEM_ID
+from ..outcome import partial_credit_of
 from .ablations import OUTCOME_FREE_VARIANT, VARIANTS, score_variants
 from .audits import KEY, auditor_consensus, auditor_verdicts
 from .bootstrap import cluster_counts, clustered_ci, draw_clusters, ratio_draws
@@ -121,12 +121,11 @@ def disagreements(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 def _scores(items: Sequence[tuple[str, str, str]], outcome: str) -> tuple[float, float]:
     """(outcome-free, postprocessed) partial credit of one trajectory's real items, given as ``(item_id, route,
-    verdict_raw)``: plain tuples, since this runs twice per candidate correction (rows of a frame cost most of it)."""
-    # validated construction: model_construct inspects default factories on every call, 70x slower here
-    judged = [ItemJudgment(item_id=i, route=r, verdict_raw=v, verdict=v) for i, r, v in items]
+    verdict_raw)``: plain tuples and no judgment models, since this runs twice per candidate correction."""
+    verdicts = [(r, v) for _, r, v in items]
     out = []
     for propagate, endpoint in (VARIANTS[OUTCOME_FREE_VARIANT], VARIANTS["full"]):
-        pc = score_items(postprocess(judged, outcome, propagate_pass=propagate, add_endpoint=endpoint)).partial_credit
+        pc = partial_credit_of(verdicts, outcome, propagate_pass=propagate, add_endpoint=endpoint)
         out.append(np.nan if pc is None else pc)
     return out[0], out[1]
 
@@ -258,10 +257,17 @@ class _JudgeFigures:
         w, wo = self.with_at[pair], self.without_at[pair]
         old_delta = self.full[w] - self.full[wo]
         new_delta = (full if w == k else self.full[w]) - (full if wo == k else self.full[wo])
-        t = self.transition[pair:pair + 1]
-        n_old, up_old, down_old = self._counts(np.array([old_delta]), t)
-        n_new, up_new, down_new = self._counts(np.array([new_delta]), t)
-        after = _share_values(self.n0 - n_old + n_new, self.up0 - up_old + up_new, self.down0 - down_old + down_new)
+        # the pair's counts before and after, in one call: row 0 its old Δ, row 1 its new one
+        t = self.transition[[pair, pair]]
+        delta = np.array([old_delta, new_delta])
+        scored = np.isfinite(delta)
+        up, down = pair_moves(delta, self.threshold)
+        n, up_n, down_n = self.n0.copy(), self.up0.copy(), self.down0.copy()
+        for counts, flags in ((n, scored), (up_n, up & scored), (down_n, down & scored)):
+            change = float(flags[1]) - float(flags[0])
+            counts[t[0]] += change
+            counts[-1] += change
+        after = _share_values(n, up_n, down_n)
         names = list(after) if list(after) == list(self.shares0) else sorted({*after, *self.shares0})
         return {name: round(after.get(name, 0.0) - self.shares0.get(name, 0.0), 12) + 0.0 for name in names}
 
@@ -330,20 +336,22 @@ def rank_disagreements(
         figures = _JudgeFigures(s, threshold)
         mine = real[real["judge"] == judge]
         by_traj: dict[str, list[tuple[str, str, str]]] = {}
-        for t, i, r, v in zip(mine["trajectory_id"], mine["item_id"], mine["route"], mine["verdict_raw"]):
+        # plain lists: iterating Arrow-backed columns value by value costs more than the scoring itself
+        for t, i, r, v in zip(*(mine[c].tolist() for c in ("trajectory_id", "item_id", "route", "verdict_raw"))):
             by_traj.setdefault(t, []).append((i, r, v))
-        for key in cand[["trajectory_id", "item_id", "proposed"]].drop_duplicates().itertuples(index=False):
-            k = figures.where.get(key.trajectory_id)
+        keys = cand[["trajectory_id", "item_id", "proposed"]].drop_duplicates()
+        for trajectory, item_id, proposed in zip(*(keys[c].tolist() for c in keys.columns)):
+            k = figures.where.get(trajectory)
             if k is None:
                 continue
-            rows = by_traj[key.trajectory_id]
-            single = [(i, r, key.proposed if i == key.item_id else v) for i, r, v in rows]
-            joint_map = {**open_items[(judge, key.trajectory_id)], key.item_id: key.proposed}
+            rows = by_traj[trajectory]
+            single = [(i, r, proposed if i == item_id else v) for i, r, v in rows]
+            joint_map = {**open_items[(judge, trajectory)], item_id: proposed}
             joint = [(i, r, joint_map.get(i, v)) for i, r, v in rows]
             outcome = figures.outcome[k]
-            one = figures.effect(key.trajectory_id, _scores(single, outcome))
-            together = figures.effect(key.trajectory_id, _scores(joint, outcome))
-            effects[(judge, key.trajectory_id, key.item_id, key.proposed)] = {
+            one = figures.effect(trajectory, _scores(single, outcome))
+            together = figures.effect(trajectory, _scores(joint, outcome))
+            effects[(judge, trajectory, item_id, proposed)] = {
                 **one, "n_open": len(joint_map), **{f"joint_{c}": together[c] for c in EFFECTS}}
     out = found.copy()
     empty = dict.fromkeys([*EFFECTS, "width_auc", "width_mean_pc", "width_share", "n_open",

@@ -6,9 +6,10 @@ export is self-contained for auditors and for the analysis `items` frame.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from ..checklist import Checklist, fixed_checklist, load_rules
+from ..models import Trajectory
 from ..store import Store
 from .registry import checklist_kind
 
@@ -26,13 +27,15 @@ def _item_index(store: Store) -> dict[str, dict[str, dict]]:
 
 
 def export_judgments(
-    store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False
+    store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False,
+    trajectories: Sequence[Trajectory] | None = None,
 ) -> Iterator[dict]:
     """One row per (trajectory, judge, item) of each judge's chosen run (`store.judging.judgments`; every run
-    with `all_labels`): raw and postprocessed verdicts, citations, reasons, the run's label."""
+    with `all_labels`): raw and postprocessed verdicts, citations, reasons, the run's label. `trajectories`: the
+    project's, when the caller has read them already (reading them is a large share of the time)."""
     index = _item_index(store)
     fixed = {q.id: {"text": q.text, "verifier_refs": []} for q in fixed_checklist(load_rules(), "-").items}
-    outcomes = {t.id: (t.outcome, t.condition) for t in store.trials.trajectories()}
+    outcomes = {t.id: (t.outcome, t.condition) for t in trajectories or store.trials.trajectories()}
     for row in store.judging.judgments(labels=labels, all_labels=all_labels):
         items = index.get(row.checklist_sha or "") or (fixed if checklist_kind(row.judge) == "fixed" else {})
         item = items.get(row.item_id, {})
@@ -65,13 +68,15 @@ def export_judgments(
 
 
 def export_scores(
-    store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False
+    store: Store, *, labels: Mapping[str, str] | None = None, all_labels: bool = False,
+    trajectories: Sequence[Trajectory] | None = None,
 ) -> Iterator[dict]:
     """One row per (trajectory, judge) of each judge's chosen run (per label with `all_labels`). `model`
-    is the agent's model (the matched-pair key); the judge's own model is `judge_model`."""
-    trajectories = {t.id: t for t in store.trials.trajectories()}
+    is the agent's model (the matched-pair key); the judge's own model is `judge_model`. `trajectories` as for
+    `export_judgments`."""
+    by_id = {t.id: t for t in trajectories or store.trials.trajectories()}
     for row in store.judging.scores(labels=labels, all_labels=all_labels):
-        traj = trajectories.get(row.trajectory_id)
+        traj = by_id.get(row.trajectory_id)
         yield {
             "trajectory_id": row.trajectory_id,
             "task": row.task,

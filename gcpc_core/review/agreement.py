@@ -22,7 +22,7 @@ import hashlib
 import html
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -402,11 +402,13 @@ def headline_view(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, see
 
 
 def stored_headline(store: Store, n_boot: int = 1000, seed: int = 0, include_simulated: bool = True,
-                    labels: Mapping[str, str] | None = None) -> HeadlineView:
+                    labels: Mapping[str, str] | None = None, *,
+                    load_frames: Callable[..., Mapping[str, pd.DataFrame]] = frames_from_store) -> HeadlineView:
     """The headline of the project's analysis (over each judge's default run unless `labels` chooses
     another), read from the project DB when it was stored for these parameters, this data version and
-    this code; else computed and stored. A DB that cannot be written (read-only) still gets its headline,
-    computed each time; an entry that does not parse is recomputed and replaced."""
+    this code; else computed, from the frames `load_frames` reads (the app's cached ones), and stored. A DB
+    that cannot be written (read-only) still gets its headline, computed each time; an entry that does not
+    parse is recomputed and replaced."""
     params = json.dumps({"n_boot": n_boot, "seed": seed, "include_simulated": include_simulated,
                          "labels": sorted((labels or {}).items())}, sort_keys=True)
     slot = HEADLINE_META_PREFIX + hashlib.sha256(params.encode()).hexdigest()[:16]
@@ -421,7 +423,7 @@ def stored_headline(store: Store, n_boot: int = 1000, seed: int = 0, include_sim
         if kept is not None and kept.key == key:
             return HeadlineView(lines=tuple(Headline(*line) for line in kept.lines), missing=tuple(kept.missing),
                                 ci=kept.ci, simulated_answers=kept.simulated_answers, warnings=tuple(kept.warnings))
-    view = headline_view(frames_from_store(store, include_simulated=include_simulated, labels=labels),
+    view = headline_view(load_frames(store, include_simulated=include_simulated, labels=labels),
                          n_boot=n_boot, seed=seed)
     entry = _StoredHeadline(key=key, lines=[(h.statistic, h.value, h.reading) for h in view.lines],
                             missing=list(view.missing), ci=view.ci, simulated_answers=view.simulated_answers,

@@ -32,8 +32,9 @@ from ..judge.registry import item_judges_among
 from ..store import Store
 from .ui import cached, cached_frames
 
-__all__ = ["MIN_HISTORY_AUDITS", "AuditedData", "JudgeLoop", "LoopData", "audited_data", "cached_audited_data",
-           "cached_judge_loop", "cached_loop_data", "history_figure", "judge_loop", "loop_data", "row_label"]
+__all__ = ["MIN_HISTORY_AUDITS", "ROWS_PER_PAGE", "AuditedData", "JudgeLoop", "LoopData", "audited_data",
+           "cached_audited_data", "cached_judge_loop", "cached_loop_data", "history_figure", "judge_loop", "loop_data",
+           "row_label"]
 
 TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists")
 
@@ -136,6 +137,9 @@ cached_judge_loop = cached(*TABLES)(judge_loop)
 
 MIN_HISTORY_AUDITS = 2
 """Audits before the error-rate history is worth a chart (one point is no history)."""
+ROWS_PER_PAGE = 100
+"""Disagreements shown at once: a paper-scale project has thousands, and a table and chooser of all of them take
+the browser seconds to draw (the whole list is a download). `logview.page_of` cuts the pages."""
 
 
 def history_figure(history: pd.DataFrame, target_width: float) -> go.Figure | None:

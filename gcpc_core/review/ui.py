@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -34,9 +35,9 @@ from annotations.tokens import (ADMIN_TOKEN_ENV, PUBLIC_URL_ENV, SignInLimiter, 
 from ..analysis.run_names import run_name
 from ..checklist import Rules, load_rules
 from ..models import Event
-from ..project_frames import frames_from_store
+from ..project_frames import JUDGED_TABLES, frames_from_store, judged_frames
 from ..store import JudgeRun, Store
-from . import agreement, audit, checklists, compare, pairs, scores
+from . import agreement, audit, checklists, compare, overview, pairs, scores
 from .logview import LogQuery, event_title, first_hit, kind_counts, log_blocks, page_of
 from .quote_select import component_segments
 from ..text import md_escape, show_invisible
@@ -52,6 +53,7 @@ __all__ = [
     "cached_dashboard",
     "cached_events",
     "cached_frames",
+    "cached_task_status",
     "cached_compare",
     "cached_headline",
     "cached_item_views",
@@ -208,25 +210,31 @@ _CACHED: dict[str, Callable[..., Any]] = {}
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _cached_call(name: str, db_path: str, version: str, args: tuple, kwargs: tuple, _store: Store) -> Any:
-    return _CACHED[name](_store, *args, **dict(kwargs))
+def _cached_call(name: str, db_path: str, version: str, arguments: tuple, _store: Store) -> Any:
+    return _CACHED[name](_store, **dict(arguments))
 
 
 def cached(*tables: str) -> Callable[[F], F]:
     """Cache `fn(store, *args)` per project DB, until rows of `tables` change (`store.project.data_version`).
 
-    Keyed on the DB path, the tables' version and the other (hashable) arguments; results are
-    copied out of the cache, so callers may modify them.
+    Keyed on the DB path, the tables' version and the other (hashable) arguments, bound to the
+    function's parameters with their defaults filled in: `f(store)`, `f(store, labels=None)` and
+    `f(store, None)` are one entry (pages call the shared loaders differently; at paper scale a second
+    copy of the analysis frames costs seconds). Results are copied out of the cache, so callers may
+    modify them.
     """
 
     def wrap(fn: F) -> F:
         name = f"{fn.__module__}.{fn.__qualname__}"
         _CACHED[name] = fn
+        signature = inspect.signature(fn)
 
         @functools.wraps(fn)
         def call(store: Store, *args: Any, **kwargs: Any) -> Any:
-            return _cached_call(name, str(store.path), store.project.data_version(*tables), args,
-                                tuple(sorted(kwargs.items())), _store=store)
+            bound = signature.bind(store, *args, **kwargs)
+            bound.apply_defaults()
+            arguments = tuple(bound.arguments.items())[1:]  # the store is keyed by its path and data version
+            return _cached_call(name, str(store.path), store.project.data_version(*tables), arguments, _store=store)
 
         return call  # type: ignore[return-value]
 
@@ -265,10 +273,36 @@ cached_trajectory_frame = cached("trajectories")(audit.trajectory_frame)
 cached_judge_stats = cached("judgments", "scores", "annotations")(audit.judge_stats)
 cached_item_views = cached("judgments", "checklists", "trajectories", "tasks")(audit.item_views)
 _ANALYSIS_TABLES = agreement.ANALYSIS_TABLES
-cached_frames = cached(*_ANALYSIS_TABLES)(frames_from_store)
+cached_judged_frames = cached(*JUDGED_TABLES)(judged_frames)
+
+
+def _analysis_frames(store: Store, *, include_simulated: bool = True, labels: Mapping[str, str] | None = None,
+                     all_labels: bool = False) -> dict[str, pd.DataFrame]:
+    """`frames_from_store` over the judged frames' own cache entry: an audit reloads the human answers only."""
+    judged = cached_judged_frames(store, labels=labels, all_labels=all_labels)
+    return frames_from_store(store, include_simulated=include_simulated, labels=labels, all_labels=all_labels,
+                             judged=judged)
+
+
+cached_frames = cached(*_ANALYSIS_TABLES)(_analysis_frames)
+
+
+def _task_status(store: Store, llm_ready: bool) -> list[overview.TaskStatus]:
+    """`overview.task_status` over the cached frames: the Overview redraws it on every rerun (every second while a job
+    runs), and at paper scale it reads thousands of rows."""
+    return overview.task_status(store, llm_ready=llm_ready, load_frames=cached_frames)
+
+
+cached_task_status = cached(*_ANALYSIS_TABLES, "tasks")(_task_status)
 cached_dashboard = cached(*_ANALYSIS_TABLES)(_dashboard)
 cached_section = cached(*_ANALYSIS_TABLES)(_section)
-cached_headline = cached(*_ANALYSIS_TABLES)(agreement.stored_headline)
+def _headline(store: Store, n_boot: int, seed: int, include_simulated: bool,
+              labels: Mapping[str, str] | None = None) -> agreement.HeadlineView:
+    """`agreement.stored_headline` over the cached frames (the Overview has most often read them already)."""
+    return agreement.stored_headline(store, n_boot, seed, include_simulated, labels, load_frames=cached_frames)
+
+
+cached_headline = cached(*_ANALYSIS_TABLES)(_headline)
 cached_task_table = cached("tasks", "trajectories", "checklists")(checklists.task_table)
 cached_pair_items = cached("judgments", "checklists")(pairs.pair_items)
 cached_trajectory_score = cached("scores")(scores.trajectory_score)

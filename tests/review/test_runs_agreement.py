@@ -272,3 +272,24 @@ def test_a_judge_abstaining_everywhere_is_no_evidence_on_the_overview_and_the_he
     auc = next(line for line in lines if line.statistic.startswith("AUC"))
     assert (auc.statistic, auc.value) == ("AUC vs official PASS", "no evidence")
     assert auc.reading.startswith("Judge probe abstained on every item") and "no evidence" in auc.reading
+
+
+def test_a_cached_loader_called_with_its_defaults_spelled_out_or_not_is_computed_once(demo: Store) -> None:
+    # the Overview reads the frames as f(store), the Triage page as f(store, labels=None): one entry, one load
+    from gcpc_core.review.ui import cached
+
+    calls: list[tuple] = []
+
+    def load(store: Store, n: int = 1, *, labels: dict | None = None) -> int:
+        calls.append((n, labels))
+        return n
+
+    loader = cached("judgments")(load)
+    assert [loader(demo), loader(demo, labels=None), loader(demo, 1), loader(demo, n=1, labels=None)] == [1] * 4
+    assert calls == [(1, None)]
+    assert loader(demo, 2) == 2 and loader(demo, labels={"gcpc": "b"}) == 1 and len(calls) == 3
+    judged = demo.judging.judgments()[0]
+    record_item_audit(demo, trajectory_id=judged.trajectory_id, item_id=judged.item_id, judge=judged.judge,
+                      reviewer="alice", agree=True)
+    loader(demo)  # an audit is no judgment: the judgments' version, and so the entry, stand
+    assert len(calls) == 3
