@@ -87,12 +87,15 @@ else:
     st.text(f"Keep auditing: the interval is {est.width:.3f} wide; the target is {target:g}.")
 st.caption("Error rate per route")
 st.dataframe(est.by_route, hide_index=True, width="stretch")
-history = history_figure(loop.history, float(target))
-if history is None:
-    st.info(f"The error-rate chart appears once {MIN_HISTORY_AUDITS} or more of this judge's verdicts are audited "
-            f"({int(loop.history['n_audits'].max())} so far): record audits on the item audit page.")
-else:
-    st.plotly_chart(history, key="triage:history")
+# drawn only when opened: the chart's first drawing in a browser costs more than the rest of the page
+with st.expander("Error rate as audits arrived (chart)", key="triage:open:history", on_change="rerun") as section:
+    if section.open:
+        history = history_figure(loop.history, float(target))
+        if history is None:
+            st.info(f"The error-rate chart appears once {MIN_HISTORY_AUDITS} or more of this judge's verdicts are "
+                    f"audited ({int(loop.history['n_audits'].max())} so far): record audits on the item audit page.")
+        else:
+            st.plotly_chart(history, key="triage:history")
 st.caption("Next audits, in order (strata where the variance is; tasks in proportion). In simulation they reach an "
            "interval width of 0.04 with 0.67× the audits uniform random auditing needs (100 seeds, per seed "
            "0.49–1.09×: `python -m gcpc_core triage --simulate --target-width 0.04`).")
