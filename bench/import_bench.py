@@ -2,12 +2,14 @@
 on a synthetic corpus of every supported log format (MB/s and trials/s per format), peak RSS with a
 1 GB sparse file in the corpus, and the evidence view's size relative to the raw log per log format.
 
-    python bench/import_bench.py [--synthetic 2000] [--log-kb 170] [--per-format 200] [--formats acp,codex] [--keep DIR]
+    python bench/import_bench.py [--synthetic 2000] [--log-kb 170] [--per-format 200] [--formats acp,codex] [--workers 1,2] [--keep DIR]
     python bench/import_bench.py --synthetic 0 --per-format 50   # quicker: the mixed corpus only, smaller
     python bench/import_bench.py --profile 200   # cProfile of parsing and of writing, apart
 
-It ends with one table, a row per format: the import's MB/s beside the `json.loads` baseline's over
-the same bytes in the same run, their ratio, CPU ms per MB and the import's peak RSS.
+It ends with one table, a row per format and parse-worker count (`--workers`, default the import's
+own, `default_workers`): the import's MB/s beside the `json.loads` baseline's over the same bytes in
+the same run (one process, single-threaded, whatever the workers), their ratio, CPU ms per MB (the
+workers' included) and the import's peak RSS.
 
 Each import runs in a child process so its peak RSS (its own and its workers') is its own.
 """
@@ -32,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gcpc_core.evidence import build_evidence_view  # noqa: E402
-from gcpc_core.ingest import find_trial_dirs, import_project  # noqa: E402
+from gcpc_core.ingest import default_workers, find_trial_dirs, import_project  # noqa: E402
 from gcpc_core.ingest.logs import find_log, log_files, parse_log  # noqa: E402
 from gcpc_core.store import Store  # noqa: E402
 
@@ -126,7 +128,7 @@ def _cpu() -> float:
                for f in ("ru_utime", "ru_stime"))
 
 
-def _child_import(tasks: str, trials: str, db: str, queue: mp.Queue) -> None:
+def _child_import(tasks: str, trials: str, db: str, queue: mp.Queue, workers: int | None) -> None:
     """One timed import. Opening the project DB (on a fresh DB: creating its schema, ~0.2 s) is a
     project's set-up, not import work: it is timed apart and left out of the rates."""
     t0 = time.perf_counter()
@@ -135,7 +137,7 @@ def _child_import(tasks: str, trials: str, db: str, queue: mp.Queue) -> None:
     load0 = os.getloadavg()[0]
     cpu0 = _cpu()
     t0 = time.perf_counter()
-    report = import_project(store, tasks_dir=Path(tasks), trials_dir=Path(trials), progress=False)
+    report = import_project(store, tasks_dir=Path(tasks), trials_dir=Path(trials), progress=False, workers=workers)
     elapsed = time.perf_counter() - t0
     usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     peak_kb = max(u.ru_maxrss for u in usage)
@@ -143,13 +145,13 @@ def _child_import(tasks: str, trials: str, db: str, queue: mp.Queue) -> None:
     queue.put({"seconds": elapsed, "cpu_seconds": cpu, "bytes": report.bytes_read, "trials": report.trials_imported,
                "unchanged": report.trials_unchanged, "skipped": len(report.skipped), "peak_rss_mb": peak_kb / 1024,
                "reasons": [r for _, r in report.skipped][:5], "db_open_seconds": opened,
-               "load": (load0, os.getloadavg()[0])})
+               "load": (load0, os.getloadavg()[0]), "workers": workers or default_workers()})
 
 
-def timed_import(tasks: Path, trials: Path, db: Path) -> dict:
+def timed_import(tasks: Path, trials: Path, db: Path, workers: int | None = None) -> dict:
     ctx = mp.get_context("spawn")
     queue: mp.Queue = ctx.Queue()
-    proc = ctx.Process(target=_child_import, args=(str(tasks), str(trials), str(db), queue))
+    proc = ctx.Process(target=_child_import, args=(str(tasks), str(trials), str(db), queue, workers))
     proc.start()
     result = queue.get()
     proc.join()
@@ -198,12 +200,12 @@ def _row(label: str, r: dict, base: dict) -> str:
     """One line of the closing table (see `main`)."""
     mb, base_mb = r["bytes"] / 2**20, base["bytes"] / 2**20
     rate, base_rate = mb / r["seconds"], base_mb / base["seconds"]
-    return (f"{label:32s} {mb:7.1f} {rate:9.1f} {base_rate:12.1f} {rate / base_rate:6.2f} "
+    return (f"{label:32s} {r['workers']:7d} {mb:7.1f} {rate:9.1f} {base_rate:12.1f} {rate / base_rate:6.2f} "
             f"{1000 * r['cpu_seconds'] / mb:9.1f} {r['peak_rss_mb']:8.0f}")
 
 
-TABLE_HEAD = (f"{'format':32s} {'MB':>7s} {'MB/s':>9s} {'json.loads':>12s} {'ratio':>6s} {'CPU ms/MB':>9s} "
-              f"{'RSS MB':>8s}")
+TABLE_HEAD = (f"{'format':32s} {'workers':>7s} {'MB':>7s} {'MB/s':>9s} {'json.loads':>12s} {'ratio':>6s} "
+              f"{'CPU ms/MB':>9s} {'RSS MB':>8s}")
 
 
 def _vs(label: str, r: dict, base: dict) -> str:
@@ -441,14 +443,14 @@ def _synthetic(args: argparse.Namespace, work: Path) -> str:
     t0 = time.perf_counter()
     tasks, trials = write_synthetic_corpus(work / "synthetic", args.synthetic, args.log_kb)
     print(f"synthetic corpus: {args.synthetic} trials written in {time.perf_counter() - t0:.1f} s")
-    first = timed_import(tasks, trials, work / "synthetic.db")
+    first = timed_import(tasks, trials, work / "synthetic.db", args.workers[-1])
     base = decode_baseline(trials)
     print(_fmt("synthetic import", first))
     print(_vs("  vs", first, base))
-    again = timed_import(tasks, trials, work / "synthetic.db")
+    again = timed_import(tasks, trials, work / "synthetic.db", args.workers[-1])
     print(_fmt("synthetic re-import (idempotent)", again, corpus_bytes=first["bytes"]))
     add_sparse_trials(trials)
-    sparse = timed_import(tasks, trials, work / "synthetic-sparse.db")
+    sparse = timed_import(tasks, trials, work / "synthetic-sparse.db", args.workers[-1])
     print(_fmt("synthetic import with two 1 GB sparse files in the corpus (fresh DB)", sparse))
     print(f"  skipped: {sparse['reasons']}")
     return _row(f"claude-code ({args.synthetic} synthetic)", first, base)
@@ -460,6 +462,9 @@ def main() -> None:
     ap.add_argument("--log-kb", type=int, default=170, help="synthetic log size (default %(default)s KB)")
     ap.add_argument("--per-format", type=int, default=200, help="mixed corpus: trials per format (default %(default)s)")
     ap.add_argument("--formats", help=f"mixed corpus: only these, comma-separated (of {', '.join(FORMATS)})")
+    ap.add_argument("--workers", type=lambda v: [int(n) for n in v.split(",")], default=[None],
+                    help="parse workers, comma-separated counts, each measured (default: the import's own); the "
+                         "Claude Code corpus uses the last")
     ap.add_argument("--profile", type=int, metavar="N", help="only profile a single-process import of N trials")
     ap.add_argument("--keep", type=Path, help="keep the synthetic corpus and DBs here")
     args = ap.parse_args()
@@ -487,11 +492,12 @@ def main() -> None:
         folders = write_mixed_corpus(work / "mixed", args.per_format, args.log_kb, writers)
         print(f"mixed corpus: {args.per_format} trials of each of {len(folders)} formats, ~{args.log_kb} KB logs")
         for label, folder in folders.items():
-            r = timed_import(work / "mixed" / "tasks", folder, work / f"mixed-{label.split()[0]}.db")
             base = decode_baseline(folder)
-            print(_fmt(f"  {label}", r))
-            print(_vs("    vs", r, base))
-            table.append(_row(label, r, base))
+            for workers in args.workers:
+                r = timed_import(work / "mixed" / "tasks", folder, work / f"mixed-{label.split()[0]}-{workers}.db", workers)
+                print(_fmt(f"  {label}, {r['workers']} parse workers", r))
+                print(_vs("    vs", r, base))
+                table.append(_row(label, r, base))
         print(f"\nimport vs json.loads of the same bytes, each measured in this run (load average "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs):")
         print(TABLE_HEAD)

@@ -23,7 +23,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..models import Condition, Task, Trajectory
-from ..store import EventValues, Store, TrajectoryClash, event_value_rows
+from ..store import EventPack, Store, TrajectoryClash, pack_event_values
 from .confine import outside_links
 from .logs._io import lone_surrogate
 from .tasks import TaskError, find_task_dirs, load_task
@@ -42,6 +42,7 @@ __all__ = [
     "ImportReport",
     "TaskError",
     "TrialError",
+    "default_workers",
     "find_task_dirs",
     "find_trial_dirs",
     "import_project",
@@ -137,8 +138,8 @@ def _import_tasks(store: Store, tasks_dir: Path, report: ImportReport) -> None:
             report.tasks_unchanged += 1
 
 
-Loaded = tuple[Trajectory, list[EventValues]] | str
-"""A loaded trial (its events as `events` rows), or the reason it cannot be imported."""
+Loaded = tuple[Trajectory, EventPack] | str
+"""A loaded trial (its events packed for the writer, `pack_event_values`), or the reason it cannot be imported."""
 _CHUNK = 4
 """Trials per task sent to a parse worker."""
 _POOL_CONTEXT = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
@@ -150,6 +151,13 @@ _WRITE_BATCH_TRIALS = 64
 _WRITE_BATCH_BYTES = 32 * 2**20
 """A write transaction takes at most this many trials, and closes once its trials' logs reach this
 many bytes: few commits, while a concurrent import waits for one batch, never for a whole import."""
+
+
+def default_workers() -> int:
+    """Parse workers an import starts unless told: one per core, up to 4 (beyond that the one
+    writing process, copying each trial's events from its pack, is no longer the bound only on
+    machines with the cores to spare; bench/import_bench.py --workers measures it)."""
+    return min(4, os.cpu_count() or 1)
 
 
 def _in_flight(workers: int) -> int:
@@ -169,9 +177,9 @@ class _Writer:
     def __init__(self, store: Store, report: ImportReport) -> None:
         self._store, self._report = store, report
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gcpc-import-writer")
-        self._pending: tuple[list[tuple[str, str]], list[tuple[Trajectory, list[EventValues]]], Future | None] | None = None
+        self._pending: tuple[list[tuple[str, str]], list[tuple[Trajectory, EventPack]], Future | None] | None = None
 
-    def submit(self, skips: list[tuple[str, str]], writes: list[tuple[Trajectory, list[EventValues]]]) -> None:
+    def submit(self, skips: list[tuple[str, str]], writes: list[tuple[Trajectory, EventPack]]) -> None:
         """Record the batch before this one (waiting for its write), then start writing this one."""
         self._record()
         future = self._thread.submit(self._store.trials.replace_trajectories, writes) if writes else None
@@ -209,7 +217,7 @@ def _load_or_reason(trial_dir: Path, **options) -> Loaded:
         return str(exc)
     except Exception as exc:  # noqa: BLE001 — a parser bug must cost one trial, not the whole import
         return f"{trial_dir}: {UNEXPECTED} ({type(exc).__name__}: {exc})"
-    return traj, event_value_rows(traj.id, log.event_values)
+    return traj, pack_event_values(log.event_values)
 
 
 def _load_chunk(trial_dirs: list[Path], options: dict) -> list[Loaded]:
@@ -288,7 +296,7 @@ def import_project(
             trial_dirs.append(trial_dir)
         loaded = _load_all(
             trial_dirs,
-            workers if workers is not None else min(4, os.cpu_count() or 1),
+            workers if workers is not None else default_workers(),
             known_tasks=known_tasks,
             condition_map=mapping,
             pass_threshold=pass_threshold,
@@ -303,7 +311,7 @@ def import_project(
         try:
             for batch in _batches(iter(bar)):
                 skips: list[tuple[str, str]] = []
-                writes: list[tuple[Trajectory, list[EventValues]]] = []
+                writes: list[tuple[Trajectory, EventPack]] = []
                 for trial_dir, outcome in batch:
                     if isinstance(outcome, str):
                         skips.append((str(trial_dir.resolve()), outcome))

@@ -11,12 +11,12 @@ from .migrations import MIGRATIONS, SchemaTooNew
 from .perturbations import PerturbationRow
 from .runs import LLMCacheRow, LLMCallRow, LLMModeRow, RunProgress, RunRow
 from .studies import Rater, StudyAssignmentRow, StudyPairRow, StudyRaterRow, StudyRow, StudyUnitRow
-from .trials import (EventRow, EventValues, ImportIssueRow, TaskRow, TrajectoryClash, TrajectoryRef, TrajectoryRow,
-                     event_rows, event_value_rows)
+from .trials import (EventPack, EventRow, ImportIssueRow, TaskRow, TrajectoryClash, TrajectoryRef, TrajectoryRow,
+                     pack_event_values, pack_events)
 
 __all__ = [
-    "MIGRATIONS", "SchemaTooNew", "EventRow", "EventValues", "TaskRow", "TrajectoryRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
-    "Store", "StoredRowError", "TrajectoryClash", "TrajectoryRef", "derive_label", "event_rows", "event_value_rows", "utcnow",
+    "MIGRATIONS", "SchemaTooNew", "EventPack", "EventRow", "TaskRow", "TrajectoryRow", "JudgeBatchRow", "JudgeReplyRow", "JudgeRun", "JudgeUnitRow", "JudgmentRow", "PerturbationRow", "ScoreRow",
+    "Store", "StoredRowError", "TrajectoryClash", "TrajectoryRef", "derive_label", "pack_event_values", "pack_events", "utcnow",
     "ChecklistRow", "ImportIssueRow", "LLMCacheRow", "LLMCallRow", "LLMModeRow", "RunProgress", "RunRow",
     "AnnotationRow", "Rater", "StudyAssignmentRow", "StudyPairRow", "StudyRaterRow", "StudyRow", "StudyUnitRow",
 ]

@@ -14,6 +14,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
 from sqlite_utils import Database
 
+PAGE_SIZE = 16384
+"""Page size of a new project DB. Events (log text, ~1 KB a row on average) are most of it; with
+16 KiB pages instead of SQLite's default 4 KiB, storing the import benchmark's synthetic events took
+~15% less CPU and a ~12% smaller file. Import's event packs (`trials.pack_event_values`) use it too. An existing DB keeps the page size it was created with."""
+
 
 def utcnow() -> str:
     """ISO-8601 UTC timestamp used for every `created_at` column."""

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
-from operator import attrgetter, itemgetter
+import sqlite3
+from collections.abc import Collection, Iterable, Mapping
+from operator import attrgetter
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 from sqlite_utils import Database
 
 from ..models import Condition, Event, EventKind, LogFormat, Outcome, Task, Trajectory
-from .common import JSON, Repository, Row, is_bool, select_columns, utcnow
+from .common import JSON, PAGE_SIZE, Repository, Row, select_columns, utcnow
 
 
 class TrajectoryClash(ValueError):
@@ -105,7 +106,7 @@ class TrajectoryRow(Row):
 
 class EventRow(Row):
     """One normalized event of one trajectory (an `Event` and the trajectory it belongs to). Import
-    moves these as `db_values()` tuples (`event_rows`), never as models: see there."""
+    moves these as packs (`pack_event_values`), never as models: see there."""
 
     TABLE: ClassVar[str] = "events"
 
@@ -131,47 +132,52 @@ class EventRow(Row):
     """The step's content, whole."""
 
 
-EventValues = tuple
-"""One `events` row as `EventRow.db_values()` gives it: its values in column order."""
-_EVENT_COLUMNS = EventRow.columns()[1:]
-"""Every `events` column after `trajectory_id` is the `Event` field of the same name: its one bool
-column (`is_error`, written as 0/1) splits them into the plain values before and after it."""
-[_FLAG] = [i for i, name in enumerate(_EVENT_COLUMNS) if is_bool(EventRow.model_fields[name])]
-
-
-def _split_at_flag(getter: Callable[..., Callable[[Any], Any]], keys: list[Any]) -> tuple[Callable[[Any], Any], ...]:
-    """Getters of the values before the flag column, of the flag, and of those after it."""
-    return getter(*keys[:_FLAG]), getter(keys[_FLAG]), getter(*keys[_FLAG + 1:])
-
-
-_OF_EVENT = _split_at_flag(attrgetter, list(_EVENT_COLUMNS))
+EventPack = bytes
+"""A trajectory's events as `pack_event_values` gives them: what import's parse workers send the one
+writing process, and what `replace_trajectories` stores."""
 _FIELDS = tuple(Event.model_fields)
-_OF_VALUES = _split_at_flag(itemgetter, [_FIELDS.index(c) for c in _EVENT_COLUMNS])
-"""The same, of an event given as its field values in `Event` field order (a parser's output)."""
-_INSERT_EVENT = EventRow.insert_sql()
+_PACK_TABLE = f"CREATE TABLE events ({', '.join(_FIELDS)})"
+_PACK_INSERT = f"INSERT INTO events VALUES ({', '.join('?' * len(_FIELDS))})"
+_OF_EVENT = attrgetter(*_FIELDS)
+_SCRATCH = "gcpc_event_pack"
+"""The in-memory database, attached to a writing connection, that a pack is loaded into to be copied."""
+_COPY_EVENTS = (f"INSERT INTO main.events ({', '.join(EventRow.columns())}) "
+                f"SELECT ?, {', '.join(EventRow.columns()[1:])} FROM {_SCRATCH}.events ORDER BY rowid")
+"""Every `events` column after `trajectory_id` is the `Event` field of the same name; the packed
+table holds no trajectory id, so a pack can only be stored as the events of the trajectory it is
+given with."""
+
+
+def pack_event_values(values: Iterable[tuple[Any, ...]]) -> EventPack:
+    """Events given as their values in `Event` field order (what a log parser gives, already of the
+    types an `Event` holds) as a serialized in-memory SQLite database of one table.
+
+    Why: import parses in worker processes but stores from one writer. Sent as value tuples, every
+    value of every event was unpickled and bound to a statement by that one writer, ~7 CPU ms per MB
+    of log, the serial part that bounded the import whatever the number of workers. A pack is one
+    bytes object to send, and the writer copies its rows inside SQLite (`_COPY_EVENTS`); the binding
+    happens here, in the workers, in parallel (bench/import_bench.py)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # as the project DB's
+        conn.execute(_PACK_TABLE)
+        conn.execute("BEGIN")
+        conn.executemany(_PACK_INSERT, values)
+        conn.execute("COMMIT")
+        return conn.serialize()
+    finally:
+        conn.close()
+
+
+def pack_events(events: Iterable[Event]) -> EventPack:
+    """`pack_event_values` of validated events (a hand-made or re-stored trajectory's)."""
+    return pack_event_values(map(_OF_EVENT, events))
+
+
 _UPSERT_TASK = TaskRow.upsert_sql("id")
 _UPSERT_TRAJ = TrajectoryRow.upsert_sql("id")
 """Import writes trajectories in batches: fixed statements, so sqlite-utils' per-call schema
 lookups (a third of the write time in bench/import_bench.py) are not paid per trial."""
-
-
-def event_rows(traj_id: str, events: Iterable[Event]) -> list[EventValues]:
-    """The `events` rows of one trajectory, as `EventRow(trajectory_id=traj_id, **event).db_values()`
-    would give them: plain tuples cross to the writing process several times faster than pickled
-    models, and getters build them several times faster than a model per event
-    (bench/import_bench.py)."""
-    return _rows(traj_id, events, _OF_EVENT)
-
-
-def event_value_rows(traj_id: str, values: Iterable[tuple[Any, ...]]) -> list[EventValues]:
-    """`event_rows` of events given as their values in `Event` field order, already of the types an
-    `Event` holds: what a log parser gives, so import builds its rows without a model per event."""
-    return _rows(traj_id, values, _OF_VALUES)
-
-
-def _rows(traj_id: str, events: Iterable[Any], getters: tuple[Callable[[Any], Any], ...]) -> list[EventValues]:
-    before, flag, after = getters
-    return [(traj_id, *before(e), int(flag(e)), *after(e)) for e in events]
 
 
 _EVENT_SELECT, _EVENT_DEFAULTS = select_columns(Event)
@@ -264,9 +270,9 @@ class TrialRepository(Repository):
         }
 
     def replace_trajectories(
-        self, batch: Iterable[tuple[Trajectory, list[EventValues]]],
+        self, batch: Iterable[tuple[Trajectory, EventPack]],
     ) -> list[str | TrajectoryClash]:
-        """Store trajectories with their events (`event_rows`) in one transaction, replacing older copies.
+        """Store trajectories with their events (`pack_event_values`) in one transaction, replacing older copies.
 
         Returns, per trajectory, `imported`, `updated` or the `TrajectoryClash` that kept it out (the
         others are stored). The checks run inside the write transaction, so two imports racing cannot
@@ -278,16 +284,16 @@ class TrialRepository(Repository):
         imported_at = utcnow()
         out: list[str | TrajectoryClash] = []
         with self.atomic() as db:
-            for traj, rows in batch:
-                if any(r[0] != traj.id for r in rows):
-                    raise ValueError(f"event rows of {traj.id!r} name another trajectory")
+            if not any(name == _SCRATCH for _, name, *_ in db.conn.execute("PRAGMA database_list")):
+                db.conn.execute(f"ATTACH ':memory:' AS {_SCRATCH}")  # once per connection
+            for traj, pack in batch:
                 try:
-                    out.append(self._replace_one(db, traj, rows, imported_at))
+                    out.append(self._replace_one(db, traj, pack, imported_at))
                 except TrajectoryClash as exc:
                     out.append(exc)
         return out
 
-    def _replace_one(self, db: Database, traj: Trajectory, rows: list[EventValues], imported_at: str) -> str:
+    def _replace_one(self, db: Database, traj: Trajectory, pack: EventPack, imported_at: str) -> str:
         conn = db.conn
         owner = conn.execute("SELECT source_path FROM trajectories WHERE id = ?", [traj.id]).fetchone()
         if owner is not None and owner[0] != traj.source_path:
@@ -304,9 +310,10 @@ class TrialRepository(Repository):
             conn.execute("UPDATE trajectories SET id = ? WHERE id = ?", [traj.id, old[0]])
         conn.execute("DELETE FROM events WHERE trajectory_id = ?", [traj.id])
         conn.execute(_UPSERT_TRAJ, TrajectoryRow.of(traj, imported_at).db_values())
-        # Events are the bulk of an import: one prepared statement, executemany, instead of
-        # insert_all's per-value conversion, which cost ~60% of import time (bench/import_bench.py).
-        conn.executemany(_INSERT_EVENT, rows)
+        # Events are the bulk of an import: copied from their pack by SQLite, with no Python per row
+        # (see `pack_event_values`). The pack stays loaded until the next one replaces it.
+        conn.deserialize(pack, name=_SCRATCH)
+        conn.execute(_COPY_EVENTS, [traj.id])
         return "updated" if owner is not None or old is not None else "imported"
 
     @staticmethod

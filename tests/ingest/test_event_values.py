@@ -14,7 +14,7 @@ from gcpc_core.ingest import find_trial_dirs
 from gcpc_core.ingest.logs import LogError, find_log, parse_log
 from gcpc_core.ingest.logs.base import EVENT_FIELDS, validate_events
 from gcpc_core.models import Event
-from gcpc_core.store import event_rows, event_value_rows
+from gcpc_core.store import pack_event_values, pack_events
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SAMPLE_ROOTS = (SHARED / "harness-samples", SHARED / "skillsbench" / "trials")
@@ -29,7 +29,7 @@ def assert_values_are_the_models(values: list[tuple]) -> None:
     modelled = [attrgetter(*EVENT_FIELDS)(e) for e in validate_events(values)]
     assert values == modelled
     assert [tuple(map(type, v)) for v in values] == [tuple(map(type, v)) for v in modelled]
-    assert event_value_rows("t__1", values) == event_rows("t__1", validate_events(values))
+    assert pack_event_values(values) == pack_events(validate_events(values))  # what import stores, byte for byte
 
 
 def test_event_fields_are_the_event_models_fields_in_order() -> None:

@@ -17,8 +17,9 @@ import pytest
 import gcpc_core.ingest as ingest
 from gcpc_core.ingest import import_project
 from gcpc_core.models import Event, Task, Trajectory
-from gcpc_core.store import Store, TrajectoryClash, event_rows
+from gcpc_core.store import Store, TrajectoryClash, pack_events
 
+from .test_event_values import SMALL_LOGS
 from .test_import import make_task, make_trial
 
 pytestmark = pytest.mark.timeout(120)
@@ -29,8 +30,8 @@ def _traj(tid: str, source: str) -> Trajectory:
                       log_path="agent/claude-code.txt", log_format="claude-code")
 
 
-def _rows(tid: str, n: int) -> list:
-    return event_rows(tid, [Event(id=f"E{i}", seq=i, kind="tool_output", text=f"{tid} {i}") for i in range(1, n + 1)])
+def _rows(tid: str, n: int) -> bytes:
+    return pack_events([Event(id=f"E{i}", seq=i, kind="tool_output", text=f"{tid} {i}") for i in range(1, n + 1)])
 
 
 def test_a_clash_in_a_write_batch_costs_that_trial_only(store: Store) -> None:
@@ -46,12 +47,13 @@ def test_a_clash_in_a_write_batch_costs_that_trial_only(store: Store) -> None:
     assert [len(store.trials.events(t)) for t in ("a", "b")] == [3, 1]
 
 
-def test_event_rows_naming_another_trajectory_are_refused_and_nothing_is_written(store: Store) -> None:
+def test_a_pack_is_stored_as_the_events_of_the_trajectory_it_is_given_with(store: Store) -> None:
+    """A pack holds no trajectory id: one stored twice in a batch gives each trajectory its own copy."""
     store.trials.upsert_task(Task(id="t1", instruction="Do it.", source_path="/tasks/t1"))
-    with pytest.raises(ValueError, match="name another trajectory"):
-        store.trials.replace_trajectories([(_traj("a", "/trials/a"), _rows("a", 1)),
-                                    (_traj("b", "/trials/b"), _rows("a", 1))])
-    assert store.project.counts()["trials"] == 0 and store.project.counts()["events"] == 0
+    pack = _rows("a", 2)
+    store.trials.replace_trajectories([(_traj("a", "/trials/a"), pack), (_traj("b", "/trials/b"), pack)])
+    assert [(e.id, e.text) for e in store.trials.events("b")] == [("E1", "a 1"), ("E2", "a 2")]
+    assert store.trials.event_counts() == {"a": 2, "b": 2}
 
 
 def _slow_consumer_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int, workers: int) -> int:
@@ -139,3 +141,34 @@ def test_parse_workers_are_forked_even_from_a_spawned_process(tmp_path: Path) ->
     reasons = queue.get(timeout=90)
     proc.join(30)
     assert len(reasons) == 10 and all("parsed by a forked worker" in r for r in reasons), reasons
+
+
+def _imported_rows(store: Store) -> tuple[list[tuple], list[tuple]]:
+    """Every trajectories row but its write time, and every events row, in key order."""
+    trajectories = store.db.execute("SELECT * FROM trajectories ORDER BY id").fetchall()
+    at = [c[1] for c in store.db.execute("PRAGMA table_info(trajectories)")].index("imported_at")
+    events = store.db.execute("SELECT * FROM events ORDER BY trajectory_id, seq").fetchall()
+    return [r[:at] + r[at + 1:] for r in trajectories], events
+
+
+def test_rows_are_the_same_whatever_the_number_of_parse_workers(tmp_path: Path) -> None:
+    """One worker parses in the importing process, two in a pool of processes whose results arrive
+    packed: the stored rows, and what is skipped, must not depend on which."""
+    make_task(tmp_path)
+    for i in range(3):  # every format, more trials than one worker's chunks
+        for fmt, (rel, text) in SMALL_LOGS.items():
+            d = make_trial(tmp_path, f"demo-task__{fmt}-{i}")
+            (d / "agent" / "claude-code.txt").unlink()
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_text(text.replace("done", f"done {i}"))
+    make_trial(tmp_path, "demo-task__broken", log='{"type": "assistant", "message": \n')
+    reports, rows = [], []
+    for workers in (1, 2):
+        store = Store(tmp_path / f"w{workers}.db")
+        import_project(store, tasks_dir=tmp_path / "tasks", progress=False)
+        reports.append(import_project(store, trials_dir=tmp_path / "trials", progress=False, workers=workers))
+        rows.append(_imported_rows(store))
+    assert len(list((tmp_path / "trials").iterdir())) > 2 * ingest._CHUNK  # so two workers do use the pool
+    assert reports[0].trials_imported == 3 * len(SMALL_LOGS) and len(rows[0][1]) > 10 * len(SMALL_LOGS)
+    assert [(p, r) for p, r in reports[0].skipped] == [(p, r) for p, r in reports[1].skipped] != []
+    assert rows[0] == rows[1]

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gcpc_core.models import Event, Trajectory
-from gcpc_core.store import LLMCallRow, LLMModeRow, Store, TrajectoryClash, event_rows
+from gcpc_core.store import LLMCallRow, LLMModeRow, Store, TrajectoryClash, pack_events
 
 
 def replace_trajectory(store: Store, traj: Trajectory, events: Iterable[Event]) -> str:
     """Store one trajectory with its events in one transaction, replacing an older copy; returns
     `imported` or `updated`, and raises the `TrajectoryClash` that `replace_trajectories` reports."""
-    done = store.trials.replace_trajectories([(traj, event_rows(traj.id, events))])[0]
+    done = store.trials.replace_trajectories([(traj, pack_events(events))])[0]
     if isinstance(done, TrajectoryClash):
         raise done
     return done

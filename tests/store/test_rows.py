@@ -11,9 +11,11 @@ import pytest
 from pydantic import ValidationError
 from sqlite_utils import Database
 
-from gcpc_core.models import Event
-from gcpc_core.store import EventRow, JudgmentRow, Store, StoredRowError, event_rows
+from gcpc_core.models import Event, Task, Trajectory
+from gcpc_core.store import EventRow, JudgmentRow, Store, StoredRowError
 from gcpc_core.store.common import Row
+
+from .helpers import replace_trajectory
 
 STORE = Path(__file__).resolve().parents[2] / "gcpc_core" / "store"
 
@@ -86,10 +88,16 @@ def test_the_column_list_check_finds_a_planted_list() -> None:
     assert hand_written_columns(planted, columns) == ["1: ['kind', 'seq', 'trajectory_id']"]
 
 
-def test_event_rows_are_the_event_row_models_values() -> None:
+def test_stored_events_are_the_event_row_models_values(tmp_path: Path) -> None:
+    """Import stores events from packs (`pack_event_values`), not from `EventRow`s: the rows are the same."""
     events = [Event(id="E1", seq=1, kind="tool_call", text="ls", tool_name="Bash", is_error=True, source="line 3"),
               Event(id="E2", seq=2, kind="tool_output", text="a\nb", call_id="E1", path="/x")]
-    assert event_rows("t__1", events) == [EventRow(trajectory_id="t__1", **e.model_dump()).db_values() for e in events]
+    store = Store(tmp_path / "p.db")
+    store.trials.upsert_task(Task(id="t", instruction="Do it.", source_path="/tasks/t"))
+    replace_trajectory(store, Trajectory(id="t__1", task="t", agent="a", model="m", outcome="PASS", source_path="/t__1",
+                                         log_path="agent/claude-code.txt", log_format="claude-code"), events)
+    stored = store.db.execute(f"SELECT {', '.join(EventRow.columns())} FROM events ORDER BY seq").fetchall()
+    assert stored == [EventRow(trajectory_id="t__1", **e.model_dump()).db_values() for e in events]
 
 
 def test_a_verdict_other_than_yes_no_or_abstain_is_refused_when_read(demo_copy: Path) -> None:
