@@ -26,6 +26,7 @@ from .audit import AuditFilters, audit_list
 
 __all__ = [
     "NEXT_STEPS",
+    "TASKS_PER_PAGE",
     "FramesLoader",
     "TaskStatus",
     "judge_warnings",
@@ -106,6 +107,9 @@ def _next(status: TaskStatus, db: str, llm_ready: bool) -> tuple[str, str, str]:
                 "does): " + "; ".join(why))
     return "done", "", ""
 
+
+TASKS_PER_PAGE = 20
+"""Tasks the Overview's guided path shows at once (`logview.page_of` cuts the pages)."""
 
 FramesLoader = Callable[[Store], Mapping[str, pd.DataFrame]]
 """How `task_status` reads a project's analysis frames: `project_frames.frames_from_store` (the command line) or
