@@ -25,10 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from ..ingest.tasks import load_task
 from .gates import run_gates
 from .rules import load_rules
-from .schema import ChecklistFileError, load_checklist_file, read_checklist_data
+from .schema import ChecklistFileError, Route, load_checklist_file, read_checklist_data
 from .validate_cli import validate_files
 
 __all__ = ["RECALL_TARGET", "PrecisionReport", "checklist_files", "main", "measure", "measure_items"]
@@ -145,40 +147,79 @@ def measure(tasks_dir: Path, good: Sequence[Path], negative: Sequence[Path], *, 
     return report
 
 
+class NearMiss(BaseModel):
+    """A labelled item text no gate may reject."""
+
+    model_config = ConfigDict(extra="forbid")
+    route: Route
+    """The route it is tried on (the base item of that route is replaced)."""
+    text: str
+    """The item text."""
+    rule: str = "near miss"
+    """The rule it comes near to (a label for the report)."""
+
+
+class BadItem(NearMiss):
+    """A labelled item text that `gate` must reject, on its item only."""
+
+    rule: str
+    """The contract rule it breaks: its recall is counted per rule."""
+    gate: str
+    """The gate that must reject it (G3 for every phrasing rule)."""
+
+
+class LabelledSet(BaseModel):
+    """An `--items` file: labelled texts tried one at a time in a base checklist."""
+
+    model_config = ConfigDict(extra="forbid")
+    base: str
+    """The good checklist they are put into, relative to the file."""
+    replace: dict[Route, str]
+    """Route → the id of the base item an entry of that route replaces."""
+    bad: list[BadItem] = []
+    """Texts the gates must reject."""
+    good: list[NearMiss] = []
+    """Near misses the gates must pass."""
+
+
 def measure_items(tasks_dir: Path, items_file: Path, report: PrecisionReport | None = None, *,
                   rules_dir: Path | None = None) -> PrecisionReport:
     """Run the gates on each labelled item of `items_file` put into its base checklist (see the module docstring);
     the counts are added to `report` (a new one by default). The base must pass every gate by itself."""
     report = report or PrecisionReport()
     items_file = Path(items_file)
-    spec = read_checklist_data(items_file)
-    base = load_checklist_file(items_file.parent / spec["base"])
+    try:
+        spec = LabelledSet.model_validate(read_checklist_data(items_file))
+    except ValidationError as exc:
+        raise ValueError(f"{items_file}: not a labelled item set: "
+                         + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+    base = load_checklist_file(items_file.parent / spec.base)
     rules = load_rules(rules_dir)
     task = load_task(Path(tasks_dir) / base.task)
     if failures := run_gates(base, task, rules):
-        raise ValueError(f"{items_file}: the base checklist {spec['base']} fails its gates: "
+        raise ValueError(f"{items_file}: the base checklist {spec.base} fails its gates: "
                          + " | ".join(f.line() for f in failures))
     at = {item.id: k for k, item in enumerate(base.items)}
 
-    def gates_on(entry: dict) -> tuple[str, list]:
-        target = spec["replace"][entry["route"]]
+    def gates_on(entry: NearMiss) -> tuple[str, list]:
+        target = spec.replace[entry.route]
         items = list(base.items)
-        items[at[target]] = items[at[target]].model_copy(update={"text": entry["text"], "route": entry["route"]})
+        items[at[target]] = items[at[target]].model_copy(update={"text": entry.text, "route": entry.route})
         return target, run_gates(base.model_copy(update={"items": items}), task, rules)
 
-    for entry in spec.get("bad", []):
+    for entry in spec.bad:
         target, failures = gates_on(entry)
-        counts = report.by_rule.setdefault(entry["rule"], [0, 0])
+        counts = report.by_rule.setdefault(entry.rule, [0, 0])
         counts[1] += 1
-        if failures and all(f.gate == entry["gate"] and f.item_id == target for f in failures):
+        if failures and all(f.gate == entry.gate and f.item_id == target for f in failures):
             counts[0] += 1
         else:
-            report.missed_items.append(f"{entry['rule']} {entry['text']!r}: expected {entry['gate']} on {target}, got "
+            report.missed_items.append(f"{entry.rule} {entry.text!r}: expected {entry.gate} on {target}, got "
                                        + (" | ".join(f.line() for f in failures) or "no failure"))
-    for entry in spec.get("good", []):
+    for entry in spec.good:
         report.near_misses += 1
         _, failures = gates_on(entry)
-        report.rejected_near_misses += [f"{entry['rule']} {entry['text']!r}: {f.line()}" for f in failures]
+        report.rejected_near_misses += [f"{entry.rule} {entry.text!r}: {f.line()}" for f in failures]
     return report
 
 
@@ -191,10 +232,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--items", type=Path, nargs="*", default=[], help="labelled item sets (bad and near-miss texts)")
     p.add_argument("--rules", type=Path, help="rules folder (default: the repository's rules/)")
     args = p.parse_args(argv)
-    report = measure(args.tasks, checklist_files(args.good), checklist_files(args.negative),
-                     negative_task=args.negative_task, rules_dir=args.rules)
-    for items_file in args.items:
-        measure_items(args.tasks, items_file, report, rules_dir=args.rules)
+    try:
+        report = measure(args.tasks, checklist_files(args.good), checklist_files(args.negative),
+                         negative_task=args.negative_task, rules_dir=args.rules)
+        for items_file in args.items:
+            measure_items(args.tasks, items_file, report, rules_dir=args.rules)
+    except ValueError as exc:  # a broken input file (ChecklistFileError too): named, not a traceback
+        print(f"precision: {exc}", file=sys.stderr)
+        return 2
     for line in report.lines():
         print(line)
     return 0 if report.ok else 1

@@ -52,6 +52,19 @@ def test_precision_cli_exit_code_says_whether_both_targets_hold(skillsbench: Pat
 LABELLED = FIXTURES / "labelled" / "bad_items.yaml"
 
 
+def test_a_labelled_set_with_a_malformed_entry_is_named_not_a_traceback(
+        skillsbench: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "mine.yaml"  # a bad entry without its rule, and an unknown route
+    broken.write_text(f"base: {LABELLED.parent.resolve() / LABELLED.read_text().split('base: ')[1].split()[0]}\n"
+                      "replace: {assertion: C2, generated: C11, judge: C12}\n"
+                      "bad:\n  - {gate: G3, route: assertion, text: 'x exists and y is written'}\n"
+                      "good:\n  - {route: pipeline, text: 'x exists'}\n")
+    assert main(["--tasks", str(skillsbench / "tasks"), "--items", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert f"{broken}: not a labelled item set" in err and "bad.0.rule: Field required" in err
+    assert "good.0.route" in err
+
+
 def test_gate_recall_on_labelled_bad_items_of_every_rule(skillsbench: Path,
                                                          record_property: Callable[[str, object], None]) -> None:
     """At least 60 bad item texts written from the contract's rules (every rule, several spellings each) are
