@@ -15,7 +15,8 @@ from __future__ import annotations
 import streamlit as st
 
 from gcpc_core.analysis import FrameContractError
-from gcpc_core.review.agreement import ALL_SECTIONS, AUDIT_CAPTION, SECTIONS, audit_agreement, table_bytes
+from gcpc_core.review.agreement import (ALL_SECTIONS, AUDIT_CAPTION, DEFAULT_N_BOOT, SECTIONS, audit_agreement,
+                                        table_bytes)
 from gcpc_core.text import md_escape
 from gcpc_core.review.ui import (
     cached_dashboard,
@@ -34,7 +35,7 @@ wrap_labels("agreement-controls", "agreement-headline")  # whole labels and valu
 cols = st.container(key="agreement-controls").columns([2, 2, 3])
 include_simulated = cols[0].toggle("Include simulated raters", value=True, key="agreement:simulated",
                                    help="The demo study's raters are simulated by GCPC, not people")
-n_boot = cols[1].select_slider("Bootstrap draws", [200, 1000, 2000, 5000], value=1000, key="agreement:n_boot")
+n_boot = cols[1].select_slider("Bootstrap draws", [200, 1000, 2000, 5000], value=DEFAULT_N_BOOT, key="agreement:n_boot")
 labels = run_select(store, "agreement")  # a judge with several labelled runs: which one
 try:
     with st.spinner("Computing the analysis…"):

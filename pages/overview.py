@@ -12,6 +12,7 @@ import streamlit as st
 
 from gcpc_core.llm import llm_status
 from gcpc_core.review.audit import AuditFilters
+from gcpc_core.review.auditloop import prefetch_pages
 from gcpc_core.review.logview import page_of
 from gcpc_core.review.overview import (
     TASKS_PER_PAGE,
@@ -25,6 +26,7 @@ from gcpc_core.review.overview import (
 from gcpc_core.review.runs import JOBS
 from gcpc_core.text import md_escape
 from gcpc_core.review.ui import (
+    app_base_url,
     cached_judge_stats,
     cached_task_status,
     cached_trajectory_frame,
@@ -178,3 +180,6 @@ issues = store.trials.import_issues()
 if issues:
     st.subheader("Skipped at import")
     st.dataframe(visible_frame(pd.DataFrame([i.model_dump() for i in issues])[["run_at", "path", "reason"]]), hide_index=True, width="stretch")
+
+# the Agreement and Triage pages' first views, computed while the auditor reads this page
+prefetch_pages(store, app_base_url())

@@ -18,6 +18,7 @@ from gcpc_core.analysis.triage import DRAWN_QUERY, IMPACT_SCALE
 from gcpc_core.csv_safe import frame_csv
 from gcpc_core.defaults import AUDIT_TARGET_WIDTH
 from gcpc_core.review.auditloop import (
+    DEFAULT_PROPOSALS,
     MIN_HISTORY_AUDITS,
     cached_audited_data,
     cached_judge_loop,
@@ -66,7 +67,7 @@ def open_link(label: str, rows: list[dict], key: str, *, drawn: bool = False) ->
 st.subheader("Audit next")
 cols = st.columns([1.2, 1, 1])
 judge = cols[0].selectbox("Judge", data.judges, key="triage:judge")
-k = cols[1].number_input("Proposals", min_value=1, max_value=200, value=10, key="triage:k")
+k = cols[1].number_input("Proposals", min_value=1, max_value=200, value=DEFAULT_PROPOSALS, key="triage:k")
 target = cols[2].number_input("Target interval width", min_value=0.01, max_value=1.0, value=AUDIT_TARGET_WIDTH,
                               step=0.01,
                               key="triage:target")

@@ -46,8 +46,8 @@ from ..judge.registry import ordered_judges
 from ..project_frames import frames_from_store
 from ..store import Store
 
-__all__ = ["ALL_SECTIONS", "ANALYSIS_TABLES", "AUDIT_CAPTION", "HEADLINE_META_PREFIX", "HEADLINE_SECTIONS",
-           "REPORT_SECTION", "SECTIONS", "Dashboard", "Headline", "HeadlineView", "audit_agreement", "auc_ci_figure",
+__all__ = ["ALL_SECTIONS", "ANALYSIS_TABLES", "AUDIT_CAPTION", "DEFAULT_N_BOOT", "HEADLINE_META_PREFIX",
+           "HEADLINE_SECTIONS", "REPORT_SECTION", "SECTIONS", "Dashboard", "Headline", "HeadlineView", "audit_agreement", "auc_ci_figure",
            "dashboard", "headline", "headline_view", "section_figures", "stored_headline", "table_bytes"]
 
 SECTIONS: dict[str, tuple[str, ...]] = {
@@ -71,6 +71,8 @@ REPORT_SECTION: dict[str, str] = {
 HEADLINE_SECTIONS = ("inputs", "discrimination", "agreement")
 """The report sections behind the headline (and the page's "Inputs" table)."""
 ALL_SECTIONS = ("inputs", *SECTION_NAMES)
+DEFAULT_N_BOOT = 1000
+"""Bootstrap draws of the Agreement page's intervals until the reader picks another number."""
 ANALYSIS_TABLES = ("judgments", "judge_units", "judge_labels", "scores", "trajectories", "annotations", "checklists",
                    "perturbations", "studies", "study_units", "study_pairs")
 """The store tables the analysis frames are read from (`store.project.data_version` of these dates a result): the
@@ -401,7 +403,7 @@ def headline_view(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, see
                         warnings=dash.warnings)
 
 
-def stored_headline(store: Store, n_boot: int = 1000, seed: int = 0, include_simulated: bool = True,
+def stored_headline(store: Store, n_boot: int = DEFAULT_N_BOOT, seed: int = 0, include_simulated: bool = True,
                     labels: Mapping[str, str] | None = None, *,
                     load_frames: Callable[..., Mapping[str, pd.DataFrame]] = frames_from_store) -> HeadlineView:
     """The headline of the project's analysis (over each judge's default run unless `labels` chooses

@@ -9,6 +9,7 @@ audit page and coming back shows the estimate, the interval and the figures move
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -28,13 +29,15 @@ from ..analysis.audits import selection_note
 from ..analysis.bootstrap import few_clusters_note
 from ..analysis.calibration import CALIBRATION_BOOT, audited_figures, calibration_table, reference_labels
 from ..analysis.triage import audit_link, triage
+from ..defaults import AUDIT_TARGET_WIDTH
 from ..judge.registry import item_judges_among
 from ..store import Store
-from .ui import cached, cached_frames
+from .agreement import ANALYSIS_TABLES, DEFAULT_N_BOOT
+from .ui import cached, cached_frames, cached_headline
 
-__all__ = ["MIN_HISTORY_AUDITS", "ROWS_PER_PAGE", "AuditedData", "JudgeLoop", "LoopData", "audited_data",
-           "cached_audited_data", "cached_judge_loop", "cached_loop_data", "history_figure", "judge_loop", "loop_data",
-           "row_label"]
+__all__ = ["DEFAULT_PROPOSALS", "MIN_HISTORY_AUDITS", "ROWS_PER_PAGE", "AuditedData", "JudgeLoop", "LoopData",
+           "audited_data", "cached_audited_data", "cached_judge_loop", "cached_loop_data", "history_figure",
+           "judge_loop", "loop_data", "prefetch_pages", "row_label"]
 
 TABLES = ("judgments", "scores", "trajectories", "annotations", "checklists")
 
@@ -133,6 +136,41 @@ def judge_loop(
 cached_loop_data = cached(*TABLES)(loop_data)
 cached_audited_data = cached(*TABLES)(audited_data)
 cached_judge_loop = cached(*TABLES)(judge_loop)
+
+DEFAULT_PROPOSALS = 10
+"""Proposed audits the Triage page lists until the auditor asks for another number."""
+
+_PREFETCHED: set[tuple[str, str, str]] = set()
+_PREFETCH_LOCK = threading.Lock()
+
+
+def prefetch_pages(store: Store, base_url: str) -> threading.Thread | None:
+    """Compute what the Agreement and Triage pages first show (their default controls, each judge's default run)
+    into the caches those pages read, on a background thread, once per project DB, data version and `base_url`
+    (the Triage page's links name it); the thread, or None when it ran already.
+
+    At paper scale each costs 1–2 s to compute, and the Overview, where an auditor starts and which calls this,
+    has read the frames they are built from already. A page visited while the thread still computes its entry
+    waits for that computation (Streamlit's per-entry compute lock) instead of repeating it. A failure is left
+    for the page, which computes the entry itself and shows what went wrong."""
+    key = (str(store.path), store.project.data_version(*ANALYSIS_TABLES), base_url)
+    with _PREFETCH_LOCK:
+        if key in _PREFETCHED:
+            return None
+        _PREFETCHED.add(key)
+
+    def work() -> None:
+        try:
+            cached_headline(store, DEFAULT_N_BOOT, 0, True)
+            data = cached_loop_data(store, base_url)
+            if data.judges:
+                cached_judge_loop(store, base_url, data.judges[0], DEFAULT_PROPOSALS, AUDIT_TARGET_WIDTH)
+        except Exception:  # noqa: BLE001 - the page computes the entry again and shows what went wrong
+            pass
+
+    thread = threading.Thread(target=work, name="gcpc-prefetch", daemon=True)
+    thread.start()
+    return thread
 
 
 MIN_HISTORY_AUDITS = 2
