@@ -105,7 +105,7 @@ def guided_path() -> None:
         st.session_state["overview:page"] = last
     if last > 1:
         st.number_input(f"Page of the tasks ({TASKS_PER_PAGE} a page, {len(active)} tasks)", min_value=1,
-                        max_value=last, value=1, key="overview:page")
+                        max_value=last, key="overview:page")
     active = page_of(active, int(st.session_state.get("overview:page", 1)) - 1, TASKS_PER_PAGE)[0]
     header = st.columns([3, 2, 3, 2, 1.5, 3.5])
     for col, name in zip(header, ("task", "checklist", "judged", "scored", "audited", "next step")):

@@ -20,10 +20,10 @@ from gcpc_core.defaults import AUDIT_TARGET_WIDTH
 from gcpc_core.review.auditloop import (
     DEFAULT_PROPOSALS,
     MIN_HISTORY_AUDITS,
+    ROWS_PER_PAGE,
     cached_audited_data,
     cached_judge_loop,
     cached_loop_data,
-    ROWS_PER_PAGE,
     history_figure,
     row_label,
 )
@@ -119,7 +119,7 @@ else:
     if st.session_state.get("triage:page", 1) > last:  # the list shrank (audits settled some) since the page was chosen
         st.session_state["triage:page"] = last
     if last > 1:
-        st.number_input("Page of the list", min_value=1, max_value=last, value=1, key="triage:page")
+        st.number_input("Page of the list", min_value=1, max_value=last, key="triage:page")
     shown, page, _ = page_of(found, int(st.session_state.get("triage:page", 1)) - 1, ROWS_PER_PAGE)
     start = page * ROWS_PER_PAGE
     st.caption(f"Rows {start + 1:,}–{start + len(shown):,} of {len(found):,} (page {page + 1} of {last}).")
