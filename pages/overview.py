@@ -13,7 +13,6 @@ import streamlit as st
 from gcpc_core.llm import llm_status
 from gcpc_core.review.audit import AuditFilters
 from gcpc_core.review.auditloop import prefetch_pages
-from gcpc_core.review.logview import page_of
 from gcpc_core.review.overview import (
     TASKS_PER_PAGE,
     TaskStatus,
@@ -30,6 +29,7 @@ from gcpc_core.review.ui import (
     cached_judge_stats,
     cached_task_status,
     cached_trajectory_frame,
+    paged,
     require_store,
     visible_frame,
 )
@@ -99,14 +99,7 @@ def guided_path() -> None:
         st.text("Running: " + ", ".join(f"{j.kind} job {j.id}" for j in running))
     statuses = cached_task_status(store, llm_ready)
     active = [s for s in statuses if s.trajectories]
-    # a page of tasks at a time: a paper-scale project's 85 task rows took the browser seconds to draw
-    last = page_of(active, 0, TASKS_PER_PAGE)[2]
-    if st.session_state.get("overview:page", 1) > last:  # tasks went away since the page was chosen
-        st.session_state["overview:page"] = last
-    if last > 1:
-        st.number_input(f"Page of the tasks ({TASKS_PER_PAGE} a page, {len(active)} tasks)", min_value=1,
-                        max_value=last, key="overview:page")
-    active = page_of(active, int(st.session_state.get("overview:page", 1)) - 1, TASKS_PER_PAGE)[0]
+    active = paged(active, "overview:tasks", TASKS_PER_PAGE, "tasks")
     header = st.columns([3, 2, 3, 2, 1.5, 3.5])
     for col, name in zip(header, ("task", "checklist", "judged", "scored", "audited", "next step")):
         col.caption(name)

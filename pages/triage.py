@@ -27,9 +27,8 @@ from gcpc_core.review.auditloop import (
     history_figure,
     row_label,
 )
-from gcpc_core.review.logview import page_of
 from gcpc_core.text import md_escape
-from gcpc_core.review.ui import app_base_url, require_store, run_select
+from gcpc_core.review.ui import app_base_url, paged, require_store, run_select
 
 store = require_store()
 st.title("Triage")
@@ -115,14 +114,7 @@ else:
     st.text(f"{len(found)} open disagreements, ranked by impact.{settled} {IMPACT_SCALE[0].upper()}{IMPACT_SCALE[1:]}.")
     if data.interval_note:
         st.warning(md_escape(f"The interval widths are unreliable: {data.interval_note}.", limit=400))
-    last = page_of(found, 0, ROWS_PER_PAGE)[2]
-    if st.session_state.get("triage:page", 1) > last:  # the list shrank (audits settled some) since the page was chosen
-        st.session_state["triage:page"] = last
-    if last > 1:
-        st.number_input("Page of the list", min_value=1, max_value=last, key="triage:page")
-    shown, page, _ = page_of(found, int(st.session_state.get("triage:page", 1)) - 1, ROWS_PER_PAGE)
-    start = page * ROWS_PER_PAGE
-    st.caption(f"Rows {start + 1:,}–{start + len(shown):,} of {len(found):,} (page {page + 1} of {last}).")
+    shown = paged(found, "triage:disagreements", ROWS_PER_PAGE, "disagreements")
     st.dataframe(shown, hide_index=True, width="stretch", column_config={"link": LINK})
     open_link("Open a disagreement", shown.to_dict("records"), "triage:open")
     st.download_button("Download every disagreement (CSV)", data=lambda: frame_csv(found), file_name="disagreements.csv",

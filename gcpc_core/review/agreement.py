@@ -47,8 +47,8 @@ from ..project_frames import frames_from_store
 from ..store import Store
 
 __all__ = ["ALL_SECTIONS", "ANALYSIS_TABLES", "AUDIT_CAPTION", "DEFAULT_N_BOOT", "HEADLINE_META_PREFIX",
-           "HEADLINE_SECTIONS", "REPORT_SECTION", "SECTIONS", "Dashboard", "Headline", "HeadlineView", "audit_agreement", "auc_ci_figure",
-           "dashboard", "headline", "headline_view", "section_figures", "stored_headline", "table_bytes"]
+           "HEADLINE_SECTIONS", "REPORT_SECTION", "SECTIONS", "Dashboard", "Headline", "HeadlineView", "audit_agreement",
+           "auc_ci_figure", "dashboard", "headline", "headline_view", "section_figures", "stored_headline", "table_bytes"]
 
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Outcome discrimination: AUC vs official PASS": ("judges", "discrimination_auc", "discrimination_delta_auc",

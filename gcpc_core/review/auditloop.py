@@ -140,7 +140,8 @@ cached_judge_loop = cached(*TABLES)(judge_loop)
 DEFAULT_PROPOSALS = 10
 """Proposed audits the Triage page lists until the auditor asks for another number."""
 
-_PREFETCHED: set[tuple[str, str, str]] = set()
+_PREFETCHED: dict[tuple[str, str], str] = {}
+"""(project DB, app URL) → the data version last prefetched for it."""
 _PREFETCH_LOCK = threading.Lock()
 
 
@@ -153,11 +154,11 @@ def prefetch_pages(store: Store, base_url: str) -> threading.Thread | None:
     has read the frames they are built from already. A page visited while the thread still computes its entry
     waits for that computation (Streamlit's per-entry compute lock) instead of repeating it. A failure is left
     for the page, which computes the entry itself and shows what went wrong."""
-    key = (str(store.path), store.project.data_version(*ANALYSIS_TABLES), base_url)
+    key, version = (str(store.path), base_url), store.project.data_version(*ANALYSIS_TABLES)
     with _PREFETCH_LOCK:
-        if key in _PREFETCHED:
+        if _PREFETCHED.get(key) == version:
             return None
-        _PREFETCHED.add(key)
+        _PREFETCHED[key] = version
 
     def work() -> None:
         try:
@@ -177,7 +178,7 @@ MIN_HISTORY_AUDITS = 2
 """Audits before the error-rate history is worth a chart (one point is no history)."""
 ROWS_PER_PAGE = 100
 """Disagreements shown at once: a paper-scale project has thousands, and a table and chooser of all of them take
-the browser seconds to draw (the whole list is a download). `logview.page_of` cuts the pages."""
+the browser seconds to draw (the whole list is a download). `ui.paged` shows them a page at a time."""
 
 
 def history_figure(history: pd.DataFrame, target_width: float) -> go.Figure | None:

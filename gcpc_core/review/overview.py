@@ -109,7 +109,7 @@ def _next(status: TaskStatus, db: str, llm_ready: bool) -> tuple[str, str, str]:
 
 
 TASKS_PER_PAGE = 20
-"""Tasks the Overview's guided path shows at once (`logview.page_of` cuts the pages)."""
+"""Tasks the Overview's guided path shows at once (`ui.paged`)."""
 
 FramesLoader = Callable[[Store], Mapping[str, pd.DataFrame]]
 """How `task_status` reads a project's analysis frames: `project_frames.frames_from_store` (the command line) or

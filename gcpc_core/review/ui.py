@@ -54,6 +54,7 @@ __all__ = [
     "cached_events",
     "cached_frames",
     "cached_task_status",
+    "paged",
     "cached_compare",
     "cached_headline",
     "cached_item_views",
@@ -296,6 +297,8 @@ def _task_status(store: Store, llm_ready: bool) -> list[overview.TaskStatus]:
 cached_task_status = cached(*_ANALYSIS_TABLES, "tasks")(_task_status)
 cached_dashboard = cached(*_ANALYSIS_TABLES)(_dashboard)
 cached_section = cached(*_ANALYSIS_TABLES)(_section)
+
+
 def _headline(store: Store, n_boot: int, seed: int, include_simulated: bool,
               labels: Mapping[str, str] | None = None) -> agreement.HeadlineView:
     """`agreement.stored_headline` over the cached frames (the Overview has most often read them already)."""
@@ -480,6 +483,25 @@ def render_event(event: Event, key: str, *, max_lines: int = 30, query: str = ""
         render_excerpt(excerpt(event.text, hit, context=2))
     if hidden and st.toggle(f"Show all {len(event.text):,} characters ({hidden:,} more)", key=f"{key}:full"):
         show_code(event.text)
+
+
+def paged(rows: Sequence[T] | pd.DataFrame, key: str, per_page: int, noun: str) -> Sequence[T] | pd.DataFrame:
+    """The page of `rows` the reader is on (session state ``<key>:page``, clamped once the rows have shrunk), with
+    Earlier / Later buttons and which `noun` they are when there is more than one page: a page of thousands of
+    rows (the Triage page's disagreements, the Overview's tasks at paper scale) takes the browser seconds to draw."""
+    page_key = f"{key}:page"
+    shown, page, pages = page_of(rows, int(st.session_state.get(page_key, 0)), per_page)
+    st.session_state[page_key] = page
+    if pages > 1:
+        nav = st.columns([1.3, 1.3, 4])
+        nav[0].button(f"Earlier {noun}", key=f"{key}:prev", disabled=page == 0, width="stretch",
+                      on_click=st.session_state.__setitem__, args=(page_key, page - 1))
+        nav[1].button(f"Later {noun}", key=f"{key}:next", disabled=page >= pages - 1, width="stretch",
+                      on_click=st.session_state.__setitem__, args=(page_key, page + 1))
+        start = page * per_page
+        nav[2].text(f"{noun[0].upper()}{noun[1:]} {start + 1:,}–{start + len(shown):,} of {len(rows):,} · "
+                    f"page {page + 1} of {pages}")
+    return shown
 
 
 STEPS_PER_PAGE = 25
