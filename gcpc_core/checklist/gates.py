@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ..models import Task, VerifierTest
+from .grammar import Predicate, predicates
 from .rules import Rules
 from .schema import ROUTES, Checklist, ChecklistFileError, parse_checklist
 
@@ -149,7 +150,6 @@ def quoted_literals(text: str, rules: Rules) -> frozenset[str]:
 
 
 _AND = re.compile(r"(?<![\w/])and(?![\w/])")
-_AND_FOLLOWER = re.compile(r"(?<![\w/])and\s+([a-z][\w'-]*)")
 _SENTENCE_BREAK = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)[.!?]\s+[A-Z]")
 
 
@@ -170,73 +170,34 @@ def _ends_in_existence(before: str, rules: Rules) -> bool:
     return any(re.search(rf"(?<!\w){re.escape(w)}\s*,?\s*$", before) for w in existence)
 
 
-_PARTICIPLE_CLAUSE = re.compile(r"[a-z]{3,}ed(?:\s+(?:[a-z]+ly|by|of|from|in|into|to|with|as|on|at|for)\b.*)?")
-"""A clause that is a past participle alone or with its adverb or preposition ("deduplicated", "sorted
-alphabetically", "stripped of braces"): after a copula, a predicate of its own — unlike a participle modifying a
-noun ("redacted PDFs")."""
-
-_CLAUSE_JOIN = re.compile(r"\s*,\s*(?:and\s+|then\s+)?|\s+and\s+(?:then\s+)?")
-"""What joins the clauses of an item: a comma (", and"), or a standalone "and"."""
-
-
-def _clauses(low: str, rules: Rules) -> list[tuple[int, int, int, str | None]]:
-    """The clauses of lower-cased, literal-masked `low` (split at commas and standalone "and"s; clauses joined by
-    "and" that `same_object` excuses merged): ``(join start, start, end, predicate)`` each, the join start being
-    where the text before the clause ends. A clause's predicate is its first verb of `compound.predicates` and the
-    word after it ("contains LITERAL", "is created"; a number reads N), or, after a clause whose predicate is a copula
-    of `compound.participle_after` and a participle, the participle opening it ("are sorted, deduplicated", not "is
-    `Gizmo`, spelled as in the CSV", which qualifies the value); None when it has neither
-    or is opened by a `compound.subordinate` word ("so …", "as is …")."""
-    rule = rules.contract.compound
-    verbs = {v.lower() for v in rule.predicates}
-    subordinate = {w.lower() for w in rule.subordinate}
-    copulas = {w.lower() for w in rule.participle_after}
-    spans, start = [], 0
-    for match in _CLAUSE_JOIN.finditer(low):
-        spans.append((start, match.start(), match.end(), "and" in match[0]))
-        start = match.end()
-    spans.append((start, len(low), len(low), False))
-    merged: list[list] = []  # [join start, start, end]
-    for k, (begin, end, _, _) in enumerate(spans):
-        joined_by_and = k > 0 and spans[k - 1][3]
-        if merged and joined_by_and and _same_object(low[merged[-1][1]:merged[-1][2]], low[begin:end], rules):
-            merged[-1][2] = end
-        else:
-            merged.append([spans[k - 1][1] if k else 0, begin, end])
-    out: list[tuple[int, int, int, str | None]] = []
-    copula_before = False
-    for join, begin, end in merged:
-        clause = low[begin:end]
-        words = re.findall(r"[a-z][\w'-]*|[-+]?\d[\d.,]*", clause)
-        opens = bool(words) and clause.split()[0] not in subordinate  # "e.g." is one word here
-        at = next((k for k, w in enumerate(words) if w in verbs), None) if opens else None
-        # the predicate: its verb and the word after it, a literal or number standing for any
-        predicate = None if at is None else " ".join(
-            "N" if w[0] in "+-0123456789" else w for w in words[at:at + 2])
-        if predicate is None and opens and copula_before and _PARTICIPLE_CLAUSE.fullmatch(" ".join(clause.split())):
-            predicate = words[0]  # a list of participles goes on after its copula: "are sorted, deduplicated, …"
-        elif predicate is not None:  # "are sorted": a list of participles may follow; "is `Gizmo`, spelled …" not
-            copula, _, complement = predicate.partition(" ")
-            copula_before = copula in copulas and bool(_PARTICIPLE_CLAUSE.fullmatch(complement))
-        out.append((join, begin, end, predicate))
-    return out
-
-
-def _requirement_clauses(low: str, rules: Rules) -> list[tuple[int, int, int, str | None]]:
-    """The clauses of `_clauses` that each state a requirement of their own: every clause with a predicate, unless
-    all of them state the same predicate (the same check over a list of subjects: "`A` contains "x", `B` contains
-    "y" and `C` contains "z"", which is one requirement, like a list of literals)."""
-    found = [c for c in _clauses(low, rules) if c[3]]
-    return found if len({c[3] for c in found}) > 1 else found[:1]
+def _requirement_predicates(text: str, rules: Rules, found: Sequence[Predicate] | None = None) -> list[Predicate]:
+    """The predicates of `text` (`grammar.predicates`) that each state a requirement of their own: main-clause
+    predicates joined to the one before by a coordinator ("and", "plus", ", then", "; "), unless `same_object`
+    excuses the pair ("exists and is a directory"), or all of them state the same check over a list of named
+    subjects ("`A` contains "x", `B` contains "y" and `C` contains "z"", one requirement like a list of literals;
+    a pronoun restating the subject, "… and they contain …", is a second requirement)."""
+    found = [p for p in (predicates(text, rules) if found is None else found) if p.main]
+    kept: list[Predicate] = []
+    for k, pred in enumerate(found):
+        if kept and not pred.coordinated:
+            continue  # two finite verbs without a coordinator: a relative clause ("the file the agent wrote has …")
+        if kept:
+            end = next((q.join_start for q in found[k + 1:] if q.coordinated), len(text))
+            before, after = text[kept[-1].clause_start:pred.join_start], text[pred.clause_start:end]
+            if _same_object(mask_literals(before, rules).lower(), mask_literals(after, rules).lower(), rules):
+                continue
+        kept.append(pred)
+    if len(kept) > 1 and len({p.words for p in kept}) == 1 and not any(p.subject_pronoun for p in kept):
+        return kept[:1]
+    return kept
 
 
 def first_requirement(text: str, rules: Rules) -> str:
-    """`text` cut before its second clause holding a predicate (see `_clauses`; literals are never cut), so the rest
-    is one requirement for G3's clause rule ("X exists, is valid JSON, and has keys" → "X exists"); `text` itself
-    when it holds at most one."""
-    same_length = rules.contract.literals.regex.sub(lambda m: "x" * len(m[0]), text)
-    predicates = _requirement_clauses(same_length.lower(), rules)
-    return text[:predicates[1][0]].rstrip(" ,") if len(predicates) > 1 else text
+    """`text` cut before the coordinator of its second requirement's predicate (`_requirement_predicates`; literals
+    are never cut), so the rest is one requirement for G3's clause rule ("X exists, is valid JSON, and has keys" →
+    "X exists"); `text` itself when it states at most one."""
+    found = _requirement_predicates(text, rules)
+    return text[:found[1].join_start].rstrip(" ,;") if len(found) > 1 else text
 
 
 def _and_spelled(text: str, rules: Rules) -> str:
@@ -246,40 +207,25 @@ def _and_spelled(text: str, rules: Rules) -> str:
     return text
 
 
-def _compound_signal(masked: str, rules: Rules) -> str | None:
-    """Why the literal-masked text states more than one requirement (`compound` in the rules), or None."""
+def _compound_signal(text: str, masked: str, rules: Rules, found: Sequence[Predicate]) -> str | None:
+    """Why `text` (literal-masked: `masked`; its predicates: `found`) states more than one requirement (`compound`
+    in the rules), or None."""
     rule = rules.contract.compound
     low = " " + _and_spelled(masked, rules).lower() + " "
     for sep in rule.separators:
         if sep.lower() in low:
             return f"separator {sep.strip() or sep!r} joins two requirements"
-    starters = {w.lower() for w in rule.clause_starters_after_and}
-    subordinate = {w.lower() for w in rule.subordinate}
-    ands = list(_AND.finditer(low))
-    excused = 0
-    for k, match in enumerate(ands):
-        follower = _AND_FOLLOWER.match(low, match.start())
-        start = ands[k - 1].end() if k else 0
-        before = low[start:match.start()]
-        # after "exists and", any word opens a second requirement unless it names the kind ("is a directory")
-        opens = follower is not None and (follower[1] in starters or (
-            _ends_in_existence(before, rules) and follower[1] not in subordinate))
-        if not opens:
-            continue
-        end = ands[k + 1].start() if k + 1 < len(ands) else len(low)
-        if _same_object(before, low[match.end():end], rules):
-            excused += 1
-            continue
-        shown = "<literal>" if follower[1].upper() in (_LITERAL_MASK, *rules.contract.literals.kinds) else follower[1]
-        return f"'and {shown}' starts a second requirement"
-    count = len(ands) - excused
+    count = len(_AND.findall(low))
     if count > rule.max_and:
         return f"{count} standalone 'and's (at most {rule.max_and})"
-    clauses = len(_requirement_clauses(low, rules))
-    if clauses > 1:
-        return f"{clauses} clauses with a predicate each, joined by a comma or 'and'"
     if rule.sentence_boundary and _SENTENCE_BREAK.search(masked):
         return "more than one sentence"
+    found = _requirement_predicates(text, rules, found)
+    if len(found) > 1:
+        words = mask_literals(text[found[1].join_start:].lstrip(",; "), rules).split()[:2]
+        joined = " ".join("<literal>" if w.strip(",;.") in (_LITERAL_MASK, *rules.contract.literals.kinds)
+                          else w.rstrip(",;.") for w in words)
+        return f"{joined!r} starts a second requirement ({len(found)} predicates joined)"
     return None
 
 
@@ -371,7 +317,8 @@ def requirement_problems(text: str, rules: Rules, route: str | None = None) -> l
     placeholders = (_LITERAL_MASK, *rules.contract.literals.kinds)
     predicate = rules.contract.item.predicate_regex
     prose = prose_text(stripped, rules)
-    if predicate is not None and prose.split() and not predicate.search(prose):
+    found = predicates(stripped, rules)
+    if predicate is not None and prose.split() and (not predicate.search(prose) or not found):
         problems.append("no predicate: the text names no verb stating what must hold (write the requirement, not a "
                         "test's name or description)")
     for family in rules.contract.banned.values():
@@ -380,7 +327,7 @@ def requirement_problems(text: str, rules: Rules, route: str | None = None) -> l
         hit = _first_hit(family.matchers, masked, family.excused_by_literal, placeholders, family.not_excused_across)
         if hit is not None:
             problems.append(f"{family.label} {hit!r}")
-    signal = _compound_signal(masked, rules)
+    signal = _compound_signal(stripped, masked, rules, found)
     if signal:
         problems.append(f"compound item: {signal}; split it into one item per requirement")
     return problems

@@ -255,24 +255,53 @@ class CompoundRule(_Rule):
 
     separators: list[str]
     """Substrings (lower case, spaces significant) that join clauses."""
-    clause_starters_after_and: list[str]
-    """Words that, directly after a standalone "and", open a second predicate."""
     max_and: int = Field(ge=0)
     """More standalone "and"s than this makes an item compound."""
     sentence_boundary: bool = True
     """Whether more than one sentence makes an item compound."""
     same_object: SameObjectRule
     """Second predicates that are another aspect of the same object (not compound)."""
-    predicates: list[str] = Field(default_factory=list)
-    """Verbs that make a clause a predicate: two clauses holding one, joined by a comma or "and" (whatever
-    stands between them: a literal, "its output", a list), are two requirements unless `same_object` excuses them."""
-    subordinate: list[str] = Field(default_factory=list)
-    """Words that open a clause qualifying the one before it ("so …", "as is …", "which …"): not a predicate clause."""
     and_spellings: list[str] = Field(default_factory=list)
     """Other spellings of a standalone "and" ("&"): read as "and" by every compound check."""
-    participle_after: list[str] = Field(default_factory=list)
-    """Copulas ("is", "are") after which a clause opened by a participle ("X is sorted, deduplicated …") states a
-    predicate of its own: "sorted" and "deduplicated" can be Yes and No independently."""
+
+
+class GrammarRule(_Rule):
+    """How G3 reads an item's sentence structure: the word classes and verbs `grammar.predicates` uses to find its
+    predicates (finite verbs); the YAML explains the reading."""
+
+    auxiliaries: list[str] = Field(min_length=1)
+    """Finite auxiliaries, copulas and modals ("is", "has", "must", "doesn't"): each opens a predicate."""
+    modals: list[str] = Field(default_factory=list)
+    """Auxiliaries after which a coordinated base verb is a predicate of its own ("must exist and contain …")."""
+    copulas: list[str] = Field(default_factory=list)
+    """Copulas after which a list of participles states one predicate each ("are sorted, deduplicated …")."""
+    nonfinite: list[str] = Field(default_factory=list)
+    """Forms of "be" that continue a predicate but open none ("be", "been", "being")."""
+    determiners: list[str] = Field(default_factory=list)
+    """Words after which a verb form is a noun ("the output", "every match")."""
+    prepositions: list[str] = Field(default_factory=list)
+    """Words after which a verb form is a noun or an infinitive ("of results", "to parse")."""
+    pronouns: list[str] = Field(default_factory=list)
+    """Words that can stand as a subject ("it", "they", "none"): a restated subject opens a new clause."""
+    adverbs: list[str] = Field(default_factory=list)
+    """Words skipped when reading positions ("not", "also"); any word of more than four letters ending in -ly is one
+    too."""
+    coordinators: list[str] = Field(default_factory=list)
+    """Words and marks that join clauses ("and", "plus", ",", ";")."""
+    subordinate: list[str] = Field(default_factory=list)
+    """Words that open a clause qualifying the one before it ("that", "which", "if"): its predicates are not
+    requirements of their own, up to the next ";" or sentence end."""
+    participle_preps: list[str] = Field(default_factory=list)
+    """Prepositions after which an -ed form qualifies a noun ("the data stored in …") and states no predicate."""
+    intransitive: list[str] = Field(default_factory=list)
+    """Verbs (base form) that often end their clause ("exists", "appears"): before "and" or a comma, their -s form
+    after a noun is a verb; any other -s form there is a plural noun ("action names and object names")."""
+    means: list[str] = Field(default_factory=list)
+    """-ing forms that, after a comma, say how or what, not a second requirement ("using", "including")."""
+    irregular: dict[str, list[str]] = Field(default_factory=dict)
+    """Irregular verbs: base form → past and participle forms."""
+    verbs: list[str] = Field(default_factory=list)
+    """Regular verbs, base form; -s, -ed and doubled-consonant forms are generated."""
 
 
 class DuplicateRule(_Rule):
@@ -313,6 +342,8 @@ class ContractRules(_Rule):
     banned: dict[str, PhraseRule]
     """Banned wording families; must include `vague`, `outcome` and `run_specific`."""
     compound: CompoundRule
+    grammar: GrammarRule
+    """How G3 finds an item's predicates (the one-requirement and predicate rules)."""
     duplicates: DuplicateRule
     routes: dict[Route, RouteRule]
     """Exactly the three routes."""

@@ -291,7 +291,10 @@ class SynthesisResult(BaseModel):
 
 
 def _system_prompt(rules: Rules) -> str:
-    settings = yaml.safe_dump(rules.contract.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+    # the grammar's word lists (9 KB) tell an author nothing the contract's prose does not say, and would push a
+    # small task's prompt past a local server's context window
+    settings = yaml.safe_dump(rules.contract.model_dump(mode="json", exclude={"grammar"}), sort_keys=False,
+                              allow_unicode=True)
     return SYSTEM_PROMPT.format(
         length_rule=length_rule(rules),
         contract_file=CONTRACT_PROSE_FILE,

@@ -190,8 +190,8 @@ def test_reword_into_a_compound_then_split_it(app: App) -> None:
     assert items(app)[0]["text"] == "`/out/report.json` exists and is valid JSON"
     # the row's own gate message, live
     expect(row(app, 0).get_by_text(
-        "G3 requirement level: compound item: 'and is' starts a second requirement; split it into one item per "
-        "requirement", exact=True)).to_be_visible()
+        "G3 requirement level: compound item: 'and is' starts a second requirement (2 predicates joined); split it "
+        "into one item per requirement", exact=True)).to_be_visible()
     expect(row(app, 1).get_by_text("passes every item gate")).to_be_visible()
 
     app.click(app.button("Split", scope=row(app, 0)))
