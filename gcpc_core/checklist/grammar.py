@@ -218,6 +218,9 @@ def _read(text: str, lex: _Lexicon, rules: Rules) -> list[Predicate]:
                 state.prev in ("LITERAL", "N") and lows[i + 1:i + 2] in (["LITERAL"], ["N"])):
             if not state.coordinated or state.prev not in lex.coord:
                 state.join_start = toks[i].start  # ", and then": the join starts at the comma
+            if (state.contrast and low == ",") or (state.prev == "," and low in ("then", "plus", "besides")):
+                # ", not copied," ends at its comma; ", then …" after a subordinate clause opens a main one
+                state.subordinate = state.contrast = False
             state.coordinated, state.in_chain, state.prev = True, False, low
             state.clause_start = toks[i].end
             continue
@@ -226,6 +229,7 @@ def _read(text: str, lex: _Lexicon, rules: Rules) -> list[Predicate]:
         if low == "(" or (low == "not" and state.prev == ","):
             # a parenthesis, or a contrast (", not invented"), qualifies what comes before it
             state.subordinate, state.in_chain, state.sub_after_comma, state.prev = True, False, False, low
+            state.contrast = low == "not"
             continue
         if low == ")":
             state.subordinate, state.prev = False, low
@@ -233,10 +237,12 @@ def _read(text: str, lex: _Lexicon, rules: Rules) -> list[Predicate]:
         if low in lex.sub:
             state.subordinate, state.in_chain = True, False
             state.sub_after_comma = state.prev == "," or (state.prev in lex.sub and state.sub_after_comma)
+            state.sequel = state.prev in ("after", "whereupon") and low in ("which", "that")  # ", after which …"
             state.prev = low
             continue
-        if low == "both" and not state.in_chain and _subject_end(state.prev, lex) and state.prev not in lex.pron:
-            continue  # "`X` both loads … and holds …": an adverb before coordinated predicates
+        if low in ("both", "each") and not state.in_chain and _subject_end(state.prev, lex) and \
+                state.prev not in lex.pron and state.prev != "":
+            continue  # "`X` both loads … and holds …", "the folders … each contain …": an adverb here
         if _adverb(low, lex) and low not in lex.det and low not in lex.pron:
             if state.in_chain and low in ("not", "never"):
                 state.negated = True  # "is never restarted, stopped or reconfigured": none of them, one requirement
@@ -250,7 +256,7 @@ def _read(text: str, lex: _Lexicon, rules: Rules) -> list[Predicate]:
             state.subject_plural = _plural(low, state.prev, lex)
         pronoun = state.prev in lex.pron and state.prev not in ("all", "each", "both", "one")
         # ", after which it validates …": a clause of its own behind a subordinate word, its subject restated
-        restated = state.sub_after_comma and state.prev in ("it", "they")
+        restated = state.sub_after_comma and (state.prev in ("it", "they") or state.sequel)
         if verb and not state.in_chain:
             found.append(Predicate(
                 index=i, words=tuple(lows[i:i + 2]), main=not state.subordinate or restated,
@@ -281,6 +287,10 @@ class _State:
     in_chain: bool = False
     """Whether the previous word belongs to a predicate (an auxiliary or a verb)."""
     subordinate: bool = False
+    contrast: bool = False
+    """Whether the subordinate clause is a contrast (", not copied,"), which ends at the next comma."""
+    sequel: bool = False
+    """Whether the subordinate words are ", after which": what follows is a step of its own, whatever its subject."""
     sub_after_comma: bool = False
     """Whether a comma stands right before the subordinate word that opened the current clause."""
     coordinated: bool = False
@@ -306,6 +316,8 @@ def _plural(low: str, prev: str, lex: _Lexicon) -> bool:
     joined to another ("`a` and `b` exist"; not "…, `x`" in a list)."""
     if low == "LITERAL":
         return prev in ("", "and", ";", ".")
+    if prev == "and":
+        return True  # "`a`, `b` and DNA contain …": a coordinated subject
     return (low.endswith("s") and not low.endswith(("ss", "'s")) and low not in lex.aux) or low in (
         "they", "both", "all", "these", "those", "we", "you", "i")
 
@@ -330,8 +342,10 @@ def _finite(i: int, lows: Sequence[str], state: _State, nxt: str, lex: _Lexicon)
     in_phrase = state.prev2 in lex.prep and prev != "LITERAL" and prev not in lex.pron and not coordinated
     if low in lex.gerund:
         # ", removing any duplicate titles": after a comma behind a predicate, a participle clause of its own
-        return prev == "," and state.last != "" and not state.subordinate and (
-            nxt in ("LITERAL", "N") or nxt in lex.det or nxt in lex.pron)
+        # (after "besides", "plus" or "then", any object: "besides never hardcoding node ids")
+        return state.last != "" and not state.subordinate and (
+            (prev == "," and (nxt in ("LITERAL", "N") or nxt in lex.det or nxt in lex.pron)) or
+            (prev in lex.coord and prev not in (",", "and", "&") and nxt not in ("", ".", ";")))
     if low in lex.third:
         # "results show": a noun before a verb; "lists of titles": a noun before "of"; "names alone": no object
         # "results show": a noun before a verb; "lists of titles": a noun before "of"; "action names and object
@@ -353,7 +367,10 @@ def _finite(i: int, lows: Sequence[str], state: _State, nxt: str, lex: _Lexicon)
             nxt not in ("", ",", ".", ";", ")")
     if low in lex.base:
         if coordinated:  # "must exist and contain …": after a modal or a plural subject's verb
-            return (state.last in lex.modals or state.last in lex.base) and _object_start(nxt, lex)
+            # after "and" any word but the end may be its object ("exist and contain only pdf files"); after a comma
+            # only a clear object start ("…, base salary, …" is a list of nouns)
+            follows = _object_start(nxt, lex) if prev == "," else nxt not in (*lex.coord, "", ".", ";")
+            return (state.last in lex.modals or state.last in lex.base) and follows
         if start:
             return _object_start(nxt, lex)
         plural = (state.subject_plural if prev == ")" else _plural(prev, state.prev2, lex)) if not in_phrase else False
