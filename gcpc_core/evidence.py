@@ -32,7 +32,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from .models import Event
 
@@ -151,6 +151,18 @@ def cut_marker(what: str) -> str:
     return f"{CUT_OPEN}{what}⟧"
 
 
+def _alternation(terms: Sequence[str]) -> str:
+    """A regex matching any of `terms` literally, the first listed winning where several match."""
+    return "|".join(re.escape(t) for t in terms)
+
+
+@lru_cache(maxsize=4096)
+def _terms_pattern(terms: tuple[str, ...]) -> re.Pattern[str]:
+    """The compiled alternation of `terms` (lower-cased, in `Focus` order): the texts of a run name
+    few distinct sets of terms, so each is compiled once."""
+    return re.compile(_alternation(terms))
+
+
 @dataclass(frozen=True)
 class Focus:
     """What the items being judged name: the text a windowed view keeps first.
@@ -189,24 +201,33 @@ class Focus:
         return out
 
     @cached_property
-    def _terms_regex(self) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
-        """(over lower-cased text, case-insensitive): the first is several times faster, the second
-        serves texts whose lower-casing changes their length (offsets would shift)."""
-        if not self.terms:
-            return None
-        ordered = sorted({t.lower() for t in self.terms}, key=len, reverse=True)
-        alternation = "|".join(re.escape(t) for t in ordered)
-        return re.compile(alternation), re.compile(alternation, re.IGNORECASE)
+    def _ordered_terms(self) -> tuple[str, ...]:
+        """The terms lower-cased, longest first: the order of the alternation, so that of two terms
+        matching at one place the longer wins."""
+        return tuple(sorted({t.lower() for t in self.terms}, key=len, reverse=True))
+
+    @cached_property
+    def _ignorecase_regex(self) -> re.Pattern[str]:
+        """Every term, case-insensitively: for texts whose lower-casing changes their length (offsets
+        would shift, so the lower-cased text cannot be searched)."""
+        return re.compile(_alternation(self._ordered_terms), re.IGNORECASE)
 
     def term_hits(self, text: str) -> list[tuple[int, int, str]]:
-        """(start, end, term lower-cased) of every occurrence of a term in `text`, case-insensitively."""
-        regexes = self._terms_regex
-        if regexes is None:
+        """(start, end, term lower-cased) of every occurrence of a term in `text`, case-insensitively.
+
+        Over lower-cased text, only the terms that occur in it are searched for: a substring test per
+        term is a fast scan, while an alternation of every term is tried at every position (it was
+        most of the cost of building a view, and most texts name none of the terms). Leaving out
+        terms that occur nowhere in the text, in their order, finds exactly the same matches."""
+        if not self.terms:
             return []
         lower = text.lower()
         if len(lower) == len(text):
-            return [(m.start(), m.end(), m[0]) for m in regexes[0].finditer(lower)]
-        return [(m.start(), m.end(), m[0].lower()) for m in regexes[1].finditer(text)]
+            present = tuple(t for t in self._ordered_terms if t in lower)
+            if not present:
+                return []
+            return [(m.start(), m.end(), m[0]) for m in _terms_pattern(present).finditer(lower)]
+        return [(m.start(), m.end(), m[0].lower()) for m in self._ignorecase_regex.finditer(text)]
 
     def pinned(self, text: str) -> list[tuple[int, int]]:
         """Spans of `text` a probe matches (non-empty matches): never cut from the view."""
@@ -254,10 +275,16 @@ _HARNESS_CUT_LOWER = re.compile(_HARNESS_CUT.pattern.removeprefix("(?i)"))
 and the same matches on ASCII text (every event's header asks, of the event's whole text)."""
 
 
+_HARNESS_CUT_WORDS = ("truncated", "showing lines", "output limited to")
+"""Every notice of `_HARNESS_CUT` holds one of these (lower-cased): a text holding none is not
+searched (substring tests are a fast scan; the regex is tried at every position of every text)."""
+
+
 def harness_cut(text: str) -> bool:
     """Whether the text carries a harness's own truncation notice (not GCPC's: the log holds no more)."""
     if text.isascii():
-        return bool(_HARNESS_CUT_LOWER.search(text.lower()))
+        lower = text.lower()
+        return any(word in lower for word in _HARNESS_CUT_WORDS) and bool(_HARNESS_CUT_LOWER.search(lower))
     return bool(_HARNESS_CUT.search(text))
 
 

@@ -5,7 +5,7 @@ import re
 from evidence_helpers import event_ids, find_quote
 
 from gcpc_core.checklist import Checklist, load_rules
-from gcpc_core.evidence import Focus, build_evidence_view, normalize_ws, quote_occurs
+from gcpc_core.evidence import Focus, build_evidence_view, harness_cut, normalize_ws, quote_occurs
 from gcpc_core.judge.prompts import items_messages
 from gcpc_core.models import Event, Task
 
@@ -234,3 +234,21 @@ def test_every_gcpc_marker_in_a_rendered_view_has_one_form() -> None:
     text = build_evidence_view(events, focus=Focus(terms=("ref0100",))).render()
     assert text.count("⟦gcpc") == text.count("⟦gcpc cut: ") >= 3  # window cuts and the repeated read
     assert "⟦gcpc cut: identical to E2, not repeated⟧" in text
+
+
+def test_term_hits_search_only_the_terms_present_and_find_the_same() -> None:
+    """Terms absent from a text are left out of the search: the hits are those of every term
+    searched for at once, longest term first where two match at one place."""
+    focus = Focus(terms=("port", "server.port", "8080", "Port = 80", "absent"))
+    text = "[server]\nPORT = 8080\nserver.port: 80800\nsupport"
+    everything = re.compile("|".join(re.escape(t) for t in sorted({t.lower() for t in focus.terms}, key=len, reverse=True)))
+    assert focus.term_hits(text) == [(m.start(), m.end(), m[0]) for m in everything.finditer(text.lower())]
+    assert focus.term_hits("nothing here") == []
+    assert focus.term_hits("İport") == [(1, 5, "port")]  # lower-casing changes the length: searched case-insensitively
+
+
+def test_harness_cut_notices_are_found_with_or_without_the_word_prefilter() -> None:
+    for text in ("The file content has been truncated.", "< truncated 120 lines >", "[... 3,000 characters truncated",
+                 "Output was truncated", "Showing lines 1-200 of 5000", "[Output limited to 100"):
+        assert harness_cut(text) and harness_cut(f"é {text}")  # ASCII (pre-filtered) and not
+    assert not harness_cut("all tests passed") and not harness_cut("é all tests passed")
