@@ -70,6 +70,8 @@ def tokens(text: str, rules: Rules) -> list[Token]:
 
 
 def _plain_tokens(text: str, start: int, end: int) -> list[Token]:
+    """The words, numbers and marks of `text[start:end]` (no literal in it); a full stop after a word is a token
+    of its own, "e.g." and "i.e." stay whole."""
     found = []
     for m in _WORD.finditer(text, start, end):
         word = m[0].rstrip(".") if m[0][0].isalpha() and m[0] not in ("e.g.", "i.e.") else m[0]
@@ -173,7 +175,14 @@ def _build_lexicon(rule: GrammarRule) -> _Lexicon:
 
 
 def _adverb(low: str, lex: _Lexicon) -> bool:
-    return low in lex.adv or low in ("at-least", "at-most", "least", "most") or (low.endswith("ly") and len(low) > 4 and low not in lex.base and low not in lex.det)
+    """Whether a word is skipped when reading positions: a listed adverb, a quantifier ("at least"), or a word of
+    more than four letters ending in -ly that is no verb ("apply") or determiner."""
+    return low in lex.adv or low in _QUANTIFIERS or (
+        low.endswith("ly") and len(low) > 4 and low not in lex.base and low not in lex.det)
+
+
+_QUANTIFIERS = frozenset({"at-least", "at-most", "least", "most"})
+"""How "at least" and "at most" read (`_read` joins them): adverbs before a number."""
 
 
 def _subject_end(low: str, lex: _Lexicon) -> bool:
@@ -196,10 +205,12 @@ def predicates(text: str, rules: Rules) -> list[Predicate]:
 
 
 def _read(text: str, lex: _Lexicon, rules: Rules) -> list[Predicate]:
+    """`predicates` for one text: one pass over its tokens, left to right, with one token of look-ahead."""
     toks = tokens(text, rules)
-    # "at least two", "at most one": a quantifier, read as an adverb
-    lows = [("at-" + lows_next) if t.low == "at" and (lows_next := toks[k + 1].low if k + 1 < len(toks) else "") in (
-        "least", "most") else t.low for k, t in enumerate(toks)]
+    lows = [t.low for t in toks]
+    for k in range(len(lows) - 1):
+        if lows[k] == "at" and lows[k + 1] in ("least", "most"):
+            lows[k] = "at-" + lows[k + 1]  # "at least two": a quantifier, not the preposition "at"
     # the next token that is not an adverb, for every token
     following, ahead = [""] * len(lows), ""
     for k in range(len(lows) - 1, -1, -1):
@@ -287,6 +298,7 @@ class _State:
     in_chain: bool = False
     """Whether the previous word belongs to a predicate (an auxiliary or a verb)."""
     subordinate: bool = False
+    """Whether a subordinate word, a parenthesis or a contrast opened the clause being read."""
     contrast: bool = False
     """Whether the subordinate clause is a contrast (", not copied,"), which ends at the next comma."""
     sequel: bool = False
@@ -296,7 +308,9 @@ class _State:
     coordinated: bool = False
     """Whether a coordinator stands between the last predicate and here."""
     clause_start: int = 0
+    """Offset after the last coordinator: where the clause being read starts."""
     join_start: int = 0
+    """Offset of the last coordinator (the first of a run such as ", and then")."""
     last: str = ""
     """The first word of the last predicate."""
     in_phrase: bool = False
@@ -362,7 +376,7 @@ def _finite(i: int, lows: Sequence[str], state: _State, nxt: str, lex: _Lexicon)
             # "parsed `X`, then queried …": past tenses in a row
             return state.copula_participle or (_object_start(nxt, lex) and nxt not in lex.participle_preps) or (
                 state.last in lex.past or state.last.endswith("ed")) and nxt not in ("", ",", ".", ";")
-        # "The agent verified the citations"; not "the data stored in …", "three titles, sorted", "compressed plus …"
+        # "The agent verified the citations"; not "the data stored in …", "three titles, sorted", "compressed plus"
         return not start and after_subject and not in_phrase and nxt not in lex.participle_preps and \
             nxt not in ("", ",", ".", ";", ")")
     if low in lex.base:
@@ -371,8 +385,8 @@ def _finite(i: int, lows: Sequence[str], state: _State, nxt: str, lex: _Lexicon)
             # only a clear object start ("…, base salary, …" is a list of nouns)
             follows = _object_start(nxt, lex) if prev == "," else nxt not in (*lex.coord, "", ".", ";")
             return (state.last in lex.modals or state.last in lex.base) and follows
-        if start:
-            return _object_start(nxt, lex)
+        if start:  # an imperative: "Sort titles alphabetically", "Save it as …"; not "Use of …"
+            return _object_start(nxt, lex) or (_subject_end(nxt, lex) and nxt not in lex.pron)
         plural = (state.subject_plural if prev == ")" else _plural(prev, state.prev2, lex)) if not in_phrase else False
         return _subject_end(prev, lex) and (plural or (state.in_phrase and state.subject_plural and
                                                         _object_start(nxt, lex)))

@@ -44,6 +44,7 @@ def test_second_predicates_are_found_however_they_are_joined(text: str, verbs: l
     ("Titles in fake_citations keep their wording", ["keep"]),  # a plural head noun before a phrase
     ("The agent verified at least one title with a web search", ["verified"]),
     ("The required sheets (Task and Data) still exist", ["exist"]),
+    ("Sort titles alphabetically for consistency", ["sort"]),   # an imperative states what to do
 ])
 def test_nouns_and_qualifiers_are_not_predicates(text: str, verbs: list[str]) -> None:
     assert _main(text) == verbs
@@ -59,6 +60,7 @@ def test_a_subordinate_clause_is_not_main_unless_a_comma_and_a_restated_subject_
     "Use of external lookups for suspicious citations",
     "Three fake titles, sorted",
     "MIN calculation values",
+    "Use of employee_data.json as the data source",
 ])
 def test_a_label_has_no_predicate_and_g3_says_so(text: str) -> None:
     assert predicates(text, RULES) == []
