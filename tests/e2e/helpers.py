@@ -274,7 +274,7 @@ class App:
         box = self.combobox(label, scope=scope)
         choice = self.page.get_by_role("option", name=option).first
         for attempt in range(3):
-            box.click()
+            self.open_list(box)
             if filter_text:
                 box.fill(filter_text)
             try:
@@ -289,6 +289,23 @@ class App:
                 raise AssertionError(f"could not pick {option!r} in {label!r}: the list shows "
                                      f"{self.page.get_by_role('option').all_inner_texts()}")
             self.page.keyboard.press("Escape")
+
+    def open_list(self, box: Locator) -> None:
+        """Open a selectbox's list. A click on a box that still has the focus (its list just closed by Escape or
+        a pick) can leave the list shut; the box is then blurred and clicked again, and if that shows nothing
+        either, ArrowDown opens it from the keyboard."""
+        for step in ("click", "blur and click", "arrow"):
+            if step == "blur and click":
+                box.evaluate("el => el.blur()")
+            if step == "arrow":
+                box.press("ArrowDown")
+            else:
+                box.click()
+            try:
+                self.page.get_by_role("option").first.wait_for(timeout=3_000)
+                return
+            except PlaywrightTimeoutError:
+                continue
 
     def selected(self, label: str, *, scope: Locator | None = None) -> str:
         return self.combobox(label, scope=scope).input_value()

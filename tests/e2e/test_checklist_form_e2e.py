@@ -22,7 +22,6 @@ import pytest
 import yaml
 from conftest import copy_db
 from playwright.sync_api import Locator, expect
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from gcpc_core.checklist import load_rules, parse_checklist
 from gcpc_core.checklist.registry import register_checklist
@@ -131,15 +130,8 @@ def options(app: App, label: str, scope: Locator) -> list[str]:
     """The option labels of the picker `label` in `scope`, as its open list shows them (then closed again)."""
     box = app.combobox(label, scope=scope)
     box.scroll_into_view_if_needed()
-    for attempt in range(3):
-        box.click()
-        try:
-            app.page.get_by_role("option").first.wait_for(timeout=5_000)
-            break
-        except PlaywrightTimeoutError:
-            if attempt == 2:
-                raise
-            app.page.keyboard.press("Escape")
+    app.open_list(box)
+    app.page.get_by_role("option").first.wait_for(timeout=5_000)
     shown = app.page.get_by_role("option").all_inner_texts()
     app.page.keyboard.press("Escape")
     return shown
