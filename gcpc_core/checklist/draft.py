@@ -596,9 +596,6 @@ def _sanitized(text: str, rules: Rules) -> str | None:
     for pattern, replacement in _INVERTED:
         out = pattern.sub(replacement, out)
     out = first_requirement(out, rules)
-    out = re.split(r";\s|,?\s+and\s+(?=(?:is|are|has|have|be|can|must|should|runs?|returns?|contains?|includes?|"
-                   r"lists?|writes?|saves?|uses?|produces?|prints?|outputs?|reports?|creates?|exists?|matches|"
-                   r"sorts?|removes?|keeps?|leaves?|it|they|there|also|then)\b)", out, maxsplit=1)[0]
     out = " ".join(out.split()).strip(_TRAILING + "(")
     return _balanced(out) if out and out != text else None
 
