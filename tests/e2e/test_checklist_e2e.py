@@ -63,8 +63,13 @@ def until(app: App, check: Callable[[], bool], *, what: str, timeout_s: float = 
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def editor(app: App) -> Locator:
+    """The YAML view of the editor (under a collapsed expander: present, not visible)."""
+    return app.main.get_by_role("textbox", name=EDITOR, include_hidden=True)
+
+
 def editor_text(app: App) -> str:
-    return app.main.get_by_role("textbox", name=EDITOR, include_hidden=True).input_value()
+    return editor(app).input_value()
 
 
 def quote_button(app: App, sentence: str) -> Locator:
@@ -94,8 +99,12 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     fresh.click(row.get_by_role("link", name="Draft a checklist"))
     expect(fresh.title()).to_have_text("Checklists")
     assert fresh.selected("Task") == TASK
+    # the page switch may be drawn before its run is over (the title and the task box come first, the draft
+    # later): wait for the editor to hold the draft rather than read it at once
+    expect(editor(fresh)).to_have_value(re.compile(r"source: draft:"), timeout=60_000)
+    fresh.settled()
     text = editor_text(fresh)
-    assert "source: draft:" in text and f"task: {TASK}" in text, text[:300]
+    assert f"task: {TASK}" in text, text[:300]
     expect(fresh.text("Every gate passes: this can be saved as a new frozen version.")).to_be_visible()
     assert store.checklists.list(status=None) == []  # a draft is not stored until saved
 
