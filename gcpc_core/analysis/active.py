@@ -60,7 +60,7 @@ import pandas as pd
 from scipy.stats import beta, betabinom
 
 from ..models import ENDPOINT_ITEM_ID, UNRECORDED_SELECTION
-from .audits import KEY, auditor_verdicts
+from .audits import KEY, auditor_verdicts, verdict_votes
 from .frames import require_columns
 from .item_accuracy import assertion_truth
 
@@ -115,13 +115,7 @@ def _auditors(pop: pd.DataFrame, audits: pd.DataFrame) -> pd.DataFrame:
     held = auditor_verdicts(pop, audits)
     if held.empty:
         return pd.DataFrame(columns=[*KEY, "consensus", "tied", "selection"])
-    votes = held.groupby([*KEY, "auditor_verdict"], sort=True).size().unstack(fill_value=0)
-    counts = votes.to_numpy()
-    top = counts == counts.max(axis=1, keepdims=True)
-    names = votes.columns.to_numpy(dtype=object)
-    out = votes.index.to_frame(index=False)
-    out["consensus"] = np.where(top.sum(axis=1) == 1, names[top.argmax(axis=1)], None)
-    out["tied"] = [tuple(names[row]) if row.sum() > 1 else None for row in top]
+    out = verdict_votes(held)
     selection = held["selection"] if "selection" in held else pd.Series(UNRECORDED_SELECTION, index=held.index)
     rank = selection.map(SELECTION_RANK).fillna(SELECTION_RANK[UNRECORDED_SELECTION])
     best = held.assign(_rank=rank).groupby(KEY, sort=True)["_rank"].min()

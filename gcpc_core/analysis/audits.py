@@ -25,7 +25,7 @@ from ..models import UNRECORDED_SELECTION
 from ..store import Store
 from .frames import require_columns
 
-__all__ = ["AUDIT_COLUMNS", "KEY", "auditor_consensus", "auditor_verdicts", "audits_frame", "selection_note"]
+__all__ = ["AUDIT_COLUMNS", "KEY", "auditor_consensus", "auditor_verdicts", "audits_frame", "selection_note", "verdict_votes"]
 
 AUDIT_COLUMNS = ("trajectory_id", "judge", "label", "item_id", "rater", "agree", "verdict", "created_at", "is_simulated",
                  "selection")
@@ -72,13 +72,24 @@ def auditor_consensus(verdicts: pd.DataFrame) -> pd.DataFrame:
     g = v.groupby(KEY, sort=True)
     out = g.size().rename("n_auditors").reset_index()
     out["auditors"] = g["_said"].agg("; ".join).to_numpy()
-    votes = v.groupby([*KEY, "auditor_verdict"], sort=True).size().unstack(fill_value=0)
+    votes = verdict_votes(v)  # sorted by KEY, as the groups above
+    out["consensus"], out["split"] = votes["consensus"].to_numpy(), votes["split"].to_numpy()
+    return out[columns]
+
+
+def verdict_votes(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The auditors' vote on each audited item verdict (`auditor_verdicts` rows), sorted by KEY: ``consensus``
+    (the verdict most auditors hold; None when the most common tie), ``tied`` (the tied verdicts, sorted, when
+    they tie; else None) and ``split`` (the auditors hold different verdicts)."""
+    votes = verdicts.groupby([*KEY, "auditor_verdict"], sort=True).size().unstack(fill_value=0)
     counts = votes.to_numpy()
     top = counts == counts.max(axis=1, keepdims=True)
     names = votes.columns.to_numpy(dtype=object)
+    out = votes.index.to_frame(index=False)
     out["consensus"] = np.where(top.sum(axis=1) == 1, names[top.argmax(axis=1)], None)
+    out["tied"] = [tuple(names[row]) if row.sum() > 1 else None for row in top]
     out["split"] = (counts > 0).sum(axis=1) > 1
-    return out[columns]
+    return out
 
 def selection_note(audits: pd.DataFrame | None) -> str:
     """How the audits were selected, and what that means for the estimates (`active.in_sample`): one sentence for

@@ -39,8 +39,6 @@ class Token:
 class Predicate:
     """One finite verb (with the auxiliaries and verbs chained to it) of an item text."""
 
-    index: int
-    """Token index of its first word."""
     words: tuple[str, ...]
     """Its first word and the word after it, lower case (a literal reads LITERAL, a number N): what tells the same
     check stated over several subjects ("`A` contains …, `B` contains …") from two different requirements."""
@@ -270,7 +268,7 @@ def _read(text: str, lex: _Lexicon, rules: Rules) -> list[Predicate]:
         restated = state.sub_after_comma and (state.prev in ("it", "they") or state.sequel)
         if verb and not state.in_chain:
             found.append(Predicate(
-                index=i, words=tuple(lows[i:i + 2]), main=not state.subordinate or restated,
+                words=tuple(lows[i:i + 2]), main=not state.subordinate or restated,
                 subject_pronoun=pronoun,
                 coordinated=state.coordinated, clause_start=state.clause_start, join_start=state.join_start))
             # a participle coordinated after "are sorted" continues the list; any other predicate ends it
