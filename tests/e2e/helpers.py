@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlencode
 
 from playwright.sync_api import Locator, Page, expect
@@ -35,6 +36,8 @@ RUN_TIMEOUT = 45_000
 """Milliseconds one script run may take before a wait fails (first runs compile caches)."""
 
 expect.set_options(timeout=RUN_TIMEOUT)
+
+T = TypeVar("T")
 
 
 # ---------------------------------------------------------------- servers
@@ -181,6 +184,10 @@ _SETTLED_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.dataset.testConnectionState !== 'CONNECTED' || app.dataset.testScriptState === 'running'
       || app.dataset.testScriptState === 'rerunRequested') return false;
+  if (window.__gcpcRerunPending) return false;  // a run ended for st.rerun()/st.switch_page(): its next one is due
+  // a page just (re)loaded is idle until its first run starts, which a loaded server can delay (no counter: a
+  // tab without the init script)
+  if (window.__gcpcAsked !== undefined && !window.__gcpcRuns) return false;
   if (document.querySelector('[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]')) return false;
   return !document.querySelector('[data-testid="stMain"] [data-stale="true"]');
 }"""
@@ -190,10 +197,72 @@ _RUN_COUNTER_JS = """
   // Counts changes of the app's script-run state (each run changes it at least twice), so that an action
   // can wait for the run it started even when that run is over before anyone looks.
   window.__gcpcRuns = 0;
-  const observer = new MutationObserver((records) => { window.__gcpcRuns += records.length; });
+  let restarted = false;  // the run after a pending rerun has begun (its new_session came)
+  const observer = new MutationObserver((records) => {
+    window.__gcpcRuns += records.length;
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (restarted && app && app.dataset.testScriptState === 'running') window.__gcpcRerunPending = false;
+  });
   const start = () => observer.observe(document.documentElement,
     {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
   if (document.documentElement) start(); else document.addEventListener('DOMContentLoaded', start);
+
+  // What the app's WebSocket carries, read from the top-level fields of its protobuf messages:
+  // - __gcpcAsked counts the runs the page asked for (a BackMsg whose field is rerun_script, 11): the
+  //   browser does not mark a run as requested until the server starts it, which on a loaded machine can
+  //   be seconds after the click;
+  // - __gcpcRerunPending is set when a run ends early for a rerun (ForwardMsg script_finished, field 6, =
+  //   FINISHED_EARLY_FOR_RERUN, 2: st.rerun(), st.switch_page()) and cleared once the next run has started
+  //   (its new_session, field 4, came and the page shows it running; or 500 ms after that new_session, should
+  //   the page never show the state between the two runs): in between the page looks idle, with the first
+  //   run's output.
+  window.__gcpcAsked = 0;
+  window.__gcpcRerunPending = false;
+  let generation = 0;
+  const fields = (data) => {
+    const b = data instanceof ArrayBuffer ? new Uint8Array(data)
+      : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null;
+    const out = [];
+    if (!b) return out;
+    let i = 0;
+    const varint = () => {
+      let r = 0, m = 1, x;
+      do { x = b[i++]; r += (x & 0x7f) * m; m *= 128; } while (x & 0x80 && i < b.length);
+      return r;
+    };
+    while (i < b.length) {
+      const tag = varint(), field = Math.floor(tag / 8), wire = tag % 8;
+      if (wire === 0) out.push([field, varint()]);
+      else if (wire === 2) { const n = varint(); out.push([field, null]); i += n; }
+      else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4;
+      else break;
+    }
+    return out;
+  };
+  const Native = window.WebSocket;
+  const send = Native.prototype.send;
+  Native.prototype.send = function (data) {
+    try { if (fields(data).some(([f]) => f === 11)) window.__gcpcAsked += 1; } catch (e) {}
+    return send.call(this, data);
+  };
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', (event) => {
+        try {
+          for (const [f, v] of fields(event.data)) {
+            if (f === 6 && v === 2) { window.__gcpcRerunPending = true; restarted = false; generation += 1; }
+            if (f === 4 && window.__gcpcRerunPending && !restarted) {
+              restarted = true;
+              const mine = generation;
+              setTimeout(() => { if (generation === mine) window.__gcpcRerunPending = false; }, 500);
+            }
+          }
+        } catch (e) {}
+      });
+    }
+  };
 })();
 """
 
@@ -212,7 +281,10 @@ class App:
         return self
 
     def settled(self, timeout: float = RUN_TIMEOUT) -> None:
-        """Connected, no script run in progress, no stale element left from the previous run."""
+        """Connected, a first run started since the page loaded, no script run in progress, no stale element
+        left from the previous run, and no run due after one that ended early for st.rerun() or
+        st.switch_page() (the page looks idle between the two, showing the first one's output; seen on the
+        sign-in form, which reruns at once)."""
         self.page.wait_for_function(_SETTLED_JS, timeout=timeout, polling=100)
         # a run may be about to start (e.g. a page switch right after the first run): settle twice
         self.page.wait_for_timeout(150)
@@ -221,17 +293,33 @@ class App:
     def runs(self) -> int:
         return int(self.page.evaluate("() => window.__gcpcRuns || 0"))
 
+    def asked(self) -> int:
+        """Script runs this page has asked the server for (rerun messages sent on its WebSocket)."""
+        return int(self.page.evaluate("() => window.__gcpcAsked || 0"))
+
     def rerun(self, action: Callable[[], object], *, start_timeout: float = 5_000) -> bool:
         """Do `action`, wait until it has started a script run (if it does), then until all runs end;
-        True if it started one."""
-        before = self.runs()
+        True if it started one.
+
+        The browser shows no sign of a run it asked for until the server starts it, which on a loaded
+        machine can take longer than `start_timeout`: settling then would find the page idle, still showing
+        the previous run, and the next read would see the old state (and `click(must_run=True)` would click
+        again, doing the action twice). So a run the page has asked for (its rerun message went out) is
+        waited for as long as a run may take; only an action that asked for none (the same value again, a
+        click lost while the page was drawing) settles after `start_timeout`."""
+        before, asked = self.runs(), self.asked()
         action()
+        ran, sent = f"(window.__gcpcRuns || 0) > {before}", f"(window.__gcpcAsked || 0) > {asked}"
         try:
-            self.page.wait_for_function(f"() => (window.__gcpcRuns || 0) > {before}", timeout=start_timeout,
-                                        polling=50)
+            self.page.wait_for_function(f"() => {ran} || {sent}", timeout=start_timeout, polling=50)
             started = True
         except PlaywrightTimeoutError:  # the action did not rerun (the same value again, say): settle anyway
             started = False
+        if started and self.runs() <= before:  # asked for, not started yet: the server is slow, not idle
+            try:
+                self.page.wait_for_function(f"() => {ran}", timeout=RUN_TIMEOUT, polling=50)
+            except PlaywrightTimeoutError:
+                pass  # a run that never showed (asked for during another run, which took it): settle
         self.settled()
         return started
 
@@ -308,6 +396,8 @@ class App:
                 continue
 
     def selected(self, label: str, *, scope: Locator | None = None) -> str:
+        """The value the selectbox `label` shows now: one read, which a run still on its way can change. To
+        check a value, `expect(app.combobox(label)).to_have_value(...)`, which waits for it."""
         return self.combobox(label, scope=scope).input_value()
 
     def press(self, key: str) -> None:
@@ -323,6 +413,21 @@ class App:
             if self.rerun(locator.click) or not must_run:
                 return
         raise AssertionError(f"clicking {locator} started no script run, 3 times")
+
+    def eventually(self, check: Callable[[], T], *, timeout: float = RUN_TIMEOUT) -> T:
+        """Call `check` (which reads the page or the store and asserts) until it passes, at most `timeout`
+        ms, and return what it returns; at the deadline its last failure is raised as it is. For a check
+        that no single `expect` states (a YAML text parsed, a query string compared as a whole, a row a
+        background job writes): a read right after an action can see the state before the action's run, or
+        before the job, has reached the page or the DB."""
+        deadline = time.monotonic() + timeout / 1000
+        while True:
+            try:
+                return check()
+            except Exception:  # noqa: BLE001 - the check's own failure, raised once time is up
+                if time.monotonic() > deadline:
+                    raise
+            self.page.wait_for_timeout(200)
 
     def tab(self, name: str) -> None:
         self.main.get_by_role("tab", name=name).first.click()

@@ -72,6 +72,20 @@ def editor_text(app: App) -> str:
     return editor(app).input_value()
 
 
+def editor_items(app: App, check: Callable[[list[dict]], None]) -> list[dict]:
+    """The items of the editor's YAML once `check(items)` passes (it asserts): the editor is filled by the
+    action's run, which can still be on its way to the page when the action returns."""
+    def read() -> list[dict]:
+        items = yaml.safe_load(editor_text(app))["items"]
+        check(items)
+        return items
+    return app.eventually(read)
+
+
+def _equal(got: object, expected: object) -> None:
+    assert got == expected, (got, expected)
+
+
 def quote_button(app: App, sentence: str) -> Locator:
     """The Quote button on the row of one instruction sentence (in the instruction's panel: an item that
     quotes the same sentence shows it too)."""
@@ -98,7 +112,7 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     # next step: draft a checklist -> the editor opens on the offline draft of this task
     fresh.click(row.get_by_role("link", name="Draft a checklist"))
     expect(fresh.title()).to_have_text("Checklists")
-    assert fresh.selected("Task") == TASK
+    expect(fresh.combobox("Task")).to_have_value(TASK)
     # the page switch may be drawn before its run is over (the title and the task box come first, the draft
     # later): wait for the editor to hold the draft rather than read it at once
     expect(editor(fresh)).to_have_value(re.compile(r"source: draft:"), timeout=60_000)
@@ -113,8 +127,10 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     sentence = "Sort titles alphabetically for consistency"
     fresh.click(quote_button(fresh, sentence))
     expect(fresh.text(re.compile(r"^Added C\d+ \(judge\) quoting the instruction\.$"))).to_be_visible()
-    added = yaml.safe_load(editor_text(fresh))["items"][-1]
-    assert added["route"] == "judge" and added["task_quote"] == sentence, added
+    def quoted(items: list[dict]) -> None:
+        assert items[-1]["route"] == "judge" and items[-1]["task_quote"] == sentence, items[-1]
+
+    editor_items(fresh, quoted)
     expect(fresh.text("Every gate passes: this can be saved as a new frozen version.")).to_be_visible()
     fresh.click(fresh.button("Save as a new version"))
     expect(fresh.text(re.compile(r"^Stored as version 1 \(sha [0-9a-f]{12}\)\.$"))).to_be_visible()
@@ -159,10 +175,15 @@ def test_guided_path_from_import_to_audit_without_an_llm(fresh: App, skillsbench
     row = task_row(fresh, TASK)
     expect(row.get_by_text("done", exact=True)).to_be_visible()
     assert not fresh.watch.errors and not fresh.watch.dialogs
-    # every job the pages started is in the run ledger, as the command line records it
-    runs = {r.kind: r for r in store.runs.list()}
-    assert {kind: runs[kind].status for kind in ("import", "judge-probe", "score")} == {
-        "import": "done", "judge-probe": "done", "score": "done"}
+    # every job the pages started is in the run ledger, as the command line records it (a job closes its run
+    # after writing its results, which the page shows first: wait for the ledger to say so)
+    def ledger() -> dict:
+        runs = {r.kind: r for r in store.runs.list()}
+        assert {kind: runs[kind].status for kind in ("import", "judge-probe", "score")} == {
+            "import": "done", "judge-probe": "done", "score": "done"}, {k: r.status for k, r in runs.items()}
+        return runs
+
+    runs = fresh.eventually(ledger, timeout=60_000)
     assert runs["import"].counts["trials_imported"] > 0 and runs["judge-probe"].counts["judged"] == 4
     assert runs["score"].counts["probe=" + store.judging.default_labels()["probe"]] > 0  # per labelled run
 
@@ -173,12 +194,11 @@ def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: A
     task = "dialogue-parser"
     versions = len(store.checklists.list(task=task, status=None))
     real.open("checklists", task=task)
-    assert real.selected("Task") == task
+    expect(real.combobox("Task")).to_have_value(task)
     real.tab("Edit by hand")
     real.select("Start from", "an empty skeleton")
     real.click(real.button("Load into the editor (replaces the text below)"))
-    skeleton = yaml.safe_load(editor_text(real))
-    assert [i["task_quote"] for i in skeleton["items"]] == [""] * len(skeleton["items"])
+    editor_items(real, lambda items: _equal([i["task_quote"] for i in items], [""] * len(items)))
     # the skeleton's empty quote: G1's message, whole, next to C1
     c1 = real.main.locator(".st-key-checklists-item-0")
     expect(c1.get_by_text("C1 · assertion", exact=True)).to_be_visible()
@@ -191,7 +211,7 @@ def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: A
                 "exist except the last node; (3) multiple paths can lead to the node \"End\".")
     real.click(quote_button(real, sentence))
     expect(real.text("Task quote of C1 set.")).to_be_visible()
-    assert yaml.safe_load(editor_text(real))["items"][0]["task_quote"] == sentence
+    editor_items(real, lambda items: _equal(items[0]["task_quote"], sentence))
     expect(c1.get_by_text("G1 verbatim quote: task quote is empty")).to_have_count(0)
 
     # a trimmed span: checked verbatim live, then used as C2's quote
@@ -201,7 +221,7 @@ def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: A
     expect(real.text("✓ verbatim in instruction.md")).to_be_visible()
     real.select("Quote into", "C2 · (no text yet)")
     real.click(real.button("Use as task quote"))
-    assert yaml.safe_load(editor_text(real))["items"][1]["task_quote"] == "All nodes must be reachable from the first node"
+    editor_items(real, lambda items: _equal(items[1]["task_quote"], "All nodes must be reachable from the first node"))
     span.fill("All nodes must be reachable from the last node")
     real.rerun(lambda: span.press("Enter"))
     expect(real.text("✗ not a verbatim span of instruction.md (G1 would fail)")).to_be_visible()
@@ -214,8 +234,11 @@ def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: A
     expect(card.get_by_text("Verify graph connectivity, validity, and branching logic.", exact=True)).to_be_visible()
     real.click(card.get_by_role("button", name="Add"))
     expect(real.text(re.compile(rf"^Added C\d+ \(assertion\) for {re.escape(node)}\.$"))).to_be_visible()
-    item = yaml.safe_load(editor_text(real))["items"][-1]
-    assert item["route"] == "assertion" and item["verifier_refs"] == [node] and item["task_quote"], item
+    def added(items: list[dict]) -> None:
+        item = items[-1]
+        assert item["route"] == "assertion" and item["verifier_refs"] == [node] and item["task_quote"], item
+
+    editor_items(real, added)
     # ... or one more ref of an existing item
     real.select("Add the test to", "C1 · (no text yet)")
     other = "test_outputs.py::test_system_basics"
@@ -223,6 +246,9 @@ def test_editor_click_to_quote_and_click_to_ref_with_whole_gate_messages(real: A
         has=real.page.get_by_text(f"{other} (parametrized)", exact=True))
     real.click(card.get_by_role("button", name="Add"))
     expect(real.text(f"{other} added to the refs of C1.")).to_be_visible()
-    assert other in yaml.safe_load(editor_text(real))["items"][0]["verifier_refs"]
+    def referred(items: list[dict]) -> None:
+        assert other in items[0]["verifier_refs"], items[0]
+
+    editor_items(real, referred)
     assert len(store.checklists.list(task=task, status=None)) == versions  # nothing saved
     assert not real.watch.errors and not real.watch.dialogs

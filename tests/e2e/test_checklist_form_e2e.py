@@ -15,7 +15,7 @@ checklist), each test starts the editor from v1 and
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -104,13 +104,27 @@ def app(form_server: Server, page, watch: Watch) -> App:  # noqa: ANN001 - playw
         app.select("Start from", re.compile(r"^v1 \(human:form-author\)$"))
     app.click(app.button("Load into the editor (replaces the text below)"))
     expect(app.text(PASSES)).to_be_visible()
-    assert [i["id"] for i in items(app)] == ["F1", "F2", "F3", "F4", "F5"]
+    items_show(app, ids, ["F1", "F2", "F3", "F4", "F5"])
     return app
 
 
 def items(app: App) -> list[dict]:
     """The items of the YAML view (the advanced editor; its value whether or not it is open)."""
     return yaml.safe_load(app.main.get_by_role("textbox", name=EDITOR, include_hidden=True).input_value())["items"]
+
+
+def items_show(app: App, part: Callable[[list[dict]], object], expected: object) -> list[dict]:
+    """The items of the YAML view once `part(items) == expected`: the view is filled by the action's run, which can
+    still be on its way to the page when the action returns (at the deadline, the assertion fails with both)."""
+    def check() -> list[dict]:
+        got = items(app)
+        assert part(got) == expected, (part(got), expected)
+        return got
+    return app.eventually(check)
+
+
+def ids(got: list[dict]) -> list[str]:
+    return [i["id"] for i in got]
 
 
 def row(app: App, k: int) -> Locator:
@@ -158,7 +172,7 @@ def test_delete_an_item_and_undo(app: App) -> None:
     app.click(app.button("Delete", scope=row(app, 3)))
     expect(app.text(re.compile(r"^Deleted F4 \(The keys of report\.json appear in alphabetical order\)\."))).to_be_visible()
     expect(rows(app)).to_have_count(4)
-    assert [i["id"] for i in items(app)] == ["F1", "F2", "F3", "F5"]  # the YAML view follows
+    items_show(app, ids, ["F1", "F2", "F3", "F5"])  # the YAML view follows
     expect(row(app, 3).get_by_text("F5 · judge", exact=True)).to_be_visible()
     # its test is uncovered now: listed, and G5 says so on top; nothing can be saved
     expect(uncovered(app).get_by_text(re.compile(r"^1 verifier test\(s\) still uncovered"))).to_be_visible()
@@ -170,7 +184,7 @@ def test_delete_an_item_and_undo(app: App) -> None:
 
     app.click(app.button("Undo"))
     expect(rows(app)).to_have_count(5)
-    assert [i["id"] for i in items(app)] == ["F1", "F2", "F3", "F4", "F5"]
+    items_show(app, ids, ["F1", "F2", "F3", "F4", "F5"])
     expect(app.text(PASSES)).to_be_visible()
     assert len(versions(app)) == 1  # nothing stored
     assert not app.watch.errors and not app.watch.dialogs
@@ -179,7 +193,7 @@ def test_delete_an_item_and_undo(app: App) -> None:
 def test_reword_into_a_compound_then_split_it(app: App) -> None:
     text = row(app, 0).get_by_role("textbox", name="Text of F1")
     fill(app, text, "`/out/report.json` exists and is valid JSON")
-    assert items(app)[0]["text"] == "`/out/report.json` exists and is valid JSON"
+    items_show(app, lambda got: got[0]["text"], "`/out/report.json` exists and is valid JSON")
     # the row's own gate message, live
     expect(row(app, 0).get_by_text(
         "G3 requirement level: compound item: 'and is' starts a second requirement (2 predicates joined); split it "
@@ -189,9 +203,8 @@ def test_reword_into_a_compound_then_split_it(app: App) -> None:
     app.click(app.button("Split", scope=row(app, 0)))
     expect(app.text("Split F1 into F1 and F6: check both texts and their refs.")).to_be_visible()
     expect(rows(app)).to_have_count(6)
-    first, second = items(app)[:2]
-    assert (first["id"], first["text"]) == ("F1", "`/out/report.json` exists")
-    assert (second["id"], second["text"]) == ("F6", "`/out/report.json` is valid JSON")
+    first, second = items_show(app, lambda got: [(i["id"], i["text"]) for i in got[:2]],
+                               [("F1", "`/out/report.json` exists"), ("F6", "`/out/report.json` is valid JSON")])[:2]
     assert second["task_quote"] == first["task_quote"] and second["verifier_refs"] == first["verifier_refs"]
     expect(row(app, 1).get_by_role("textbox", name="Text of F6")).to_have_value("`/out/report.json` is valid JSON")
     for k in (0, 1):
@@ -199,9 +212,9 @@ def test_reword_into_a_compound_then_split_it(app: App) -> None:
     expect(app.text(PASSES)).to_be_visible()
     # move the new item to the end, then duplicate it: G4 names the copy in its row
     app.click(app.button("Move down", scope=row(app, 1)))
-    assert [i["id"] for i in items(app)] == ["F1", "F2", "F6", "F3", "F4", "F5"]
+    items_show(app, ids, ["F1", "F2", "F6", "F3", "F4", "F5"])
     app.click(app.button("Duplicate", scope=row(app, 2)))
-    assert [i["id"] for i in items(app)] == ["F1", "F2", "F6", "F7", "F3", "F4", "F5"]
+    items_show(app, ids, ["F1", "F2", "F6", "F7", "F3", "F4", "F5"])
     expect(row(app, 3).get_by_text(re.compile(r"^G4 duplicates: duplicates F6 \(similarity 1\.00"))).to_be_visible()
     assert len(versions(app)) == 1
     assert not app.watch.errors and not app.watch.dialogs
@@ -224,7 +237,7 @@ def test_quote_a_sentence_with_the_row_picker_and_through_quote_into(app: App) -
                      "Keep the report⟨U+200B⟩ small.", "✓ quoted by F5 · Do **not** modify `/data/input.txt`."], shown
     app.select(picker, re.compile(r"^Write one key per line\.$"), scope=row(app, 4))
     expect(app.text("Task quote of F5 set.")).to_be_visible()
-    assert items(app)[4]["task_quote"] == "Write one key per line."
+    items_show(app, lambda got: got[4]["task_quote"], "Write one key per line.")
     expect(row(app, 4).get_by_role("textbox", name="Task quote of F5")).to_have_value("Write one key per line.")
     expect(sentence_mark(app, "Write one key per line.")).to_have_text("✓ F5")
     expect(sentence_mark(app, "Do **not** modify `/data/input.txt`.")).to_have_text("not quoted")
@@ -232,7 +245,7 @@ def test_quote_a_sentence_with_the_row_picker_and_through_quote_into(app: App) -
 
     # an invisible character: shown as its marker, quoted as itself (G1 passes)
     app.select("Quote a sentence into F4", "Keep the report⟨U+200B⟩ small.", scope=row(app, 3))
-    assert items(app)[3]["task_quote"] == "Keep the report\u200b small."
+    items_show(app, lambda got: got[3]["task_quote"], "Keep the report\u200b small.")
     expect(row(app, 3).get_by_role("textbox", name="Task quote of F4")).to_have_value("Keep the report⟨U+200B⟩ small.")
     expect(row(app, 3).get_by_text("passes every item gate")).to_be_visible()
 
@@ -242,7 +255,7 @@ def test_quote_a_sentence_with_the_row_picker_and_through_quote_into(app: App) -
         '[data-testid="stHorizontalBlock"]').filter(has=app.page.get_by_text("Sort the keys alphabetically.", exact=True))
     app.click(line.last.get_by_role("button", name="Quote"))
     expect(app.text("Task quote of F2 set.")).to_be_visible()
-    assert items(app)[1]["task_quote"] == "Sort the keys alphabetically."
+    items_show(app, lambda got: got[1]["task_quote"], "Sort the keys alphabetically.")
     expect(sentence_mark(app, "Sort the keys alphabetically.")).to_have_text("✓ F2")
     assert len(versions(app)) == 1
     assert not app.watch.errors and not app.watch.dialogs
@@ -252,7 +265,8 @@ def test_pick_an_uncovered_test_into_an_items_refs(app: App) -> None:
     # route F3 and F4 elsewhere: their refs cover nothing now, two tests are uncovered
     app.select("Route of F3", re.compile("^generated$"), scope=row(app, 2))
     app.select("Route of F4", re.compile("^generated$"), scope=row(app, 3))
-    assert [i["route"] for i in items(app)] == ["assertion", "assertion", "generated", "generated", "judge"]
+    items_show(app, lambda got: [i["route"] for i in got],
+               ["assertion", "assertion", "generated", "generated", "judge"])
     expect(uncovered(app).get_by_text(re.compile(r"^2 verifier test\(s\) still uncovered"))).to_be_visible()
     expect(uncovered(app).get_by_text(LINES)).to_be_visible()
     expect(uncovered(app).get_by_text(KEYS)).to_be_visible()
@@ -265,7 +279,7 @@ def test_pick_an_uncovered_test_into_an_items_refs(app: App) -> None:
     app.select("Verifier refs of F1", f"{KEYS} · uncovered", scope=row(app, 0))
     app.page.keyboard.press("Escape")
     expect(app.text(f"Refs of F1: added {KEYS}.")).to_be_visible()
-    assert items(app)[0]["verifier_refs"] == [REPORT + "test_report_exists", KEYS]
+    items_show(app, lambda got: got[0]["verifier_refs"], [REPORT + "test_report_exists", KEYS])
     expect(uncovered(app).get_by_text(re.compile(r"^1 verifier test\(s\) still uncovered"))).to_be_visible()
     expect(uncovered(app).get_by_text(KEYS)).to_have_count(0)
     expect(uncovered(app).get_by_text(LINES)).to_be_visible()
@@ -288,6 +302,7 @@ def test_the_form_and_the_yaml_view_stay_in_sync_and_saving_adds_a_version(app: 
     app.main.get_by_text(ADVANCED).click()
     editor = app.main.get_by_role("textbox", name=EDITOR)
     expect(editor).to_be_visible()
+    expect(editor).to_have_value(re.compile(re.escape("text: The agent never wrote to /data/input.txt")))
     text = editor.input_value()
     assert "text: The agent never wrote to /data/input.txt" in text
     fill(app, editor, text.replace("counts the lines of", "holds the line count of"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, urlparse
 
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, expect
 
 from gcpc_core.project_frames import compare_project
 from gcpc_core.demo import DEMO_SIMULATED_LABEL
@@ -19,9 +19,14 @@ from gcpc_core.store import Store
 from .helpers import App
 
 
-def metric(app: App, label: str) -> str:
+def metric(app: App, label: str) -> Locator:
+    """The value of the metric `label` (to be checked with `expect`, which waits for the run that draws it)."""
     box = app.main.locator('[data-testid="stMetric"]').filter(has_text=label).first
-    return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
+    return box.locator('[data-testid="stMetricValue"]')
+
+
+def _equal(got: object, expected: object) -> None:
+    assert got == expected, (got, expected)
 
 
 def test_compare_page_shows_both_runs_and_opens_a_differing_item_with_both_verdicts(demo: App) -> None:
@@ -43,10 +48,11 @@ def test_compare_page_shows_both_runs_and_opens_a_differing_item_with_both_verdi
     demo.main.locator('[data-testid="stWidgetLabel"]').filter(has_text="Run A").locator(
         '[data-testid="stTooltipHoverTarget"]').hover()
     expect(demo.page.locator('[data-testid="stTooltipContent"]')).to_contain_text(probe)
-    assert metric(demo, "Items both judged") == str(expected.n_items)
-    assert metric(demo, "Cohen's κ") == f"{expected.kappa:.3f}"
-    assert metric(demo, "Same raw verdict") == f"{100 * expected.agreement:.1f}%"
-    assert metric(demo, "ΔAUC (A − B)") == f"{expected.delta.iloc[0]['delta_auc']:+.3f}"
+    expect(metric(demo, "Items both judged")).to_have_text(str(expected.n_items), use_inner_text=True)
+    expect(metric(demo, "Cohen's κ")).to_have_text(f"{expected.kappa:.3f}", use_inner_text=True)
+    expect(metric(demo, "Same raw verdict")).to_have_text(f"{100 * expected.agreement:.1f}%", use_inner_text=True)
+    expect(metric(demo, "ΔAUC (A − B)")).to_have_text(f"{expected.delta.iloc[0]['delta_auc']:+.3f}",
+                                                      use_inner_text=True)
     expect(demo.main.get_by_role("heading", name=f"Items where the runs differ ({len(expected.differing)})")).to_be_visible()
     expect(demo.main.get_by_role("heading", name="Evidence sensitivity of each run")).to_be_visible()
     if expected.sensitivity.empty:  # the demo's runs are not perturbed unless a test perturbed them
@@ -65,8 +71,13 @@ def test_compare_page_shows_both_runs_and_opens_a_differing_item_with_both_verdi
     option = f"{row.trajectory_id} · {row.item_id} · A {row.verdict_a} / B {row.verdict_b}"
     demo.select("Open a differing item", option)
     link = demo.main.get_by_role("link", name="Audit A's verdict")
-    query = parse_qs(urlparse(link.get_attribute("href") or "").query)
-    assert query == {"trajectory": [row.trajectory_id], "judge": ["probe"], "item": [row.item_id], "label": [probe]}
+
+    def links_to_the_item() -> None:  # the link of the item shown before the pick, until the pick's run has drawn
+        query = parse_qs(urlparse(link.get_attribute("href") or "").query)
+        assert query == {"trajectory": [row.trajectory_id], "judge": ["probe"], "item": [row.item_id],
+                         "label": [probe]}, query
+
+    demo.eventually(links_to_the_item)
 
     demo.rerun(link.click)
     expect(demo.title()).to_have_text("Item audit")
@@ -88,4 +99,4 @@ def test_compare_page_shows_both_runs_and_opens_a_differing_item_with_both_verdi
     demo.select("Run", name_b)
     expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(row.item_id)} · .*{row.verdict_b}"))
     expect(demo.text(f"{name_a}: {row.verdict_a}").first).to_be_visible()
-    assert parse_qs(urlparse(demo.page.url).query)["label"] == [DEMO_SIMULATED_LABEL]
+    demo.eventually(lambda: _equal(parse_qs(urlparse(demo.page.url).query)["label"], [DEMO_SIMULATED_LABEL]))

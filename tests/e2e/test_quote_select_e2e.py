@@ -97,8 +97,13 @@ def test_a_mouse_selection_becomes_the_task_quote_and_passes_g1(app: App) -> Non
     app.rerun(drag)
     expect(app.text("quoting the instruction. (characters")).to_be_visible()
     editor = app.main.get_by_role("textbox", name=EDITOR, include_hidden=True)
-    added = _items(app)[-1]
-    assert added["route"] == "judge" and added["task_quote"] == QUOTE, added
+
+    def quoted() -> dict:  # the editor is filled by the same run: wait for it rather than read it once
+        added = _items(app)[-1]
+        assert added["route"] == "judge" and added["task_quote"] == QUOTE, added
+        return added
+
+    added = app.eventually(quoted)
     assert added["task_quote"] in INSTRUCTION  # the exact span, the invisible character itself included
     task = Store(app.server.db).trials.get_task(TASK_ID)
     assert task is not None
@@ -144,7 +149,11 @@ def test_ctrl_a_inside_the_instruction_quotes_the_whole_instruction(app: App) ->
 
     app.rerun(select_all)
     expect(app.text("quoting the instruction. (characters 0–")).to_be_visible()
-    items = _items(app)
-    assert len(items) == before + 1, items[before:]
-    assert items[-1]["task_quote"] == INSTRUCTION.strip(), items[-1]  # the whole file, its invisible characters too
+
+    def quoted() -> None:  # the editor is filled by the same run: wait for it rather than read it once
+        items = _items(app)
+        assert len(items) == before + 1, items[before:]
+        assert items[-1]["task_quote"] == INSTRUCTION.strip(), items[-1]  # the whole file, its invisible characters too
+
+    app.eventually(quoted)
     assert not app.watch.errors, app.watch.errors

@@ -144,7 +144,7 @@ def sign_in_only(app: App) -> None:
     expect(app.main.get_by_text("This app is protected.")).to_be_visible()
     assert app.page.locator('[data-testid="stSidebarNav"]').count() == 0
     assert app.page.locator('[data-testid="stSidebar"]').count() == 0
-    assert app.main.locator("h1").all_inner_texts() == ["GCPC"]
+    expect(app.main.locator("h1")).to_have_text(["GCPC"], use_inner_text=True)  # one h1, that one
     assert TRIAL_ID not in app.page.content()
 
 
@@ -327,6 +327,6 @@ def test_a_foreign_host_name_is_never_the_local_owner(any_host_server: Server, r
         app.settled()  # this time the WebSocket is let in
         expect(app.main.get_by_text(re.compile("has no admin token, so no page is open"))).to_be_visible()
         assert rebinding.locator('[data-testid="stSidebar"]').count() == 0
-        assert app.main.locator("h1").all_inner_texts() == ["GCPC"]
+        expect(app.main.locator("h1")).to_have_text(["GCPC"], use_inner_text=True)  # one h1, that one
     app.open("runs")  # the control: at 127.0.0.1 the same server is the owner's
     expect(app.title()).to_have_text("Runs")

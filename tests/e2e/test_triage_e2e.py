@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, urlparse
 
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, expect
 
 from annotations.audits import item_audits
 from gcpc_core.analysis.active import estimate_error, population, verifier_truth
@@ -19,9 +19,14 @@ from .conftest import REVIEWER
 from .helpers import App
 
 
-def metric(app: App, label: str) -> str:
+def metric_value(app: App, label: str) -> Locator:
     box = app.main.locator('[data-testid="stMetric"]').filter(has_text=label).first
-    return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
+    return box.locator('[data-testid="stMetricValue"]')
+
+
+def metric(app: App, label: str) -> str:
+    """The metric's value, read once (to check it against a known value, `expect(metric_value(...))`)."""
+    return metric_value(app, label).inner_text().strip()
 
 
 def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_counts(demo: App) -> None:
@@ -41,8 +46,12 @@ def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_count
     expect(demo.combobox("Open a disagreement")).to_have_value(
         re.compile(rf"^#1 · {re.escape(top['kind'])} · {re.escape(top['trajectory_id'])} · probe · {top['item_id']}$"))
     link = demo.main.get_by_role("link", name="Open in item audit").last
-    href = urlparse(link.get_attribute("href") or "")
-    assert parse_qs(href.query) == {"trajectory": [top["trajectory_id"]], "judge": ["probe"], "item": [top["item_id"]]}
+
+    def links_to_the_top() -> None:  # the box shows the pick at once, the link follows with the pick's run
+        query = parse_qs(urlparse(link.get_attribute("href") or "").query)
+        assert query == {"trajectory": [top["trajectory_id"]], "judge": ["probe"], "item": [top["item_id"]]}, query
+
+    demo.eventually(links_to_the_top)
     for anchor in demo.main.locator("a").all():  # no link of the page carries a secret
         assert not re.search(r"admin|token", anchor.get_attribute("href") or "")
 
@@ -50,7 +59,7 @@ def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_count
     expect(demo.title()).to_have_text("Item audit")
     expect(demo.main.get_by_role("heading", name=top["trajectory_id"])).to_be_visible()
     expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(top['item_id'])} · "))
-    assert f"item={top['item_id']}" in demo.page.url
+    expect(demo.page).to_have_url(re.compile(re.escape(f"item={top['item_id']}")))
 
     # the auditor agrees with the judge here, then comes back: the estimate counts the audit
     demo.click(demo.button("Agree"))
@@ -70,7 +79,7 @@ def test_triage_opens_the_top_disagreement_in_the_item_audit_and_the_audit_count
                    & (decided["item_id"] == top["item_id"])).any()
     assert est.n_audited == before + (0 if had_audit or by_verifier else 1)  # the verifier's verdicts are known
     # one audit can widen an interval as well as narrow it: the page shows the estimate of the stored audits
-    assert metric(demo, "Width") == f"{est.width:.3f}"
+    expect(metric_value(demo, "Width")).to_have_text(f"{est.width:.3f}", use_inner_text=True)
 
 
 def test_auditing_the_proposals_in_order_narrows_the_error_rate_and_the_figures(demo: App) -> None:
@@ -86,8 +95,8 @@ def test_auditing_the_proposals_in_order_narrows_the_error_rate_and_the_figures(
         demo.open("triage")
         expect(demo.main.get_by_text("Raw and audited figures", exact=True)).to_be_visible()  # a closed section
         loop = judge_loop(store, demo.server.url, "probe", 10, 0.10)
+        expect(metric_value(demo, "Width")).to_have_text(f"{loop.estimate.width:.3f}", use_inner_text=True)
         widths.append(float(metric(demo, "Width")))
-        assert widths[-1] == float(f"{loop.estimate.width:.3f}")
         figures = audited_data(store, n_boot=50).figures
         assert figures["error_width"].notna().all() and figures["n_unaudited"].nunique() == 1, figures
         unaudited.append(int(figures["n_unaudited"].iloc[0]))
@@ -103,7 +112,8 @@ def test_auditing_the_proposals_in_order_narrows_the_error_rate_and_the_figures(
         expect(demo.combobox("Item")).to_have_value(re.compile(rf"^{re.escape(nxt['item_id'])} · "))
         demo.click(demo.button("Agree"))
         expect(demo.text(re.compile(rf"{re.escape(REVIEWER)}: agree$")).first).to_be_visible()
-        assert "selection=" not in demo.page.url  # applied once: the shared URL opens a chosen verdict
+        # applied once: the shared URL opens a chosen verdict
+        expect(demo.page).not_to_have_url(re.compile("selection="))
         audited = {(a.trajectory_id, a.item_id): a.value.get("selection")
                    for a in item_audits(store, trajectory_id=nxt["trajectory_id"], judge="probe")}
         assert audited[(nxt["trajectory_id"], nxt["item_id"])] == "random"  # drawn: it estimates the error rate
