@@ -471,6 +471,9 @@ class EvidenceView:
     _normalized: dict[str, str] = field(default_factory=dict, repr=False)
     _claims: frozenset[str] = field(default_factory=frozenset, repr=False)
     _failed: frozenset[str] = field(default_factory=frozenset, repr=False)
+    text: str | None = field(default=None, repr=False, compare=False)
+    """`render()`'s text when whoever built the view rendered it already (`judge.prepare`'s worker
+    sends it with the view); None: rendered when asked."""
 
     def __post_init__(self) -> None:
         self._by_id = {e.event.id: e.event for e in self.entries}
@@ -515,6 +518,8 @@ class EvidenceView:
     def render(self) -> str:
         """The view as plain text for a judge prompt: each event framed (`EvidenceEntry.framed`), each
         gap one marker line between them."""
+        if self.text is not None:
+            return self.text
         parts: list[str] = []
         gaps = {gap.before: gap for gap in self.gaps}
         for index, entry in enumerate(self.entries):

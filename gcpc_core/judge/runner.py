@@ -9,21 +9,24 @@ LLM calls, which the rerun makes again; Ctrl-C and errors store every finished o
 trajectory's replies are in the response cache, and finished trajectories are skipped (see `units`).
 Concurrency: the LLM layer bounds HTTP requests in flight; the run harness (`runs.run_stage`) bounds
 the trajectories being prepared (events loaded, prompts built), so memory stays flat for any size.
+A large live run builds its evidence views in a worker process (`prepare.ViewPool`), off the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable
 from typing import Any
 
 from ..checklist import Rules, load_rules
-from ..llm import LLM
+from ..llm import LLM, HeldWrites
 from ..runs import Progress, RunKind, StageRun, run_stage
 from ..store import Store
 from ..store.judging import TrajectorySave
 from .batch import batched_trajectories, submit_batch
+from .prepare import ViewPool
 from .reports import JudgeReport, account_result
 from .results import TrajectoryJudgment
 from .registry import get_judge
@@ -36,7 +39,10 @@ GROUP_SECONDS = 0.2
 
 class _GroupWriter:
     """Stores finished trajectories a group at a time (see the module docstring): one transaction
-    holds the group's rows and the LLM layer's held cache rows and call records."""
+    holds the group's rows and the LLM layer's held cache rows and call records. The transaction
+    runs on a writing thread, so the event loop goes on sending and taking replies meanwhile (SQLite
+    does its work without the GIL); one group is written at a time, in the order they were handed
+    over."""
 
     def __init__(self, store: Store, *, label: str | None):
         self.store, self.label = store, label
@@ -46,8 +52,12 @@ class _GroupWriter:
         self.since: float | None = None
         """When the oldest unwritten result arrived (None: nothing waits)."""
         self.timer: asyncio.TimerHandle | None = None
-        self.failed: Exception | None = None
-        """A write due on the timer failed: raised to the next caller, so the run stops with it."""
+        self.failed: BaseException | None = None
+        """A group's write failed: raised to the next `add` and by `finish`, so the run fails with it."""
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gcpc-judge-writer")
+        self._writing: Future[None] | None = None
+        self._unwritten: list[tuple[list[TrajectorySave], HeldWrites | None]] = []
+        """Groups whose write failed, kept for `finish` to write again."""
 
     def add(self, result: TrajectoryJudgment, run: StageRun[TrajectoryJudgment]) -> None:
         """Take a finished trajectory of `run` (an error result stores nothing, but its calls are written)."""
@@ -63,19 +73,14 @@ class _GroupWriter:
             self.flush()
         elif self.timer is None:
             try:  # a quiet spell must not keep a finished trajectory waiting
-                self.timer = asyncio.get_running_loop().call_later(GROUP_SECONDS, self._due)
-            except RuntimeError:  # no event loop: the next add or the final flush writes it
+                self.timer = asyncio.get_running_loop().call_later(GROUP_SECONDS, self.flush)
+            except RuntimeError:  # no event loop: the next add or `finish` writes it
                 pass
 
-    def _due(self) -> None:
-        self.timer = None
-        try:
-            self.flush()
-        except Exception as exc:  # noqa: BLE001 - a timer callback cannot raise to the run: kept for `add`
-            self.failed = exc
-
     def flush(self) -> None:
-        """Write everything waiting, in one transaction; kept for a retry if it fails."""
+        """Hand everything waiting to the writing thread, as one group. The held LLM writes stay
+        held (an identical request is still answered from them) until their group has committed;
+        a group waits for the one before it, so no held row is taken twice."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
@@ -83,14 +88,45 @@ class _GroupWriter:
         held = self.run.held if self.run is not None else None
         if not self.saves and not held:
             return
-        with self.store.atomic():
-            if held is not None:
-                held.write(self.store)
-            self.store.judging.save_trajectory_judgments(self.saves)
-        if held is not None:
-            held.clear()
-        self.saves.clear()
-        self.failed = None
+        if self._writing is not None:
+            self._writing.result()  # the group before: its held rows are forgotten once it committed
+        group, self.saves = self.saves, []
+        self._writing = self._thread.submit(self._write, group, held, held.snapshot() if held else None)
+
+    def _write(self, saves: list[TrajectorySave], held: HeldWrites | None, taken: HeldWrites | None) -> None:
+        """On the writing thread: one group in one transaction; a failure keeps it for `finish`."""
+        try:
+            with self.store.atomic():
+                if taken is not None:
+                    taken.write(self.store)
+                self.store.judging.save_trajectory_judgments(saves)
+        except BaseException as exc:  # noqa: BLE001 - kept: the run raises it (`add`, `finish`)
+            self._unwritten.append((saves, taken))
+            self.failed = self.failed or exc
+            return
+        if held is not None and taken is not None:
+            held.forget(taken)
+
+    def finish(self) -> None:
+        """The run's units are over: write what waits, wait for the writing thread, write any group
+        that failed once more (here), then raise the first failure, if any."""
+        try:
+            self.flush()
+        finally:
+            if self._writing is not None:
+                self._writing.result()
+            self._thread.shutdown(wait=True)
+        held = self.run.held if self.run is not None else None
+        for saves, taken in self._unwritten:
+            with self.store.atomic():
+                if taken is not None:
+                    taken.write(self.store)
+                self.store.judging.save_trajectory_judgments(saves)
+            if held is not None and taken is not None:
+                held.forget(taken)
+        self._unwritten.clear()
+        if self.failed is not None:
+            raise self.failed
 
 
 def judge_project(
@@ -139,9 +175,11 @@ def judge_project(
     if llm is not None:
         params["concurrency"] = llm.config.concurrency
     writer = _GroupWriter(store, label=label)
+    views = ViewPool.for_run(store, plan.todo) if llm is not None else None
 
     async def one(unit: Any, run: StageRun[TrajectoryJudgment]) -> TrajectoryJudgment:
-        result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm, per_item=per_item)
+        view = await views.view(store, unit, rules) if views is not None else None
+        result = await judge_unit(unit, judge, store=store, rules=rules, llm=llm, per_item=per_item, view=view)
         writer.add(result, run)
         account_result(report, result)
         if on_result is not None:
@@ -155,8 +193,12 @@ def judge_project(
         return (f"${totals.cost_usd:.4f} · {totals.http_calls} http · {totals.cache_hits} cached"
                 + (f" · {len(report.errors)} errors" if report.errors else ""))
 
-    run = run_stage(store, RunKind.judge(judge), plan.todo, one, llm=llm, prompt_version=prompt_version,
-                    rules_version=rules.version, params=params, counts=lambda _: report.counts(),
-                    progress=progress, unit="traj", note=note, hold_writes=True, finish=writer.flush)
+    try:
+        run = run_stage(store, RunKind.judge(judge), plan.todo, one, llm=llm, prompt_version=prompt_version,
+                        rules_version=rules.version, params=params, counts=lambda _: report.counts(),
+                        progress=progress, unit="traj", note=note, hold_writes=True, finish=writer.finish)
+    finally:
+        if views is not None:
+            views.close()
     report.run_id, report.totals, report.wall_s = run.run_id, run.totals, run.wall_s
     return report

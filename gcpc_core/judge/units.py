@@ -35,6 +35,7 @@ __all__ = [
     "plan_units",
     "store_judgment",
     "store_judgments",
+    "trajectory_view",
     "unit_for",
 ]
 
@@ -108,7 +109,13 @@ def evidence_of(store: Store, unit: Unit, rules: Rules) -> EvidenceView:
     the trajectory's evidence events (narration is never shown to a judge, and is a third of a log's
     events)."""
     focus = unit.focus if unit.focus is not None else focus_for(unit.task, unit.checklist, rules)
-    return build_evidence_view(store.trials.events(unit.trajectory.id, skip_kinds=_NOT_EVIDENCE), focus=focus)
+    return trajectory_view(store, unit.trajectory.id, focus)
+
+
+def trajectory_view(store: Store, trajectory_id: str, focus: Focus) -> EvidenceView:
+    """The evidence view of a stored trajectory windowed for `focus`: what `evidence_of` builds on the
+    run's loop and `prepare.ViewPool` in its workers."""
+    return build_evidence_view(store.trials.events(trajectory_id, skip_kinds=_NOT_EVIDENCE), focus=focus)
 
 
 def initial_request(unit: Unit, judge: str, view: EvidenceView, rules: Rules) -> tuple[Messages, type[BaseModel], str]:

@@ -81,3 +81,13 @@ class HeldWrites:
     def clear(self) -> None:
         self.cache.clear()
         self.calls.clear()
+
+    def snapshot(self) -> HeldWrites:
+        """What is held now, to write on another thread while more is held; `forget` it once committed."""
+        return HeldWrites(dict(self.cache), list(self.calls))
+
+    def forget(self, written: HeldWrites) -> None:
+        """Drop what a `snapshot` held once it has been committed (calls held since stay, in order)."""
+        for key in written.cache:
+            self.cache.pop(key, None)
+        del self.calls[: len(written.calls)]

@@ -261,9 +261,11 @@ class LLM:
             state.inflight.pop(key, None)
 
     def _cached(self, key: str) -> dict[str, Any] | None:
-        """The stored (or held) reply of an identical request, if any."""
-        if self._held is not None and key in self._held.cache:
-            return self._held.cache[key][1]
+        """The stored (or held) reply of an identical request, if any. A held one is looked up once:
+        a judging run's writing thread may forget it meanwhile (`HeldWrites.forget`, once it is stored)."""
+        held = self._held.cache.get(key) if self._held is not None else None
+        if held is not None:
+            return held[1]
         return self.store.runs.cache_get(key) if self.store is not None else None
 
     async def _call(
